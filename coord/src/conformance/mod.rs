@@ -1,0 +1,75 @@
+//! The conformance suite: every client-observable line of
+//! `zk-semantics.md`, written once against [`Coordinator`] and run unchanged
+//! against the simulator (`cargo test -p zkdist-sim --test conformance`) and
+//! a real server (`cargo test -p zkdist-coord --test conformance_zk`).
+//!
+//! A case gets a [`Backend`] whose [`Backend::root`] is a fresh, empty node
+//! owned by that case alone, and fails by panicking. Cases never depend on a
+//! backend's internals: they observe only what a ZooKeeper client can.
+
+mod cases;
+mod support;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::{Coordinator, EventStream, ZkResult};
+
+pub use cases::all_cases;
+pub use support::*;
+
+/// What a conformance case needs from the system under test.
+pub trait Backend: Send + Sync + 'static {
+    type Session: Coordinator;
+
+    /// A node that exists, is empty, and belongs to this case alone.
+    fn root(&self) -> &str;
+
+    /// Opens a new session. The stream's first event is
+    /// `Event::Session(SessionState::Connected)`.
+    fn connect(&self) -> impl Future<Output = ZkResult<(Self::Session, EventStream)>>;
+
+    /// Makes the server expire `session` as if its timeout had passed without
+    /// contact: its ephemerals are deleted and its watches dropped, and the
+    /// session sees `Expired` when it next talks to the server.
+    fn expire(&self, session: &Self::Session) -> impl Future<Output = ()>;
+}
+
+/// A case's body: takes the backend, panics on failure.
+pub type CaseFuture = Pin<Box<dyn Future<Output = ()>>>;
+
+/// One named conformance case. The name is the test's name in both runs.
+pub struct Case<B> {
+    pub name: &'static str,
+    pub run: fn(Arc<B>) -> CaseFuture,
+}
+
+/// Runs the suite as a libtest-compatible test binary (`harness = false`).
+///
+/// `run_case` executes one case (it builds the runtime and the backend the
+/// case needs). With `ignore_reason` set, every case is listed and reported
+/// as ignored instead of run, so a missing server shows as "ignored", never
+/// as "passed".
+pub fn run_main<B: Backend>(
+    ignore_reason: Option<&str>,
+    run_case: impl Fn(&Case<B>) + Send + Sync + Clone + 'static,
+) -> ! {
+    let args = libtest_mimic::Arguments::from_args();
+    if let Some(reason) = ignore_reason {
+        eprintln!("conformance cases ignored: {reason}");
+    }
+    let trials = all_cases::<B>()
+        .into_iter()
+        .map(|case| {
+            let run_case = run_case.clone();
+            let name = case.name;
+            libtest_mimic::Trial::test(name, move || {
+                run_case(&case);
+                Ok(())
+            })
+            .with_ignored_flag(ignore_reason.is_some())
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit()
+}

@@ -1,0 +1,83 @@
+//! The coordination trait: the subset of ZooKeeper's client API that zkdist
+//! needs, as one session's handle.
+
+use std::future::Future;
+
+use crate::error::ZkResult;
+use crate::op::{Op, OpResult};
+use crate::types::{CreateMode, SessionId, Stat, Watch};
+
+/// One ZooKeeper session. Master, worker and client are generic over this
+/// trait and never name a backend.
+///
+/// Contract shared by every implementation (the conformance suite checks it):
+/// - paths, data sizes and versions are validated before anything is sent
+///   (see [`crate::path`], [`crate::validate_data`], [`crate::validate_version`]);
+/// - one session's requests are applied in the order they were issued, and
+///   its replies and events arrive in the order the server produced them;
+/// - `Watch::Yes` leaves a one-shot watch whose event arrives on the
+///   session's [`crate::EventStream`], which also carries session states;
+/// - an error of kind `ConnectionLoss` means the request may or may not have
+///   been applied.
+///
+/// Futures are `Send` so that a multi-threaded runtime can run them; methods
+/// take `&self` so one handle can serve several concurrent requests.
+pub trait Coordinator: Send + Sync + 'static {
+    /// The server-assigned id of this session.
+    fn session_id(&self) -> SessionId;
+
+    /// Creates a node and returns its actual path (with the sequence suffix
+    /// for sequential modes).
+    fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> impl Future<Output = ZkResult<String>> + Send;
+
+    /// Deletes a node; `version: None` accepts any version.
+    fn delete(&self, path: &str, version: Option<i32>)
+    -> impl Future<Output = ZkResult<()>> + Send;
+
+    /// The node's stat, or `None` if it does not exist. With `Watch::Yes` the
+    /// watch is left even when the node is missing (it fires on create).
+    fn exists(
+        &self,
+        path: &str,
+        watch: Watch,
+    ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send;
+
+    fn get_data(
+        &self,
+        path: &str,
+        watch: Watch,
+    ) -> impl Future<Output = ZkResult<(Vec<u8>, Stat)>> + Send;
+
+    /// Replaces the node's data; `version: None` accepts any version.
+    fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> impl Future<Output = ZkResult<Stat>> + Send;
+
+    /// The node's children's names in no particular order (ZooKeeper gives
+    /// no order; sort before relying on one), and the node's stat.
+    fn get_children(
+        &self,
+        path: &str,
+        watch: Watch,
+    ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send;
+
+    /// Applies all ops atomically or none of them. On failure the error is
+    /// `ZkError::Multi` with the index of the first op that failed.
+    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send;
+
+    /// Waits until the server this session talks to has caught up with the
+    /// leader, so that a following read sees every write committed before.
+    fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send;
+
+    /// Closes the session: the server deletes its ephemerals at once. Later
+    /// calls fail with `SessionClosed`.
+    fn close(&self) -> impl Future<Output = ZkResult<()>> + Send;
+}

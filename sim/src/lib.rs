@@ -1,0 +1,1 @@
+//! SimZk: see README.
