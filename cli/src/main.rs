@@ -1,1 +1,3 @@
+mod handlers;
+
 fn main() {}
