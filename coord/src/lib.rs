@@ -6,17 +6,27 @@
 //! [`conformance`] suite is written once against the trait and run against
 //! both, which is what makes the simulator worth trusting.
 
+pub mod client;
+pub mod codec;
 pub mod conformance;
 mod coordinator;
 mod error;
 mod event;
+pub mod layout;
+pub mod names;
 mod op;
 pub mod path;
 mod types;
+#[cfg(feature = "real")]
+pub mod zk;
 
+pub use client::{Client, ClientError, Status};
+pub use codec::{CodecError, MAX_RESULT_OUTPUT_BYTES, TaskPayload, TaskResult};
 pub use coordinator::Coordinator;
 pub use error::{ErrorCode, ZkError, ZkResult};
 pub use event::{Event, EventSender, EventStream, SessionState, WatchEvent, WatchKind};
+pub use layout::{DEFAULT_ROOT, Directory, Layout};
+pub use names::{InvalidName, TaskId, WorkerId};
 pub use op::{Op, OpResult};
 pub use types::{
     CreateMode, MAX_DATA_BYTES, MAX_REPLY_BYTES, SessionId, Stat, Watch, validate_data,

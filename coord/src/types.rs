@@ -56,7 +56,9 @@ pub struct Stat {
     pub pzxid: i64,
     /// Number of data changes.
     pub version: i32,
-    /// Number of child creations (the sequence counter; deletes leave it).
+    /// Number of changes to the children, creates and deletes. The server
+    /// stores the number of creates (the sequence counter, which deletes
+    /// never move) and reports `2 * creates - num_children`.
     pub cversion: i32,
     /// Number of ACL changes.
     pub aversion: i32,

@@ -43,8 +43,11 @@ pub struct ExecResult {
 }
 
 pub fn parse(payload: &[u8]) -> Result<ExecTask, HandlerError> {
-    let task: ExecTask = serde_json::from_slice(payload)
-        .map_err(|e| HandlerError::InvalidPayload { kind: "exec", reason: e.to_string() })?;
+    let task: ExecTask =
+        serde_json::from_slice(payload).map_err(|e| HandlerError::InvalidPayload {
+            kind: "exec",
+            reason: e.to_string(),
+        })?;
     if task.argv.is_empty() || task.argv[0].is_empty() {
         return Err(HandlerError::InvalidPayload {
             kind: "exec",
@@ -54,7 +57,10 @@ pub fn parse(payload: &[u8]) -> Result<ExecTask, HandlerError> {
     if task.timeout_ms == 0 || task.timeout_ms > MAX_TIMEOUT_MS {
         return Err(HandlerError::InvalidPayload {
             kind: "exec",
-            reason: format!("timeout_ms must be in 1..={MAX_TIMEOUT_MS}, got {}", task.timeout_ms),
+            reason: format!(
+                "timeout_ms must be in 1..={MAX_TIMEOUT_MS}, got {}",
+                task.timeout_ms
+            ),
         });
     }
     Ok(task)
@@ -77,16 +83,21 @@ pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, Hand
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
     let collect = async {
-        let (out, err) =
-            tokio::join!(read_capped(stdout, per_stream_bytes), read_capped(stderr, per_stream_bytes));
+        let (out, err) = tokio::join!(
+            read_capped(stdout, per_stream_bytes),
+            read_capped(stderr, per_stream_bytes)
+        );
         let status = child.wait().await;
         (out, err, status)
     };
     match tokio::time::timeout(Duration::from_millis(task.timeout_ms), collect).await {
         Ok((out, err, status)) => {
-            let (stdout, out_cut) = out.map_err(|e| HandlerError::Failed(format!("reading stdout: {e}")))?;
-            let (stderr, err_cut) = err.map_err(|e| HandlerError::Failed(format!("reading stderr: {e}")))?;
-            let status = status.map_err(|e| HandlerError::Failed(format!("waiting for the process: {e}")))?;
+            let (stdout, out_cut) =
+                out.map_err(|e| HandlerError::Failed(format!("reading stdout: {e}")))?;
+            let (stderr, err_cut) =
+                err.map_err(|e| HandlerError::Failed(format!("reading stderr: {e}")))?;
+            let status = status
+                .map_err(|e| HandlerError::Failed(format!("waiting for the process: {e}")))?;
             Ok(ExecResult {
                 exit_code: status.code(),
                 timed_out: false,
@@ -108,7 +119,10 @@ pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, Hand
 
 /// Reads a stream to its end, keeping at most `cap_bytes`; the rest is read
 /// and dropped so the child never blocks on a full pipe.
-async fn read_capped(mut stream: impl AsyncRead + Unpin, cap_bytes: usize) -> std::io::Result<(Vec<u8>, bool)> {
+async fn read_capped(
+    mut stream: impl AsyncRead + Unpin,
+    cap_bytes: usize,
+) -> std::io::Result<(Vec<u8>, bool)> {
     let mut kept = Vec::new();
     let mut truncated = false;
     let mut buf = [0u8; 8192];
@@ -131,7 +145,8 @@ mod tests {
 
     #[tokio::test]
     async fn runs_a_command_and_reports_status_and_output() {
-        let task = parse(br#"{"kind":"exec","argv":["sh","-c","echo out; echo err >&2; exit 3"]}"#).unwrap();
+        let task = parse(br#"{"kind":"exec","argv":["sh","-c","echo out; echo err >&2; exit 3"]}"#)
+            .unwrap();
         let result = run(&task, 1 << 20).await.unwrap();
         assert_eq!(result.exit_code, Some(3));
         assert_eq!(result.stdout, "out\n");
@@ -141,7 +156,10 @@ mod tests {
 
     #[tokio::test]
     async fn caps_output_to_fit_the_limit() {
-        let task = parse(br#"{"kind":"exec","argv":["sh","-c","head -c 3000000 /dev/zero | tr '\\0' 'x'"]}"#).unwrap();
+        let task = parse(
+            br#"{"kind":"exec","argv":["sh","-c","head -c 3000000 /dev/zero | tr '\\0' 'x'"]}"#,
+        )
+        .unwrap();
         let limit = zkdist_coord::MAX_DATA_BYTES;
         let result = run(&task, limit).await.unwrap();
         assert!(result.truncated);
@@ -161,7 +179,10 @@ mod tests {
     async fn a_missing_program_is_a_task_failure_naming_it() {
         let task = parse(br#"{"kind":"exec","argv":["/nonexistent/zkdist-test"]}"#).unwrap();
         let err = run(&task, 1 << 20).await.unwrap_err();
-        assert!(err.to_string().contains("/nonexistent/zkdist-test"), "{err}");
+        assert!(
+            err.to_string().contains("/nonexistent/zkdist-test"),
+            "{err}"
+        );
     }
 
     #[test]

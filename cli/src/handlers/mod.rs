@@ -62,7 +62,9 @@ impl BuiltinHandler {
                 serde_json::to_vec(&result)
             }
             "exec" if !self.allow_exec => return Err(HandlerError::ExecNotAllowed),
-            "exec" => serde_json::to_vec(&exec::run(&exec::parse(payload)?, self.result_limit_bytes).await?),
+            "exec" => serde_json::to_vec(
+                &exec::run(&exec::parse(payload)?, self.result_limit_bytes).await?,
+            ),
             other => return Err(HandlerError::UnknownKind(other.to_owned())),
         };
         Ok(encoded.expect("results serialise"))
@@ -74,24 +76,36 @@ mod tests {
     use super::*;
 
     fn handler(allow_exec: bool) -> BuiltinHandler {
-        BuiltinHandler { allow_exec, result_limit_bytes: zkdist_coord::MAX_DATA_BYTES }
+        BuiltinHandler {
+            allow_exec,
+            result_limit_bytes: zkdist_coord::MAX_DATA_BYTES,
+        }
     }
 
     #[tokio::test]
     async fn dispatches_on_kind_and_names_unknown_kinds() {
-        let out = handler(false).run(br#"{"kind":"pi","samples":1000}"#).await.unwrap();
+        let out = handler(false)
+            .run(br#"{"kind":"pi","samples":1000}"#)
+            .await
+            .unwrap();
         let result: pi::PiResult = serde_json::from_slice(&out).unwrap();
         assert_eq!(result.samples, 1000);
         let err = handler(false).run(br#"{"kind":"sort"}"#).await.unwrap_err();
         assert_eq!(err, HandlerError::UnknownKind("sort".into()));
         assert!(err.to_string().contains("\"sort\""));
-        assert!(matches!(handler(false).run(b"not json").await, Err(HandlerError::NoKind(_))));
+        assert!(matches!(
+            handler(false).run(b"not json").await,
+            Err(HandlerError::NoKind(_))
+        ));
     }
 
     #[tokio::test]
     async fn exec_is_refused_unless_allowed() {
         let payload = br#"{"kind":"exec","argv":["true"]}"#;
-        assert_eq!(handler(false).run(payload).await, Err(HandlerError::ExecNotAllowed));
+        assert_eq!(
+            handler(false).run(payload).await,
+            Err(HandlerError::ExecNotAllowed)
+        );
         assert!(handler(true).run(payload).await.is_ok());
     }
 }

@@ -30,8 +30,11 @@ pub struct PiResult {
 }
 
 pub fn parse(payload: &[u8]) -> Result<PiTask, HandlerError> {
-    let task: PiTask = serde_json::from_slice(payload)
-        .map_err(|e| HandlerError::InvalidPayload { kind: "pi", reason: e.to_string() })?;
+    let task: PiTask =
+        serde_json::from_slice(payload).map_err(|e| HandlerError::InvalidPayload {
+            kind: "pi",
+            reason: e.to_string(),
+        })?;
     if task.samples == 0 || task.samples > MAX_SAMPLES {
         return Err(HandlerError::InvalidPayload {
             kind: "pi",
@@ -53,7 +56,11 @@ pub fn estimate(task: &PiTask) -> PiResult {
         }
     }
     debug_assert!(inside <= task.samples);
-    PiResult { estimate: 4.0 * inside as f64 / task.samples as f64, samples: task.samples, inside }
+    PiResult {
+        estimate: 4.0 * inside as f64 / task.samples as f64,
+        samples: task.samples,
+        inside,
+    }
 }
 
 #[cfg(test)]
@@ -64,7 +71,10 @@ mod tests {
     fn estimate_is_close_and_reproducible() {
         let task = parse(br#"{"kind":"pi","samples":200000,"seed":7}"#).unwrap();
         let first = estimate(&task);
-        assert!((first.estimate - std::f64::consts::PI).abs() < 0.02, "{first:?}");
+        assert!(
+            (first.estimate - std::f64::consts::PI).abs() < 0.02,
+            "{first:?}"
+        );
         assert_eq!(first, estimate(&task));
     }
 
@@ -78,7 +88,10 @@ mod tests {
             r#"{"kind":"pi","samples":-3}"#,
         ] {
             let err = parse(payload.as_bytes()).unwrap_err();
-            assert!(matches!(err, HandlerError::InvalidPayload { kind: "pi", .. }), "{payload}: {err}");
+            assert!(
+                matches!(err, HandlerError::InvalidPayload { kind: "pi", .. }),
+                "{payload}: {err}"
+            );
         }
     }
 }

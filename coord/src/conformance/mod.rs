@@ -59,7 +59,14 @@ pub fn run_main<B: Backend>(
     if let Some(reason) = ignore_reason {
         eprintln!("conformance cases ignored: {reason}");
     }
-    let trials = all_cases::<B>()
+    let cases = all_cases::<B>();
+    let names: std::collections::BTreeSet<&str> = cases.iter().map(|case| case.name).collect();
+    assert_eq!(
+        names.len(),
+        cases.len(),
+        "two conformance cases share a name"
+    );
+    let trials = cases
         .into_iter()
         .map(|case| {
             let run_case = run_case.clone();

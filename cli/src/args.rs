@@ -1,0 +1,137 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "zkdist",
+    version,
+    about = "Distribute tasks over a pool of workers through ZooKeeper"
+)]
+pub struct Cli {
+    /// Log filter (tracing's env-filter syntax); RUST_LOG overrides it.
+    #[arg(long, global = true, default_value = "info")]
+    pub log: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run for master: lead if no master holds the master node, else work.
+    Run(RoleArgs),
+    /// Run as the master (fails if another master leads).
+    Master(ConnectArgs),
+    /// Run as a worker.
+    Worker(RoleArgs),
+    /// Queue a task; with --wait, print its result.
+    Submit(SubmitArgs),
+    /// Wait for a task's result and print it.
+    Wait(WaitArgs),
+    /// Show workers, their assignments, and pending and finished task counts.
+    Status(StatusArgs),
+    /// Run a master, workers and a client on the embedded simulated
+    /// ZooKeeper, printing the trace and a summary.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ConnectArgs {
+    /// ZooKeeper connect string: host:port[,host:port...][/chroot].
+    #[arg(long = "zk", env = "ZKDIST_ZK", default_value = "127.0.0.1:2181")]
+    pub zk: String,
+    /// The node under which zkdist keeps its state.
+    #[arg(long, env = "ZKDIST_ROOT", default_value = zkdist_coord::DEFAULT_ROOT)]
+    pub root: String,
+    /// How long the ensemble keeps this process's session without contact.
+    #[arg(long, default_value_t = 10_000)]
+    pub session_timeout_ms: u64,
+    /// How long to try to reach the ensemble before giving up.
+    #[arg(long, default_value_t = 10_000)]
+    pub connect_timeout_ms: u64,
+    /// Digest credentials, USER:PASSWORD.
+    #[arg(long, env = "ZKDIST_AUTH")]
+    pub auth: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RoleArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Let this worker run `exec` tasks (commands from the task payload).
+    #[arg(long)]
+    pub allow_exec: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// The task payload (JSON with a "kind"); `-` or nothing reads stdin.
+    #[arg(conflicts_with = "file")]
+    pub payload: Option<String>,
+    /// Read the payload from this file.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    /// Wait for the result and print it.
+    #[arg(long)]
+    pub wait: bool,
+    /// Skip checking the payload against the built-in kinds (for workers
+    /// that run kinds this binary does not know).
+    #[arg(long)]
+    pub no_check: bool,
+    /// With --wait, delete the task and its result once printed.
+    #[arg(long, requires = "wait")]
+    pub cleanup: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// The task's id, as printed by submit (e.g. task-0000000042).
+    pub task: String,
+    /// Delete the task and its result once printed.
+    #[arg(long)]
+    pub cleanup: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Seed of the simulation: the same seed prints the same trace.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 4)]
+    pub workers: usize,
+    #[arg(long, default_value_t = 12)]
+    pub tasks: usize,
+    /// One-way link delay, uniform in MIN..=MAX microseconds.
+    #[arg(long, default_value = "200..2000", value_parser = parse_range_us)]
+    pub latency_us: (u64, u64),
+    /// Print only the summary, not the trace.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn parse_range_us(text: &str) -> Result<(u64, u64), String> {
+    let (min, max) = text
+        .split_once("..")
+        .ok_or_else(|| format!("expected MIN..MAX in microseconds, got {text:?}"))?;
+    let parse = |s: &str| s.trim().parse::<u64>().map_err(|e| format!("{s:?}: {e}"));
+    let (min, max) = (parse(min)?, parse(max)?);
+    if min > max {
+        return Err(format!("MIN {min} is above MAX {max}"));
+    }
+    Ok((min, max))
+}

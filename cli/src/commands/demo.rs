@@ -1,0 +1,187 @@
+//! `demo`: the whole system on the embedded simulated ZooKeeper. A master,
+//! workers and a client run on one paused-clock runtime, so the run takes
+//! milliseconds, and the same seed prints the same trace.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, ensure};
+use tokio::sync::{mpsc, watch};
+use zkdist_coord::{Client, Layout, TaskPayload, TaskResult, WorkerId};
+use zkdist_master::{Master, MasterDecision, claim_master};
+use zkdist_sim::{Latency, SimConfig, SimZk};
+use zkdist_worker::{TaskError, TaskHandler, Worker};
+
+use crate::args::DemoArgs;
+use crate::handlers::pi;
+
+/// How long, in simulated time, the client waits for each result.
+const RESULT_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+pub fn demo(args: &DemoArgs) -> anyhow::Result<()> {
+    ensure!(args.workers >= 1, "--workers must be at least 1");
+    ensure!(args.tasks >= 1, "--tasks must be at least 1");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .context("cannot build the simulation runtime")?;
+    let summary = runtime.block_on(run(args))?;
+    print!("{summary}");
+    Ok(())
+}
+
+/// Computes `pi` tasks in line: on the simulator a task must not leave the
+/// runtime's thread, or the paused clock could move while it runs.
+struct InlinePi;
+
+impl TaskHandler for InlinePi {
+    fn run(&self, task: &[u8]) -> impl Future<Output = Result<Vec<u8>, TaskError>> + Send {
+        let outcome = pi::parse(task)
+            .map(|task| serde_json::to_vec(&pi::estimate(&task)).expect("results serialise"))
+            .map_err(|error| TaskError::from_display(&error));
+        std::future::ready(outcome)
+    }
+}
+
+async fn run(args: &DemoArgs) -> anyhow::Result<String> {
+    let (min_us, max_us) = args.latency_us;
+    let started_at = tokio::time::Instant::now();
+    let sim = SimZk::start(SimConfig {
+        seed: args.seed,
+        latency: Latency::Uniform { min_us, max_us },
+        ..SimConfig::default()
+    });
+    let layout = Layout::default();
+    let (stop, stopped) = watch::channel(false);
+    let until_stopped = |mut stopped: watch::Receiver<bool>| async move {
+        // An error means the sender is gone, which also means stop.
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+
+    let (zk, events) = sim.connect("master").await?;
+    ensure!(
+        claim_master(&zk, &layout).await?,
+        "a fresh simulation has no other master"
+    );
+    let (decisions_tx, mut decisions) = mpsc::unbounded_channel();
+    let master = tokio::spawn(
+        Master::new(zk, events, layout.clone())
+            .with_observer(decisions_tx)
+            .run_until(until_stopped(stopped.clone())),
+    );
+    let mut workers = Vec::new();
+    for index in 1..=args.workers {
+        let (zk, events) = sim.connect(&format!("worker-{index}")).await?;
+        let worker = Worker::new(zk, events, layout.clone(), InlinePi);
+        workers.push(tokio::spawn(
+            worker.run_until(until_stopped(stopped.clone())),
+        ));
+    }
+
+    let (zk, events) = sim.connect("client").await?;
+    let mut client = Client::new(zk, events, layout.clone());
+    let mut submitted = Vec::new();
+    for index in 0..args.tasks {
+        let samples = 1_000 * (index as u64 + 1);
+        let payload = TaskPayload::new("pi")
+            .with("samples", samples)
+            .with("seed", index as u64);
+        let task = client.submit(&payload.encode()?).await?;
+        sim.note(format!("client submitted {task} (pi, {samples} samples)"));
+        submitted.push(task);
+    }
+    let mut results = Vec::new();
+    for task in &submitted {
+        // Simulated time: the bound costs nothing, and turns a stuck run
+        // into an error that names the task instead of a hang.
+        let result = tokio::time::timeout(RESULT_WAIT, client.wait(task))
+            .await
+            .with_context(|| {
+                format!("no result for {task} within {RESULT_WAIT:?} of simulated time")
+            })?
+            .with_context(|| format!("waiting for {task}"))?;
+        results.push(result);
+    }
+    let simulated = started_at.elapsed();
+
+    stop.send(true).expect("the roles are still listening");
+    master.await?.context("the master failed")?;
+    for worker in workers {
+        worker.await?.context("a worker failed")?;
+    }
+
+    let mut assignments: Vec<(WorkerId, String)> = Vec::new();
+    while let Ok(decision) = decisions.try_recv() {
+        if let MasterDecision::Round { assigned, .. } = decision {
+            assignments.extend(
+                assigned
+                    .into_iter()
+                    .map(|(worker, task)| (worker, task.to_string())),
+            );
+        }
+    }
+    let trace = sim.trace().await;
+    Ok(render(
+        args,
+        &submitted,
+        &results,
+        &assignments,
+        &trace,
+        simulated,
+    ))
+}
+
+fn render(
+    args: &DemoArgs,
+    submitted: &[zkdist_coord::TaskId],
+    results: &[TaskResult],
+    assignments: &[(WorkerId, String)],
+    trace: &[String],
+    simulated: std::time::Duration,
+) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if !args.quiet {
+        for line in trace {
+            writeln!(out, "{line}").unwrap();
+        }
+        writeln!(out).unwrap();
+    }
+    writeln!(
+        out,
+        "summary (seed {}, {} workers, {} tasks)",
+        args.seed, args.workers, args.tasks
+    )
+    .unwrap();
+    for (task, result) in submitted.iter().zip(results) {
+        let shown = match result {
+            TaskResult::Success { output } => String::from_utf8_lossy(output).into_owned(),
+            TaskResult::Failure { message } => format!("FAILED: {message}"),
+        };
+        writeln!(out, "  {task} -> {shown}").unwrap();
+    }
+    let mut per_worker: BTreeMap<&WorkerId, usize> = BTreeMap::new();
+    for (worker, _) in assignments {
+        *per_worker.entry(worker).or_default() += 1;
+    }
+    for (worker, count) in per_worker {
+        writeln!(out, "  {worker} ran {count} tasks").unwrap();
+    }
+    let assigned_order: Vec<&str> = assignments.iter().map(|(_, task)| task.as_str()).collect();
+    let submitted_order: Vec<String> = submitted.iter().map(ToString::to_string).collect();
+    let fifo = assigned_order
+        .iter()
+        .copied()
+        .eq(submitted_order.iter().map(String::as_str));
+    let succeeded = results.iter().filter(|r| r.is_success()).count();
+    writeln!(
+        out,
+        "{succeeded}/{} tasks succeeded, assigned in submission order: {}, {} trace lines, simulated time {:?}",
+        submitted.len(),
+        if fifo { "yes" } else { "no" },
+        trace.len(),
+        simulated
+    )
+    .unwrap();
+    out
+}

@@ -1,0 +1,38 @@
+//! One module per subcommand.
+
+pub mod demo;
+pub mod role;
+pub mod status;
+pub mod submit;
+
+use std::io::Write;
+
+use zkdist_coord::TaskResult;
+
+/// How a command that prints a task's result ends: the process's exit code
+/// tells a script whether the task succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// The task ran and failed; its message went to stderr.
+    TaskFailed,
+}
+
+/// Prints a result: a success's output to stdout as it is, a failure's
+/// message to stderr.
+pub fn print_result(task: &zkdist_coord::TaskId, result: &TaskResult) -> std::io::Result<Outcome> {
+    match result {
+        TaskResult::Success { output } => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(output)?;
+            if !output.ends_with(b"\n") {
+                stdout.write_all(b"\n")?;
+            }
+            Ok(Outcome::Done)
+        }
+        TaskResult::Failure { message } => {
+            eprintln!("task {task} failed: {message}");
+            Ok(Outcome::TaskFailed)
+        }
+    }
+}

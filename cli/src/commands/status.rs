@@ -1,0 +1,54 @@
+//! `status`.
+
+use anyhow::Context;
+use zkdist_coord::{Client, Coordinator};
+
+use crate::args::StatusArgs;
+use crate::connect;
+
+pub async fn status(args: &StatusArgs) -> anyhow::Result<()> {
+    let layout = connect::layout(&args.connect)?;
+    let (zk, events) = connect::session(&args.connect).await?;
+    let client = Client::new(zk.clone(), events, layout);
+    let status = client.status().await.context("cannot read the status")?;
+    zk.close().await.ok();
+    if args.json {
+        let assignments: serde_json::Map<String, serde_json::Value> = status
+            .assignments
+            .iter()
+            .map(|(worker, task)| (worker.to_string(), task.to_string().into()))
+            .collect();
+        let json = serde_json::json!({
+            "root": args.connect.root,
+            "master_present": status.master_present,
+            "workers": status.workers.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "assignments": assignments,
+            "pending_tasks": status.pending_tasks,
+            "assigned_tasks": status.assigned_tasks,
+            "finished_tasks": status.finished_tasks,
+        });
+        println!("{json}");
+        return Ok(());
+    }
+    println!("root {}", args.connect.root);
+    println!(
+        "master {}",
+        if status.master_present {
+            "present"
+        } else {
+            "absent"
+        }
+    );
+    println!("workers {}", status.workers.len());
+    for worker in &status.workers {
+        match status.assignments.get(worker) {
+            Some(task) => println!("  {worker} busy with {task}"),
+            None => println!("  {worker} idle"),
+        }
+    }
+    println!(
+        "tasks pending {} assigned {} finished {}",
+        status.pending_tasks, status.assigned_tasks, status.finished_tasks
+    );
+    Ok(())
+}

@@ -1,0 +1,262 @@
+//! What the task and result nodes hold.
+//!
+//! A task's payload is a JSON object with a string `kind` (which handler runs
+//! it) and any other fields the kind needs: `{"kind": "pi", "samples": 1000}`.
+//!
+//! A result is binary, because a handler's output is arbitrary bytes: a
+//! 4-byte header (`ZKR` and the format version), one status byte (`+` for
+//! success, `-` for failure), then the output bytes or the UTF-8 failure
+//! message. A failed task is therefore never mistaken for one whose output
+//! happens to look like an error.
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::MAX_DATA_BYTES;
+
+pub use serde_json::Value as JsonValue;
+
+/// Why bytes could not be read as a payload or a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodecError {
+    #[error(
+        "task payload is not a JSON object with a string \"kind\" field \
+         ({{\"kind\": \"...\", ...}}): {reason}"
+    )]
+    InvalidPayload { reason: String },
+    #[error("task payload's \"kind\" is empty")]
+    EmptyKind,
+    #[error("not a zkdist result: {reason}")]
+    InvalidResult { reason: String },
+}
+
+/// A task payload: its kind and the kind's fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskPayload {
+    pub kind: String,
+    #[serde(flatten)]
+    pub fields: serde_json::Map<String, JsonValue>,
+}
+
+impl TaskPayload {
+    pub fn new(kind: impl Into<String>) -> TaskPayload {
+        TaskPayload {
+            kind: kind.into(),
+            fields: serde_json::Map::new(),
+        }
+    }
+
+    /// Adds a field (builder style).
+    pub fn with(mut self, key: impl Into<String>, value: impl Into<JsonValue>) -> TaskPayload {
+        let key = key.into();
+        debug_assert_ne!(key, "kind", "the kind is set by TaskPayload::new");
+        self.fields.insert(key, value.into());
+        self
+    }
+
+    /// The JSON bytes a task node holds. Fails only on an empty kind.
+    pub fn encode(&self) -> Result<Vec<u8>, CodecError> {
+        if self.kind.is_empty() {
+            return Err(CodecError::EmptyKind);
+        }
+        Ok(serde_json::to_vec(self).expect("a map of JSON values always serialises"))
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<TaskPayload, CodecError> {
+        let payload: TaskPayload =
+            serde_json::from_slice(bytes).map_err(|error| CodecError::InvalidPayload {
+                reason: error.to_string(),
+            })?;
+        if payload.kind.is_empty() {
+            return Err(CodecError::EmptyKind);
+        }
+        Ok(payload)
+    }
+}
+
+const RESULT_MAGIC: &[u8; 3] = b"ZKR";
+const RESULT_VERSION: u8 = 1;
+const STATUS_SUCCESS: u8 = b'+';
+const STATUS_FAILURE: u8 = b'-';
+
+/// The bytes an encoded result spends before its body.
+pub const RESULT_HEADER_BYTES: usize = RESULT_MAGIC.len() + 2;
+
+/// The largest handler output that fits in a result node. A handler that
+/// caps its output should cap it to this.
+pub const MAX_RESULT_OUTPUT_BYTES: usize = MAX_DATA_BYTES - RESULT_HEADER_BYTES;
+
+/// The outcome of a task, as written to `tasks/<task>/result`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskResult {
+    /// The handler's output.
+    Success { output: Vec<u8> },
+    /// Why the task failed (bad payload, handler error, output too large...).
+    Failure { message: String },
+}
+
+impl TaskResult {
+    /// The result for a handler's outcome, made to fit in a node: an output
+    /// over [`MAX_RESULT_OUTPUT_BYTES`] becomes a failure that says so, and
+    /// a failure message is cut to fit.
+    pub fn from_outcome(outcome: Result<Vec<u8>, String>) -> TaskResult {
+        match outcome {
+            Ok(output) if output.len() <= MAX_RESULT_OUTPUT_BYTES => TaskResult::Success { output },
+            Ok(output) => TaskResult::failure(format!(
+                "the task's output is {} bytes, over the {MAX_RESULT_OUTPUT_BYTES}-byte result limit",
+                output.len()
+            )),
+            Err(message) => TaskResult::failure(message),
+        }
+    }
+
+    /// A failure, its message cut (at a character boundary) to fit.
+    pub fn failure(message: impl Into<String>) -> TaskResult {
+        let mut message = message.into();
+        if message.len() > MAX_RESULT_OUTPUT_BYTES {
+            let mut end = MAX_RESULT_OUTPUT_BYTES;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+        }
+        TaskResult::Failure { message }
+    }
+
+    pub fn is_success(&self) -> bool {
+        matches!(self, TaskResult::Success { .. })
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let (status, body) = match self {
+            TaskResult::Success { output } => (STATUS_SUCCESS, output.as_slice()),
+            TaskResult::Failure { message } => (STATUS_FAILURE, message.as_bytes()),
+        };
+        let mut bytes = Vec::with_capacity(RESULT_HEADER_BYTES + body.len());
+        bytes.extend_from_slice(RESULT_MAGIC);
+        bytes.push(RESULT_VERSION);
+        bytes.push(status);
+        bytes.extend_from_slice(body);
+        bytes
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<TaskResult, CodecError> {
+        let invalid = |reason: String| CodecError::InvalidResult { reason };
+        if bytes.len() < RESULT_HEADER_BYTES || &bytes[..RESULT_MAGIC.len()] != RESULT_MAGIC {
+            return Err(invalid(format!(
+                "{} bytes that do not start with the result header",
+                bytes.len()
+            )));
+        }
+        let version = bytes[RESULT_MAGIC.len()];
+        if version != RESULT_VERSION {
+            return Err(invalid(format!(
+                "result format version {version}, this build reads version {RESULT_VERSION}"
+            )));
+        }
+        let body = &bytes[RESULT_HEADER_BYTES..];
+        match bytes[RESULT_MAGIC.len() + 1] {
+            STATUS_SUCCESS => Ok(TaskResult::Success {
+                output: body.to_vec(),
+            }),
+            STATUS_FAILURE => match std::str::from_utf8(body) {
+                Ok(message) => Ok(TaskResult::Failure {
+                    message: message.to_owned(),
+                }),
+                Err(error) => Err(invalid(format!("failure message is not UTF-8: {error}"))),
+            },
+            other => Err(invalid(format!("unknown status byte 0x{other:02x}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_round_trips_with_its_fields() {
+        let payload = TaskPayload::new("pi").with("samples", 1000);
+        let bytes = payload.encode().unwrap();
+        assert_eq!(bytes, br#"{"kind":"pi","samples":1000}"#);
+        assert_eq!(TaskPayload::decode(&bytes).unwrap(), payload);
+    }
+
+    #[test]
+    fn bad_payloads_say_what_is_wrong() {
+        for bytes in [
+            &b"not json"[..],
+            b"[1,2]",
+            br#"{"samples":3}"#,
+            br#"{"kind":7}"#,
+        ] {
+            let error = TaskPayload::decode(bytes).unwrap_err();
+            assert!(
+                matches!(error, CodecError::InvalidPayload { .. }),
+                "{bytes:?}"
+            );
+            assert!(error.to_string().contains("\"kind\""), "{error}");
+        }
+        assert_eq!(
+            TaskPayload::decode(br#"{"kind":""}"#),
+            Err(CodecError::EmptyKind)
+        );
+        assert_eq!(TaskPayload::new("").encode(), Err(CodecError::EmptyKind));
+    }
+
+    #[test]
+    fn results_round_trip_and_failures_stay_failures() {
+        let success = TaskResult::Success {
+            output: b"-oops".to_vec(),
+        };
+        let failure = TaskResult::failure("oops");
+        assert_ne!(success.encode(), failure.encode());
+        assert_eq!(TaskResult::decode(&success.encode()).unwrap(), success);
+        assert_eq!(TaskResult::decode(&failure.encode()).unwrap(), failure);
+        assert!(success.is_success() && !failure.is_success());
+        let empty = TaskResult::Success { output: vec![] };
+        assert_eq!(empty.encode().len(), RESULT_HEADER_BYTES);
+        assert_eq!(TaskResult::decode(&empty.encode()).unwrap(), empty);
+    }
+
+    #[test]
+    fn undecodable_results_are_refused() {
+        for (bytes, reason) in [
+            (&b""[..], "header"),
+            (b"ZKR", "header"),
+            (b"XYZ\x01+", "header"),
+            (b"ZKR\x02+", "version 2"),
+            (b"ZKR\x01?", "status byte 0x3f"),
+            (b"ZKR\x01-\xff", "UTF-8"),
+        ] {
+            let error = TaskResult::decode(bytes).unwrap_err();
+            assert!(error.to_string().contains(reason), "{bytes:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn outcomes_are_made_to_fit_a_node() {
+        let fits = vec![7u8; MAX_RESULT_OUTPUT_BYTES];
+        let encoded = TaskResult::from_outcome(Ok(fits)).encode();
+        assert_eq!(encoded.len(), MAX_DATA_BYTES);
+
+        let too_big = TaskResult::from_outcome(Ok(vec![7u8; MAX_RESULT_OUTPUT_BYTES + 1]));
+        match &too_big {
+            TaskResult::Failure { message } => {
+                assert!(
+                    message.contains(&MAX_RESULT_OUTPUT_BYTES.to_string()),
+                    "{message}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+
+        // A long message of multi-byte characters is cut on a boundary.
+        let long = "é".repeat(MAX_RESULT_OUTPUT_BYTES);
+        let cut = TaskResult::from_outcome(Err(long)).encode();
+        assert!(cut.len() <= MAX_DATA_BYTES);
+        assert!(matches!(
+            TaskResult::decode(&cut),
+            Ok(TaskResult::Failure { .. })
+        ));
+    }
+}

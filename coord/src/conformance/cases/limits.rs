@@ -1,0 +1,142 @@
+//! Size limits: node data up to `MAX_DATA_BYTES`, replies up to
+//! `MAX_REPLY_BYTES` (`jute.maxbuffer`).
+
+use std::sync::Arc;
+
+use crate::conformance::{
+    Backend, connect, create_dir, create_node, op_create, op_delete, stat_of, under,
+};
+use crate::{
+    Coordinator, CreateMode, Event, MAX_DATA_BYTES, MAX_REPLY_BYTES, SessionState, Watch, ZkError,
+};
+
+/// Asserts that `result` is `DataTooLarge` for `path` at `size_bytes`.
+#[track_caller]
+fn expect_too_large<T: std::fmt::Debug>(result: Result<T, ZkError>, path: &str, size_bytes: usize) {
+    match result {
+        Err(ZkError::DataTooLarge {
+            path: named,
+            size_bytes: size,
+            limit_bytes,
+        }) => {
+            assert_eq!(named, path);
+            assert_eq!(size, size_bytes);
+            assert_eq!(limit_bytes, MAX_DATA_BYTES);
+        }
+        other => panic!("expected DataTooLarge for {path}, got {other:?}"),
+    }
+}
+
+pub async fn data_at_the_limit_is_accepted_and_one_byte_more_refused<B: Backend>(b: Arc<B>) {
+    let s = connect(&*b).await;
+    let at_limit: Vec<u8> = (0..MAX_DATA_BYTES).map(|i| (i % 251) as u8).collect();
+    let over: Vec<u8> = vec![7; MAX_DATA_BYTES + 1];
+
+    let big = under(b.root(), "big");
+    create_node(&s.zk, &big, &at_limit, CreateMode::Persistent).await;
+    let (data, stat) = s.zk.get_data(&big, Watch::No).await.unwrap();
+    assert!(data == at_limit, "the full payload reads back");
+    assert_eq!(stat.data_length as usize, MAX_DATA_BYTES);
+
+    for mode in [CreateMode::Persistent, CreateMode::EphemeralSequential] {
+        let path = under(b.root(), "over");
+        expect_too_large(s.zk.create(&path, &over, mode).await, &path, over.len());
+    }
+    assert_eq!(
+        s.zk.exists(&under(b.root(), "over"), Watch::No)
+            .await
+            .unwrap(),
+        None
+    );
+
+    expect_too_large(s.zk.set_data(&big, &over, None).await, &big, over.len());
+    assert_eq!(stat_of(&s.zk, &big).await.version, 0, "nothing was set");
+    let reversed: Vec<u8> = at_limit.iter().rev().copied().collect();
+    let stat = s.zk.set_data(&big, &reversed, Some(0)).await.unwrap();
+    assert_eq!(stat.version, 1);
+    assert!(s.zk.get_data(&big, Watch::No).await.unwrap().0 == reversed);
+}
+
+/// Children per multi when filling a big directory: ~100 KB per request.
+const CHILDREN_PER_MULTI: usize = 100;
+/// Child names long enough that about a thousand of them fill a reply.
+const CHILD_NAME_BYTES: usize = 1000;
+
+fn child_name(index: usize) -> String {
+    format!("{index:05}{}", "c".repeat(CHILD_NAME_BYTES - 5))
+}
+
+async fn add_children<S: Coordinator>(zk: &S, dir: &str, range: std::ops::Range<usize>) {
+    let indices: Vec<usize> = range.collect();
+    for chunk in indices.chunks(CHILDREN_PER_MULTI) {
+        let ops = chunk
+            .iter()
+            .map(|&i| op_create(&under(dir, &child_name(i)), b"", CreateMode::Persistent))
+            .collect();
+        zk.multi(ops).await.expect("add children");
+    }
+}
+
+/// Deletes the children by name: the directory cannot be listed, so a
+/// cleanup that walks the tree could not remove it.
+async fn remove_children<S: Coordinator>(zk: &S, dir: &str, range: std::ops::Range<usize>) {
+    let indices: Vec<usize> = range.collect();
+    for chunk in indices.chunks(CHILDREN_PER_MULTI) {
+        let ops = chunk
+            .iter()
+            .map(|&i| op_delete(&under(dir, &child_name(i)), Some(0)))
+            .collect();
+        zk.multi(ops).await.expect("remove children");
+    }
+}
+
+pub async fn oversized_children_listing_fails_and_session_survives<B: Backend>(b: Arc<B>) {
+    // The listing's encoding is about 4 + name length bytes per child.
+    let fits = MAX_REPLY_BYTES / (CHILD_NAME_BYTES + 4) - 40;
+    let overflows = MAX_REPLY_BYTES / (CHILD_NAME_BYTES + 4) + 50;
+    assert!((fits + 4) * (CHILD_NAME_BYTES + 4) < MAX_REPLY_BYTES);
+    assert!(overflows * (CHILD_NAME_BYTES + 4) > MAX_REPLY_BYTES + 16 * 1024);
+
+    let mut s = connect(&*b).await;
+    let alive = create_node(&s.zk, &under(b.root(), "alive"), b"", CreateMode::Ephemeral).await;
+    let dir = create_dir(&s.zk, b.root(), "big").await;
+    add_children(&s.zk, &dir, 0..fits).await;
+    let (children, _) = s.zk.get_children(&dir, Watch::No).await.unwrap();
+    assert_eq!(children.len(), fits, "a listing under the limit is fine");
+
+    add_children(&s.zk, &dir, fits..overflows).await;
+    match s.zk.get_children(&dir, Watch::No).await {
+        Err(ZkError::ConnectionLoss { .. }) => {}
+        other => panic!(
+            "a listing over {MAX_REPLY_BYTES} bytes must fail with ConnectionLoss, got {:?}",
+            other.map(|(names, stat)| (names.len(), stat))
+        ),
+    }
+
+    // The session survives: same id, its ephemeral is still there, and the
+    // directory is intact (only the reply was too big).
+    let id = s.zk.session_id();
+    let stat = s
+        .exists_after_reconnect(&alive)
+        .await
+        .expect("ephemeral kept");
+    assert_eq!(stat.ephemeral_owner, id.0);
+    assert_eq!(s.zk.session_id(), id);
+    assert_eq!(stat_of(&s.zk, &dir).await.num_children as usize, overflows);
+    let (children, _) = s.zk.get_children(b.root(), Watch::No).await.unwrap();
+    assert_eq!(children.len(), 2);
+    remove_children(&s.zk, &dir, 0..overflows).await;
+    s.zk.delete(&dir, Some(0)).await.unwrap();
+    // A real client reconnects (Disconnected, then Connected); nothing else
+    // may have happened to the session.
+    s.zk.sync(b.root()).await.unwrap();
+    while let Ok(event) = s.events.try_recv() {
+        assert!(
+            matches!(
+                event,
+                Event::Session(SessionState::Disconnected | SessionState::Connected)
+            ),
+            "unexpected {event:?} after a lost reply"
+        );
+    }
+}

@@ -1,0 +1,269 @@
+//! Where zkdist keeps its state in ZooKeeper. Every path master, worker and
+//! client touch is built here, so the layout is written down exactly once:
+//!
+//! ```text
+//! <root>                          persistent, default /zkdist
+//! ├── master                      ephemeral: the session that leads
+//! ├── workers/<worker-id>         ephemeral: one per live worker
+//! ├── tasks/task-NNNNNNNNNN       persistent sequential: the task payload
+//! │   └── result                  persistent: the task's result
+//! ├── assignments/<worker-id>     persistent: data = the task's name; created
+//! │                               by the master, deleted by the worker when done
+//! └── ids/worker-NNNNNNNNNN       ephemeral sequential: where a worker gets its
+//!                                 unique id without the master hearing of it
+//! ```
+
+use crate::error::{ZkError, ZkResult};
+use crate::names::{TASK_PREFIX, TaskId, WORKER_PREFIX, WorkerId};
+use crate::path;
+use crate::{Coordinator, CreateMode, Watch};
+
+/// The root used when none is configured.
+pub const DEFAULT_ROOT: &str = "/zkdist";
+
+const MASTER: &str = "master";
+const WORKERS: &str = "workers";
+const TASKS: &str = "tasks";
+const ASSIGNMENTS: &str = "assignments";
+const IDS: &str = "ids";
+const RESULT: &str = "result";
+
+/// The znode layout under one root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    root: String,
+}
+
+impl Default for Layout {
+    fn default() -> Layout {
+        Layout::new(DEFAULT_ROOT).expect("the default root is valid")
+    }
+}
+
+impl Layout {
+    /// A layout under `root`, which must be a valid absolute path other than
+    /// `/` and outside ZooKeeper's reserved `/zookeeper` subtree.
+    pub fn new(root: &str) -> ZkResult<Layout> {
+        let invalid = |reason: &str| ZkError::InvalidPath {
+            path: root.to_owned(),
+            reason: format!("not usable as the zkdist root: {reason}"),
+        };
+        path::validate_path(root).map_err(|error| match error {
+            ZkError::InvalidPath { reason, .. } => invalid(&reason),
+            other => other,
+        })?;
+        if root == "/" {
+            return Err(invalid("zkdist needs a node of its own, not `/`"));
+        }
+        if root == "/zookeeper" || root.starts_with("/zookeeper/") {
+            return Err(invalid("`/zookeeper` is reserved by ZooKeeper"));
+        }
+        Ok(Layout {
+            root: root.to_owned(),
+        })
+    }
+
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// The ephemeral node of the leading master.
+    pub fn master(&self) -> String {
+        path::join(&self.root, MASTER)
+    }
+
+    pub fn workers_dir(&self) -> String {
+        path::join(&self.root, WORKERS)
+    }
+
+    /// A worker's registration (ephemeral).
+    pub fn worker(&self, worker: &WorkerId) -> String {
+        path::join(&self.workers_dir(), worker.as_str())
+    }
+
+    pub fn tasks_dir(&self) -> String {
+        path::join(&self.root, TASKS)
+    }
+
+    /// The prefix a persistent-sequential create turns into a new task.
+    pub fn task_prefix(&self) -> String {
+        path::join(&self.tasks_dir(), TASK_PREFIX)
+    }
+
+    /// A task's node; its data is the payload.
+    pub fn task(&self, task: &TaskId) -> String {
+        path::join(&self.tasks_dir(), task.as_str())
+    }
+
+    /// A task's result node; its data is an encoded
+    /// [`TaskResult`](crate::TaskResult).
+    pub fn result(&self, task: &TaskId) -> String {
+        path::join(&self.task(task), RESULT)
+    }
+
+    pub fn assignments_dir(&self) -> String {
+        path::join(&self.root, ASSIGNMENTS)
+    }
+
+    /// A worker's assignment; its data is the assigned task's name.
+    pub fn assignment(&self, worker: &WorkerId) -> String {
+        path::join(&self.assignments_dir(), worker.as_str())
+    }
+
+    /// The scratch directory of worker ids.
+    pub fn ids_dir(&self) -> String {
+        path::join(&self.root, IDS)
+    }
+
+    /// The prefix an ephemeral-sequential create turns into a worker id.
+    pub fn worker_id_prefix(&self) -> String {
+        path::join(&self.ids_dir(), WORKER_PREFIX)
+    }
+
+    /// The directories that must exist before anyone works, parents first.
+    fn directories(&self) -> Vec<String> {
+        let mut dirs: Vec<String> = self.root[1..]
+            .split('/')
+            .scan(String::new(), |prefix, segment| {
+                prefix.push('/');
+                prefix.push_str(segment);
+                Some(prefix.clone())
+            })
+            .collect();
+        debug_assert_eq!(dirs.last(), Some(&self.root));
+        dirs.extend([
+            self.workers_dir(),
+            self.tasks_dir(),
+            self.assignments_dir(),
+            self.ids_dir(),
+        ]);
+        dirs
+    }
+
+    /// Creates the root (and its missing parents) and the four directories,
+    /// leaving whatever exists untouched. Safe to run concurrently from any
+    /// number of processes: each create that loses a race sees `NodeExists`,
+    /// which is success here. Reads first, so a fully laid-out tree costs no
+    /// write (a read-only identity can run it).
+    pub async fn ensure_layout<C: Coordinator>(&self, zk: &C) -> ZkResult<()> {
+        for dir in self.directories() {
+            if zk.exists(&dir, Watch::No).await?.is_some() {
+                continue;
+            }
+            match zk.create(&dir, b"", CreateMode::Persistent).await {
+                Ok(_) | Err(ZkError::NodeExists { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `path` is one of the three directories the master watches.
+    pub fn watched_directory(&self, path: &str) -> Option<Directory> {
+        [Directory::Workers, Directory::Tasks, Directory::Assignments]
+            .into_iter()
+            .find(|dir| self.directory(*dir) == path)
+    }
+
+    /// The path of one of the master's watched directories.
+    pub fn directory(&self, dir: Directory) -> String {
+        match dir {
+            Directory::Workers => self.workers_dir(),
+            Directory::Tasks => self.tasks_dir(),
+            Directory::Assignments => self.assignments_dir(),
+        }
+    }
+}
+
+/// The three directories whose children the master lists and watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Directory {
+    Workers,
+    Tasks,
+    Assignments,
+}
+
+impl Directory {
+    pub const ALL: [Directory; 3] = [Directory::Workers, Directory::Tasks, Directory::Assignments];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Directory::Workers => WORKERS,
+            Directory::Tasks => TASKS,
+            Directory::Assignments => ASSIGNMENTS,
+        }
+    }
+}
+
+impl std::fmt::Display for Directory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_under_the_default_root() {
+        let layout = Layout::default();
+        let task = TaskId::from_sequence(7);
+        let worker = WorkerId::parse("worker-0000000003").unwrap();
+        assert_eq!(layout.root(), "/zkdist");
+        assert_eq!(layout.master(), "/zkdist/master");
+        assert_eq!(layout.worker(&worker), "/zkdist/workers/worker-0000000003");
+        assert_eq!(layout.task_prefix(), "/zkdist/tasks/task-");
+        assert_eq!(layout.task(&task), "/zkdist/tasks/task-0000000007");
+        assert_eq!(layout.result(&task), "/zkdist/tasks/task-0000000007/result");
+        assert_eq!(
+            layout.assignment(&worker),
+            "/zkdist/assignments/worker-0000000003"
+        );
+        assert_eq!(layout.worker_id_prefix(), "/zkdist/ids/worker-");
+        assert_eq!(
+            layout.watched_directory("/zkdist/tasks"),
+            Some(Directory::Tasks)
+        );
+        assert_eq!(layout.watched_directory("/zkdist/ids"), None);
+    }
+
+    #[test]
+    fn nested_root_lists_its_parents_first() {
+        let layout = Layout::new("/apps/zk/dist").unwrap();
+        assert_eq!(
+            layout.directories(),
+            [
+                "/apps",
+                "/apps/zk",
+                "/apps/zk/dist",
+                "/apps/zk/dist/workers",
+                "/apps/zk/dist/tasks",
+                "/apps/zk/dist/assignments",
+                "/apps/zk/dist/ids",
+            ]
+        );
+    }
+
+    #[test]
+    fn unusable_roots_are_refused_naming_them() {
+        for (root, reason) in [
+            ("zkdist", "start with '/'"),
+            ("/zkdist/", "end with '/'"),
+            ("/", "a node of its own"),
+            ("/zookeeper", "reserved"),
+            ("/zookeeper/quota", "reserved"),
+            ("/a//b", "empty"),
+        ] {
+            match Layout::new(root) {
+                Err(ZkError::InvalidPath { path, reason: why }) => {
+                    assert_eq!(path, root);
+                    assert!(why.contains(reason), "{root:?}: {why}");
+                    assert!(why.contains("zkdist root"), "{root:?}: {why}");
+                }
+                other => panic!("{root:?} gave {other:?}"),
+            }
+        }
+        assert!(Layout::new("/zookeeperish").is_ok());
+    }
+}

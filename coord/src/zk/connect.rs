@@ -1,0 +1,131 @@
+//! Establishing a `zookeeper-client` session within the connect timeout,
+//! and saying clearly why when it cannot be done.
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use zookeeper_client as zkc;
+
+use super::config::{Server, Target, ZkConfig};
+use super::errors::{OpContext, map_error};
+use crate::error::{ZkError, ZkResult};
+
+/// How long one TCP probe of a server may take when explaining a failure.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(300);
+/// How long the whole explanation may take, on top of the connect timeout.
+const DIAGNOSIS_TIMEOUT: Duration = Duration::from_millis(800);
+
+/// Connects a client (re-attaching to `session` if given) and checks that
+/// the chroot exists. Never takes much longer than the connect timeout.
+pub(crate) async fn establish(
+    config: &ZkConfig,
+    target: &Target,
+    session: Option<zkc::SessionInfo>,
+) -> ZkResult<zkc::Client> {
+    let mut connector = zkc::Client::connector().with_session_timeout(config.session_timeout());
+    if let Some((user, password)) = &config.auth {
+        connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
+    }
+    if let Some(session) = session {
+        connector = connector.with_session(session);
+    }
+    let client =
+        match tokio::time::timeout(config.connect_timeout(), connector.connect(&config.connect))
+            .await
+        {
+            Ok(Ok(client)) => client,
+            Ok(Err(zkc::Error::Timeout)) | Err(_) => {
+                return Err(unreachable_error(config, target).await);
+            }
+            Ok(Err(error)) => return Err(connect_error(error, config)),
+        };
+    if let Some(chroot) = &target.chroot {
+        check_chroot(&client, chroot, config).await?;
+    }
+    Ok(client)
+}
+
+fn connect_error(error: zkc::Error, config: &ZkConfig) -> ZkError {
+    match error {
+        zkc::Error::AuthFailed => ZkError::AuthFailed {
+            reason: format!(
+                "the server at {:?} refused the digest credentials of user {:?}",
+                config.connect,
+                config.auth.as_ref().map_or("", |(user, _)| user.as_str())
+            ),
+        },
+        zkc::Error::SessionExpired => ZkError::SessionExpired,
+        zkc::Error::BadArguments(what) => ZkError::BadArguments {
+            reason: format!("connect string {:?}: {what}", config.connect),
+        },
+        other => ZkError::ConnectionLoss {
+            reason: format!("could not connect to {:?}: {other}", config.connect),
+        },
+    }
+}
+
+async fn check_chroot(client: &zkc::Client, chroot: &str, config: &ZkConfig) -> ZkResult<()> {
+    // With a chroot, "/" is the chroot node itself.
+    let exists = tokio::time::timeout(config.connect_timeout(), client.check_stat("/")).await;
+    match exists {
+        Ok(Ok(Some(_))) => Ok(()),
+        Ok(Ok(None)) => Err(ZkError::BadArguments {
+            reason: format!(
+                "chroot {chroot} of connect string {:?} does not exist; create it first",
+                config.connect
+            ),
+        }),
+        Ok(Err(error)) => Err(map_error(
+            error,
+            &OpContext::new("exists (chroot check)", chroot, None),
+        )),
+        Err(_) => Err(ZkError::OperationTimeout {
+            reason: format!(
+                "checking that chroot {chroot} exists took over {} ms",
+                config.connect_timeout_ms
+            ),
+        }),
+    }
+}
+
+/// The error for a connect that timed out, with what each server did.
+async fn unreachable_error(config: &ZkConfig, target: &Target) -> ZkError {
+    let servers = target.servers.clone();
+    let probe = tokio::task::spawn_blocking(move || servers.iter().map(probe).collect::<Vec<_>>());
+    let findings = match tokio::time::timeout(DIAGNOSIS_TIMEOUT, probe).await {
+        Ok(Ok(findings)) => findings.join("; "),
+        _ => "no server answered a TCP probe in time".to_owned(),
+    };
+    ZkError::ConnectionLoss {
+        reason: format!(
+            "no ZooKeeper session within {} ms for {:?}: {findings}",
+            config.connect_timeout_ms, config.connect
+        ),
+    }
+}
+
+/// What a plain TCP connect to `server` shows, in words.
+fn probe(server: &Server) -> String {
+    let addresses = match (server.host.as_str(), server.port).to_socket_addrs() {
+        Ok(addresses) => addresses.collect::<Vec<_>>(),
+        Err(error) => return format!("{server}: cannot resolve the host ({error})"),
+    };
+    let Some(address) = addresses.first() else {
+        return format!("{server}: the host resolves to no address");
+    };
+    match TcpStream::connect_timeout(address, PROBE_TIMEOUT) {
+        Ok(_) => format!(
+            "{server}: accepts TCP connections but granted no session (starting, without quorum, or not ZooKeeper)"
+        ),
+        Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+            format!("{server}: connection refused (nothing listens there)")
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::TimedOut => {
+            format!(
+                "{server}: no answer within {} ms",
+                PROBE_TIMEOUT.as_millis()
+            )
+        }
+        Err(error) => format!("{server}: {error}"),
+    }
+}

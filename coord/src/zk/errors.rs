@@ -1,0 +1,177 @@
+//! `zookeeper-client` errors mapped onto [`ZkError`], with the path and the
+//! expected version of the operation that failed (the crate's errors carry
+//! neither).
+
+use zookeeper_client as zkc;
+
+use crate::error::ZkError;
+use crate::op::Op;
+
+/// What a failed operation was about, for the error it becomes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OpContext {
+    /// A short name of the operation, e.g. `"create"`.
+    pub op: &'static str,
+    pub path: String,
+    /// The version the caller expected, if any.
+    pub expected_version: Option<i32>,
+}
+
+impl OpContext {
+    pub(crate) fn new(op: &'static str, path: &str, expected_version: Option<i32>) -> OpContext {
+        OpContext {
+            op,
+            path: path.to_owned(),
+            expected_version,
+        }
+    }
+
+    pub(crate) fn of_op(op: &Op) -> OpContext {
+        match op {
+            Op::Create { path, .. } => OpContext::new("create", path, None),
+            Op::Delete { path, version } => OpContext::new("delete", path, *version),
+            Op::SetData { path, version, .. } => OpContext::new("set_data", path, *version),
+            Op::Check { path, version } => OpContext::new("check", path, Some(*version)),
+        }
+    }
+}
+
+/// Maps an error of one operation.
+pub(crate) fn map_error(error: zkc::Error, context: &OpContext) -> ZkError {
+    let path = context.path.clone();
+    match error {
+        zkc::Error::NoNode => ZkError::NoNode { path },
+        zkc::Error::NodeExists => ZkError::NodeExists { path },
+        zkc::Error::BadVersion => ZkError::BadVersion {
+            path,
+            // The server answers BadVersion only to an expected version;
+            // -1 (ZooKeeper's "any") cannot be refused.
+            expected: context.expected_version.unwrap_or(-1),
+        },
+        zkc::Error::NotEmpty => ZkError::NotEmpty { path },
+        zkc::Error::NoChildrenForEphemerals => ZkError::NoChildrenForEphemerals { path },
+        zkc::Error::NoAuth => ZkError::NoAuth { path },
+        zkc::Error::InvalidAcl => ZkError::InvalidAcl { path },
+        zkc::Error::AuthFailed => ZkError::AuthFailed {
+            reason: "the server refused this session's credentials".into(),
+        },
+        zkc::Error::SessionExpired => ZkError::SessionExpired,
+        zkc::Error::SessionMoved => ZkError::SessionMoved,
+        zkc::Error::ClientClosed => ZkError::SessionClosed,
+        zkc::Error::ConnectionLoss => ZkError::ConnectionLoss {
+            reason: format!(
+                "the connection dropped before the reply to {} {path}; it may or may not have been applied",
+                context.op
+            ),
+        },
+        zkc::Error::NoHosts => ZkError::ConnectionLoss {
+            reason: format!("no server reachable for {} {path}", context.op),
+        },
+        zkc::Error::Timeout => ZkError::OperationTimeout {
+            reason: format!("{} {path} timed out", context.op),
+        },
+        zkc::Error::BadArguments(what) => ZkError::BadArguments {
+            reason: format!("{} {path}: {what}", context.op),
+        },
+        zkc::Error::Unimplemented => ZkError::Unimplemented {
+            what: format!("{} {path} is not implemented by this server", context.op),
+        },
+        other => ZkError::System {
+            reason: format!("{} {path}: {other}", context.op),
+        },
+    }
+}
+
+/// Maps the error of a multi: the failing op's error, with its index.
+pub(crate) fn map_multi_error(error: zkc::MultiWriteError, ops: &[Op]) -> ZkError {
+    match error {
+        zkc::MultiWriteError::OperationFailed { index, source } => {
+            let context = match ops.get(index) {
+                Some(op) => OpContext::of_op(op),
+                None => OpContext::new("multi", "?", None),
+            };
+            ZkError::Multi {
+                index,
+                error: Box::new(map_error(source, &context)),
+            }
+        }
+        zkc::MultiWriteError::RequestFailed { source } => {
+            let first = ops.first().map_or("/", Op::path);
+            map_error(source, &OpContext::new("multi", first, None))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorCode;
+
+    #[test]
+    fn maps_codes_with_path_and_version() {
+        let context = OpContext::new("set_data", "/a", Some(3));
+        assert_eq!(
+            map_error(zkc::Error::BadVersion, &context),
+            ZkError::BadVersion {
+                path: "/a".into(),
+                expected: 3
+            }
+        );
+        assert_eq!(
+            map_error(zkc::Error::NoNode, &context),
+            ZkError::NoNode { path: "/a".into() }
+        );
+        for (error, code) in [
+            (zkc::Error::NodeExists, ErrorCode::NodeExists),
+            (zkc::Error::NotEmpty, ErrorCode::NotEmpty),
+            (
+                zkc::Error::NoChildrenForEphemerals,
+                ErrorCode::NoChildrenForEphemerals,
+            ),
+            (zkc::Error::NoAuth, ErrorCode::NoAuth),
+            (zkc::Error::AuthFailed, ErrorCode::AuthFailed),
+            (zkc::Error::SessionExpired, ErrorCode::SessionExpired),
+            (zkc::Error::ClientClosed, ErrorCode::SessionClosed),
+            (zkc::Error::ConnectionLoss, ErrorCode::ConnectionLoss),
+            (zkc::Error::Unimplemented, ErrorCode::Unimplemented),
+            (zkc::Error::MarshallingError, ErrorCode::SystemError),
+        ] {
+            assert_eq!(map_error(error, &context).code(), code);
+        }
+    }
+
+    #[test]
+    fn a_failed_multi_names_the_failing_op() {
+        let ops = vec![
+            Op::Check {
+                path: "/a".into(),
+                version: 1,
+            },
+            Op::Delete {
+                path: "/b".into(),
+                version: Some(4),
+            },
+        ];
+        let error = zkc::MultiWriteError::OperationFailed {
+            index: 1,
+            source: zkc::Error::BadVersion,
+        };
+        assert_eq!(
+            map_multi_error(error, &ops),
+            ZkError::Multi {
+                index: 1,
+                error: Box::new(ZkError::BadVersion {
+                    path: "/b".into(),
+                    expected: 4
+                })
+            }
+        );
+        let lost = zkc::MultiWriteError::RequestFailed {
+            source: zkc::Error::ConnectionLoss,
+        };
+        assert_eq!(
+            map_multi_error(lost, &ops).code(),
+            ErrorCode::ConnectionLoss
+        );
+    }
+}

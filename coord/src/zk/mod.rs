@@ -1,0 +1,27 @@
+//! The [`Coordinator`](crate::Coordinator) on a real ZooKeeper ensemble,
+//! built on the `zookeeper-client` crate (feature `real`, on by default).
+//!
+//! - `config`: [`ZkConfig`], the connect string and its checks;
+//! - `connect`: establishing a session within the connect timeout, and
+//!   explaining why not;
+//! - `ops`: one trait request, checked and run on the client;
+//! - `errors`: the client's errors as [`ZkError`](crate::ZkError)s naming
+//!   their path;
+//! - `watches`: one-shot watches turned into ZooKeeper's one event per
+//!   change, node and session;
+//! - `pump`: the session's actor, which keeps requests, replies, watch
+//!   events and session states in server order on one stream;
+//! - `session`: [`ZkSession`] itself; `expire`: ending a session from a
+//!   second client, for tests and fault drills.
+
+mod config;
+mod connect;
+mod errors;
+mod expire;
+mod ops;
+mod pump;
+mod session;
+mod watches;
+
+pub use config::ZkConfig;
+pub use session::ZkSession;

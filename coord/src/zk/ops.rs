@@ -1,0 +1,435 @@
+//! One request of the trait, checked on the client and then run on
+//! `zookeeper-client`.
+
+use zookeeper_client as zkc;
+
+use super::errors::{OpContext, map_error, map_multi_error};
+use super::watches::WatchClass;
+use crate::error::{ZkError, ZkResult};
+use crate::op::{Op, OpResult};
+use crate::path::{validate_path, validate_sequential_prefix};
+use crate::types::{CreateMode, MAX_REPLY_BYTES, Stat, validate_data, validate_version};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Request {
+    Create {
+        path: String,
+        data: Vec<u8>,
+        mode: CreateMode,
+    },
+    Delete {
+        path: String,
+        version: Option<i32>,
+    },
+    Exists {
+        path: String,
+        watch: bool,
+    },
+    GetData {
+        path: String,
+        watch: bool,
+    },
+    SetData {
+        path: String,
+        data: Vec<u8>,
+        version: Option<i32>,
+    },
+    GetChildren {
+        path: String,
+        watch: bool,
+    },
+    Multi {
+        ops: Vec<Op>,
+    },
+    Sync {
+        path: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reply {
+    Created(String),
+    Deleted,
+    Exists(Option<Stat>),
+    Data(Vec<u8>, Stat),
+    DataSet(Stat),
+    Children(Vec<String>, Stat),
+    Multi(Vec<OpResult>),
+    Synced,
+}
+
+/// What running a request produced: the reply, and the watcher it left.
+pub(crate) struct Outcome {
+    pub result: ZkResult<Reply>,
+    pub watcher: Option<NewWatcher>,
+}
+
+pub(crate) struct NewWatcher {
+    pub path: String,
+    pub class: WatchClass,
+    pub watcher: zkc::OneshotWatcher,
+}
+
+/// Checks a create's path, data and mode as ZooKeeper's client does.
+fn check_create(path: &str, data: &[u8], mode: CreateMode) -> ZkResult<()> {
+    if mode.is_sequential() {
+        validate_sequential_prefix(path)?;
+    } else {
+        validate_path(path)?;
+    }
+    validate_data(path, data)
+}
+
+fn check_op(op: &Op) -> ZkResult<()> {
+    match op {
+        Op::Create { path, data, mode } => check_create(path, data, *mode),
+        Op::Delete { path, version } => {
+            validate_path(path)?;
+            validate_version(path, *version)
+        }
+        Op::SetData {
+            path,
+            data,
+            version,
+        } => {
+            validate_path(path)?;
+            validate_data(path, data)?;
+            validate_version(path, *version)
+        }
+        Op::Check { path, version } => {
+            validate_path(path)?;
+            validate_version(path, Some(*version))
+        }
+    }
+}
+
+impl Request {
+    /// Client-side checks, done before anything is sent. A multi's faulty
+    /// op is reported as `ZkError::Multi` with its index, as the server would
+    /// report a failing op.
+    pub(crate) fn check(&self) -> ZkResult<()> {
+        match self {
+            Request::Create { path, data, mode } => check_create(path, data, *mode),
+            Request::Delete { path, version } => {
+                validate_path(path)?;
+                validate_version(path, *version)
+            }
+            Request::Exists { path, .. }
+            | Request::GetData { path, .. }
+            | Request::GetChildren { path, .. }
+            | Request::Sync { path } => validate_path(path),
+            Request::SetData {
+                path,
+                data,
+                version,
+            } => {
+                validate_path(path)?;
+                validate_data(path, data)?;
+                validate_version(path, *version)
+            }
+            Request::Multi { ops } => {
+                for (index, op) in ops.iter().enumerate() {
+                    check_op(op).map_err(|error| ZkError::Multi {
+                        index,
+                        error: Box::new(error),
+                    })?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn client_mode(mode: CreateMode) -> zkc::CreateMode {
+    match mode {
+        CreateMode::Persistent => zkc::CreateMode::Persistent,
+        CreateMode::Ephemeral => zkc::CreateMode::Ephemeral,
+        CreateMode::PersistentSequential => zkc::CreateMode::PersistentSequential,
+        CreateMode::EphemeralSequential => zkc::CreateMode::EphemeralSequential,
+    }
+}
+
+pub(crate) fn stat_of(stat: &zkc::Stat) -> Stat {
+    Stat {
+        czxid: stat.czxid,
+        mzxid: stat.mzxid,
+        pzxid: stat.pzxid,
+        version: stat.version,
+        cversion: stat.cversion,
+        aversion: stat.aversion,
+        ephemeral_owner: stat.ephemeral_owner,
+        data_length: stat.data_length,
+        num_children: stat.num_children,
+    }
+}
+
+/// The size of a `getChildren2` reply frame as the client reads it: reply
+/// header (xid, zxid, err), the vector of names, the stat.
+fn children_reply_bytes(children: &[String]) -> usize {
+    const REPLY_HEADER_BYTES: usize = 4 + 8 + 4;
+    const STAT_BYTES: usize = 8 * 3 + 8 * 2 + 4 * 3 + 8 + 4 * 2;
+    REPLY_HEADER_BYTES + 4 + children.iter().map(|c| 4 + c.len()).sum::<usize>() + STAT_BYTES
+}
+
+/// Runs a checked request. The request is sent when this future is first
+/// polled, which is what lets the pump order requests, replies and watch
+/// events exactly (see `pump.rs`).
+pub(crate) async fn run(
+    client: &zkc::Client,
+    acls: zkc::Acls<'static>,
+    request: Request,
+) -> Outcome {
+    let no_watch = |result| Outcome {
+        result,
+        watcher: None,
+    };
+    match request {
+        Request::Create { path, data, mode } => {
+            let options = client_mode(mode).with_acls(acls);
+            let context = OpContext::new("create", &path, None);
+            let result = client
+                .create(&path, &data, &options)
+                .await
+                .map(|(_stat, sequence)| {
+                    if mode.is_sequential() {
+                        Reply::Created(format!("{path}{sequence}"))
+                    } else {
+                        Reply::Created(path.clone())
+                    }
+                })
+                .map_err(|e| map_error(e, &context));
+            no_watch(result)
+        }
+        Request::Delete { path, version } => {
+            let context = OpContext::new("delete", &path, version);
+            no_watch(
+                client
+                    .delete(&path, version)
+                    .await
+                    .map(|()| Reply::Deleted)
+                    .map_err(|e| map_error(e, &context)),
+            )
+        }
+        Request::Exists { path, watch: false } => {
+            let context = OpContext::new("exists", &path, None);
+            no_watch(
+                client
+                    .check_stat(&path)
+                    .await
+                    .map(|stat| Reply::Exists(stat.as_ref().map(stat_of)))
+                    .map_err(|e| map_error(e, &context)),
+            )
+        }
+        Request::Exists { path, watch: true } => {
+            let context = OpContext::new("exists", &path, None);
+            match client.check_and_watch_stat(&path).await {
+                Ok((stat, watcher)) => Outcome {
+                    result: Ok(Reply::Exists(stat.as_ref().map(stat_of))),
+                    watcher: Some(NewWatcher {
+                        path,
+                        class: WatchClass::Data,
+                        watcher,
+                    }),
+                },
+                Err(e) => no_watch(Err(map_error(e, &context))),
+            }
+        }
+        Request::GetData { path, watch: false } => {
+            let context = OpContext::new("get_data", &path, None);
+            no_watch(
+                client
+                    .get_data(&path)
+                    .await
+                    .map(|(data, stat)| Reply::Data(data, stat_of(&stat)))
+                    .map_err(|e| map_error(e, &context)),
+            )
+        }
+        Request::GetData { path, watch: true } => {
+            let context = OpContext::new("get_data", &path, None);
+            match client.get_and_watch_data(&path).await {
+                Ok((data, stat, watcher)) => Outcome {
+                    result: Ok(Reply::Data(data, stat_of(&stat))),
+                    watcher: Some(NewWatcher {
+                        path,
+                        class: WatchClass::Data,
+                        watcher,
+                    }),
+                },
+                Err(e) => no_watch(Err(map_error(e, &context))),
+            }
+        }
+        Request::SetData {
+            path,
+            data,
+            version,
+        } => {
+            let context = OpContext::new("set_data", &path, version);
+            no_watch(
+                client
+                    .set_data(&path, &data, version)
+                    .await
+                    .map(|stat| Reply::DataSet(stat_of(&stat)))
+                    .map_err(|e| map_error(e, &context)),
+            )
+        }
+        Request::GetChildren { path, watch } => {
+            let context = OpContext::new("get_children", &path, None);
+            let (result, watcher) = if watch {
+                match client.get_and_watch_children(&path).await {
+                    Ok((children, stat, watcher)) => (Ok((children, stat)), Some(watcher)),
+                    Err(e) => (Err(e), None),
+                }
+            } else {
+                (client.get_children(&path).await, None)
+            };
+            match result {
+                Err(e) => no_watch(Err(map_error(e, &context))),
+                Ok((children, stat)) => {
+                    let reply_bytes = children_reply_bytes(&children);
+                    if reply_bytes > MAX_REPLY_BYTES {
+                        // A Java client drops such a reply as a corrupt
+                        // frame; refuse it the same way rather than hand
+                        // out what other clients cannot read.
+                        return no_watch(Err(ZkError::ConnectionLoss {
+                            reason: format!(
+                                "the reply to get_children {path} is {reply_bytes} bytes, over the client's {MAX_REPLY_BYTES}-byte limit (jute.maxbuffer)"
+                            ),
+                        }));
+                    }
+                    Outcome {
+                        result: Ok(Reply::Children(children, stat_of(&stat))),
+                        watcher: watcher.map(|watcher| NewWatcher {
+                            path,
+                            class: WatchClass::Child,
+                            watcher,
+                        }),
+                    }
+                }
+            }
+        }
+        Request::Multi { ops } => no_watch(run_multi(client, acls, &ops).await),
+        Request::Sync { path } => {
+            let context = OpContext::new("sync", &path, None);
+            no_watch(
+                client
+                    .sync(&path)
+                    .await
+                    .map(|()| Reply::Synced)
+                    .map_err(|e| map_error(e, &context)),
+            )
+        }
+    }
+}
+
+async fn run_multi(client: &zkc::Client, acls: zkc::Acls<'static>, ops: &[Op]) -> ZkResult<Reply> {
+    let mut writer = client.new_multi_writer();
+    for (index, op) in ops.iter().enumerate() {
+        let added = match op {
+            Op::Create { path, data, mode } => {
+                writer.add_create(path, data, &client_mode(*mode).with_acls(acls))
+            }
+            Op::Delete { path, version } => writer.add_delete(path, *version),
+            Op::SetData {
+                path,
+                data,
+                version,
+            } => writer.add_set_data(path, data, *version),
+            Op::Check { path, version } => writer.add_check_version(path, *version),
+        };
+        if let Err(error) = added {
+            return Err(ZkError::Multi {
+                index,
+                error: Box::new(map_error(error, &OpContext::of_op(op))),
+            });
+        }
+    }
+    let results = writer.commit().await.map_err(|e| map_multi_error(e, ops))?;
+    if results.len() != ops.len() {
+        return Err(ZkError::System {
+            reason: format!("multi of {} ops got {} results", ops.len(), results.len()),
+        });
+    }
+    let mut mapped = Vec::with_capacity(results.len());
+    for (op, result) in ops.iter().zip(results) {
+        let mapped_result = match (op, result) {
+            (Op::Create { .. }, zkc::MultiWriteResult::Create { path, .. }) => {
+                OpResult::Created { path }
+            }
+            (Op::Delete { .. }, zkc::MultiWriteResult::Delete) => OpResult::Deleted,
+            (Op::SetData { .. }, zkc::MultiWriteResult::SetData { stat }) => OpResult::DataSet {
+                stat: stat_of(&stat),
+            },
+            (Op::Check { .. }, zkc::MultiWriteResult::Check) => OpResult::Checked,
+            (op, result) => {
+                return Err(ZkError::System {
+                    reason: format!("multi op {op:?} got the result {result:?}"),
+                });
+            }
+        };
+        mapped.push(mapped_result);
+    }
+    Ok(Reply::Multi(mapped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MAX_DATA_BYTES;
+
+    #[test]
+    fn requests_are_checked_before_sending() {
+        let bad_path = Request::GetData {
+            path: "a/b".into(),
+            watch: false,
+        };
+        assert!(matches!(bad_path.check(), Err(ZkError::InvalidPath { .. })));
+        let sequential_dir = Request::Create {
+            path: "/queue/".into(),
+            data: vec![],
+            mode: CreateMode::PersistentSequential,
+        };
+        assert_eq!(sequential_dir.check(), Ok(()));
+        let too_big = Request::SetData {
+            path: "/a".into(),
+            data: vec![0; MAX_DATA_BYTES + 1],
+            version: None,
+        };
+        assert!(matches!(too_big.check(), Err(ZkError::DataTooLarge { .. })));
+        let negative = Request::Delete {
+            path: "/a".into(),
+            version: Some(-2),
+        };
+        assert!(matches!(
+            negative.check(),
+            Err(ZkError::BadArguments { .. })
+        ));
+    }
+
+    #[test]
+    fn a_bad_multi_op_is_reported_with_its_index() {
+        let multi = Request::Multi {
+            ops: vec![
+                Op::Check {
+                    path: "/a".into(),
+                    version: 0,
+                },
+                Op::Delete {
+                    path: "/a/".into(),
+                    version: None,
+                },
+            ],
+        };
+        match multi.check() {
+            Err(ZkError::Multi { index: 1, error }) => {
+                assert!(matches!(*error, ZkError::InvalidPath { .. }))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn children_reply_size_counts_the_frame() {
+        assert_eq!(children_reply_bytes(&[]), 16 + 4 + 68);
+        assert_eq!(children_reply_bytes(&["ab".into()]), 16 + 4 + 6 + 68);
+    }
+}

@@ -1,0 +1,143 @@
+//! A loopback TCP proxy that a test can block: the link between one client
+//! and the ensemble, cut and restored at will. Blocking closes the open
+//! connections and refuses new ones (accepted, then closed at once), as a
+//! partition that the client notices.
+
+use std::io;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+struct Shared {
+    upstream: String,
+    blocked: AtomicBool,
+    stopped: AtomicBool,
+    /// Both ends of every proxied connection, to cut them.
+    connections: Mutex<Vec<TcpStream>>,
+}
+
+impl Shared {
+    fn cut_all(&self) {
+        let connections = std::mem::take(&mut *self.connections.lock().expect("proxy lock"));
+        for stream in connections {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// A proxy from `127.0.0.1:<port>` to one upstream server.
+pub struct Proxy {
+    port: u16,
+    shared: Arc<Shared>,
+}
+
+impl Proxy {
+    pub fn start(upstream: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a proxy port");
+        let port = listener.local_addr().expect("proxy address").port();
+        let shared = Arc::new(Shared {
+            upstream: upstream.to_owned(),
+            blocked: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+            connections: Mutex::new(Vec::new()),
+        });
+        let accepting = Arc::clone(&shared);
+        thread::spawn(move || accept_loop(listener, accepting));
+        Proxy { port, shared }
+    }
+
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Cuts every connection and refuses new ones until [`Proxy::unblock`].
+    pub fn block(&self) {
+        self.shared.blocked.store(true, Ordering::SeqCst);
+        self.shared.cut_all();
+    }
+
+    pub fn unblock(&self) {
+        self.shared.blocked.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.shared.stopped.store(true, Ordering::SeqCst);
+        self.shared.cut_all();
+        // Wake the accept loop so that it sees `stopped` and exits.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    for client in listener.incoming() {
+        if shared.stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(client) = client else { continue };
+        if shared.blocked.load(Ordering::SeqCst) {
+            let _ = client.shutdown(Shutdown::Both);
+            continue;
+        }
+        let Ok(server) = TcpStream::connect(&shared.upstream) else {
+            let _ = client.shutdown(Shutdown::Both);
+            continue;
+        };
+        let _ = client.set_nodelay(true);
+        let _ = server.set_nodelay(true);
+        if let (Ok(c), Ok(s)) = (client.try_clone(), server.try_clone()) {
+            shared
+                .connections
+                .lock()
+                .expect("proxy lock")
+                .extend([c, s]);
+        }
+        pump_both_ways(client, server);
+    }
+}
+
+fn pump_both_ways(client: TcpStream, server: TcpStream) {
+    let (Ok(client_reader), Ok(server_reader)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    thread::spawn(move || copy_then_close(client_reader, server));
+    thread::spawn(move || copy_then_close(server_reader, client));
+}
+
+fn copy_then_close(mut from: TcpStream, mut to: TcpStream) {
+    let _ = io::copy(&mut from, &mut to);
+    let _ = from.shutdown(Shutdown::Both);
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+/// One proxy per server of a connect string, and the connect string that
+/// goes through them (the chroot, if any, kept).
+pub struct ProxiedEnsemble {
+    pub proxies: Vec<Proxy>,
+    pub connect: String,
+}
+
+impl ProxiedEnsemble {
+    pub fn start(connect: &str) -> ProxiedEnsemble {
+        let (servers, chroot) = match connect.find('/') {
+            Some(i) => (&connect[..i], &connect[i..]),
+            None => (connect, ""),
+        };
+        let proxies: Vec<Proxy> = servers.split(',').map(Proxy::start).collect();
+        let addresses: Vec<String> = proxies.iter().map(Proxy::address).collect();
+        ProxiedEnsemble {
+            connect: format!("{}{chroot}", addresses.join(",")),
+            proxies,
+        }
+    }
+
+    pub fn block(&self) {
+        self.proxies.iter().for_each(Proxy::block);
+    }
+
+    pub fn unblock(&self) {
+        self.proxies.iter().for_each(Proxy::unblock);
+    }
+}

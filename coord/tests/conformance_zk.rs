@@ -1,0 +1,83 @@
+//! The conformance suite against a real ZooKeeper: the same cases, under the
+//! same names, as the simulator run (`cargo test -p zkdist-sim --test
+//! conformance`).
+//!
+//! `ZKDIST_TEST_ZK` names the ensemble (a connect string, without chroot).
+//! Every case works under its own fresh node
+//! `/zkdist-conformance-<pid>-<nanos>/<case>`, so runs never collide. Without
+//! the variable every case is reported as ignored, never as passed.
+//!
+//! Each session reaches the ensemble through its own loopback proxy, so
+//! that `Backend::expire` can cut the session off while a second client
+//! closes it on the server: the session then sees `Disconnected`, `Expired`,
+//! as after a real expiry (see `zkdist_coord::zk` on why the cut matters).
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::proxy::ProxiedEnsemble;
+use zkdist_coord::conformance::{Backend, Case, run_main};
+use zkdist_coord::zk::{ZkConfig, ZkSession};
+use zkdist_coord::{Coordinator, EventStream, SessionId, ZkResult};
+
+struct ZkBackend {
+    /// Reaches the servers directly.
+    direct: ZkConfig,
+    root: String,
+    links: Mutex<Vec<(SessionId, ProxiedEnsemble)>>,
+}
+
+impl Backend for ZkBackend {
+    type Session = ZkSession;
+
+    fn root(&self) -> &str {
+        &self.root
+    }
+
+    async fn connect(&self) -> ZkResult<(ZkSession, EventStream)> {
+        let (session, events, link) = common::connect_proxied(&self.direct).await?;
+        self.links
+            .lock()
+            .expect("links lock")
+            .push((session.session_id(), link));
+        Ok((session, events))
+    }
+
+    async fn expire(&self, session: &ZkSession) {
+        let link = {
+            let mut links = self.links.lock().expect("links lock");
+            let index = links
+                .iter()
+                .position(|(id, _)| *id == session.session_id())
+                .expect("expire a session this backend opened");
+            links.swap_remove(index).1
+        };
+        common::expire_through_link(session, &link, &self.direct).await;
+    }
+}
+
+fn run_case(connect: &str, case: &Case<ZkBackend>) {
+    let runtime = common::runtime();
+    runtime.block_on(async {
+        let direct = common::config(connect);
+        let root = common::fresh_case_root(&direct, "zkdist-conformance", case.name).await;
+        let backend = Arc::new(ZkBackend {
+            direct: direct.clone(),
+            root: root.clone(),
+            links: Mutex::new(Vec::new()),
+        });
+        (case.run)(backend).await;
+        // Only a passing case cleans up: a failing one leaves its nodes for
+        // a look with zkCli or kazoo.
+        common::delete_tree(&direct, &root).await;
+    });
+}
+
+fn main() {
+    match common::test_zk() {
+        Some(connect) => run_main::<ZkBackend>(None, move |case| run_case(&connect, case)),
+        // Run anyway (`--include-ignored`), a case says why it cannot.
+        None => run_main::<ZkBackend>(Some(common::NO_SERVER), |_| panic!("{}", common::NO_SERVER)),
+    }
+}

@@ -1,0 +1,639 @@
+//! What only a real ZooKeeper can show: the backend's answers to bad input,
+//! a session surviving the loss of its server, sessions expiring for real,
+//! and interoperability with a client nobody here wrote (python3-kazoo).
+//!
+//! `ZKDIST_TEST_ZK` names the server (a connect string); tests that kill
+//! nodes also need `ZKDIST_TEST_ENSEMBLE_DIR`, the directory of a 3-node
+//! ensemble started by `scripts/zk ensemble`. A test whose server is not
+//! named is reported as ignored, never as passed. Tests run one at a time:
+//! some of them kill servers.
+
+mod common;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use libtest_mimic::{Arguments, Trial};
+use zkdist_coord::zk::{ZkConfig, ZkSession};
+use zkdist_coord::{
+    Coordinator, CreateMode, Event, EventStream, SessionState, Watch, WatchEvent, WatchKind,
+    ZkError,
+};
+
+/// How long a test waits for an event that must come.
+const EVENT_WAIT: Duration = Duration::from_secs(30);
+
+/// What a test needs to run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    Nothing,
+    Server,
+    Ensemble,
+}
+
+type TestFn = fn(Env) -> std::pin::Pin<Box<dyn Future<Output = ()>>>;
+
+#[derive(Clone)]
+struct Env {
+    connect: String,
+    ensemble_dir: Option<PathBuf>,
+}
+
+macro_rules! tests {
+    ($($needs:ident $name:ident),* $(,)?) => {
+        fn all_tests() -> Vec<(&'static str, Needs, TestFn)> {
+            vec![$((stringify!($name), Needs::$needs, |env| Box::pin($name(env)) as _)),*]
+        }
+    };
+}
+
+tests![
+    Nothing malformed_connect_strings_fail_at_once_naming_the_fault,
+    Nothing an_unreachable_server_fails_within_the_connect_timeout,
+    Server a_missing_chroot_is_named,
+    Server a_chroot_that_exists_roots_every_path,
+    Server wrong_digest_credentials_get_no_auth,
+    Server a_session_cut_off_past_its_timeout_expires_and_a_new_one_works,
+    Server a_session_closed_by_a_second_client_sees_expired,
+    Server kazoo_and_the_rust_backend_see_each_others_nodes_and_watches,
+    Ensemble killing_the_server_a_session_uses_keeps_the_session,
+    Ensemble killing_the_leader_keeps_sessions_and_ephemerals,
+];
+
+fn main() {
+    let mut args = Arguments::from_args();
+    // Some tests kill servers that the others would be using.
+    args.test_threads = Some(1);
+    let server = common::test_zk();
+    let ensemble_dir = common::test_ensemble_dir();
+    let trials = all_tests()
+        .into_iter()
+        .map(|(name, needs, test)| {
+            let ignored = match needs {
+                Needs::Nothing => false,
+                Needs::Server => server.is_none(),
+                Needs::Ensemble => server.is_none() || ensemble_dir.is_none(),
+            };
+            let env = Env {
+                connect: server.clone().unwrap_or_default(),
+                ensemble_dir: ensemble_dir.clone(),
+            };
+            Trial::test(name, move || {
+                if needs == Needs::Ensemble && env.ensemble_dir.is_none() {
+                    return Err(
+                        "ZKDIST_TEST_ENSEMBLE_DIR is not set: it names a 3-node ensemble \
+                                started by `scripts/zk ensemble`"
+                            .into(),
+                    );
+                }
+                if needs != Needs::Nothing && env.connect.is_empty() {
+                    return Err(common::NO_SERVER.into());
+                }
+                common::runtime().block_on(test(env));
+                Ok(())
+            })
+            .with_ignored_flag(ignored)
+        })
+        .collect();
+    if server.is_none() {
+        eprintln!("real-server tests ignored: {}", common::NO_SERVER);
+    } else if ensemble_dir.is_none() {
+        eprintln!("node-killing tests ignored: ZKDIST_TEST_ENSEMBLE_DIR is not set");
+    }
+    libtest_mimic::run(&args, trials).exit()
+}
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+async fn next_event(events: &mut EventStream) -> Event {
+    match tokio::time::timeout(EVENT_WAIT, events.recv()).await {
+        Ok(Some(event)) => event,
+        Ok(None) => panic!("event stream closed while waiting for an event"),
+        Err(_) => panic!("no event within {EVENT_WAIT:?}"),
+    }
+}
+
+fn watch(kind: WatchKind, path: &str) -> Event {
+    Event::Watch(WatchEvent {
+        kind,
+        path: path.to_owned(),
+    })
+}
+
+async fn fresh_root(env: &Env, name: &str) -> String {
+    common::fresh_case_root(&common::config(&env.connect), "zkdist-real", name).await
+}
+
+async fn connect(config: &ZkConfig) -> (ZkSession, EventStream) {
+    let (session, mut events) = ZkSession::connect(config)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {}: {e}", config.connect));
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Connected)
+    );
+    (session, events)
+}
+
+fn unique_suffix() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_nanos()
+}
+
+/// Runs `connect` and fails the test if it does not return within the
+/// connect timeout and a generous margin: a hang guard, not a speed check.
+async fn connect_result(config: &ZkConfig) -> Result<(ZkSession, EventStream), ZkError> {
+    let guard = Duration::from_millis(config.connect_timeout_ms) + Duration::from_secs(10);
+    tokio::time::timeout(guard, ZkSession::connect(config))
+        .await
+        .unwrap_or_else(|_| panic!("connect to {:?} hung past {guard:?}", config.connect))
+}
+
+fn expect_bad_arguments(result: Result<(ZkSession, EventStream), ZkError>, needles: &[&str]) {
+    match result {
+        Err(ZkError::BadArguments { reason }) => {
+            for needle in needles {
+                assert!(
+                    reason.contains(needle),
+                    "{reason:?} does not mention {needle:?}"
+                );
+            }
+        }
+        Err(other) => panic!("expected BadArguments mentioning {needles:?}, got {other:?}"),
+        Ok(_) => panic!("expected BadArguments mentioning {needles:?}, got a session"),
+    }
+}
+
+/// The ZooKeeper ids and client ports of the ensemble's nodes.
+fn ensemble_nodes(dir: &Path) -> Vec<(String, u16)> {
+    let nodes = std::fs::read_to_string(dir.join("nodes"))
+        .unwrap_or_else(|e| panic!("read {}/nodes: {e}", dir.display()));
+    nodes
+        .lines()
+        .map(|line| {
+            let mut fields = line.split_whitespace();
+            let id = fields.next().expect("node id").to_owned();
+            let port = fields.next().expect("node port").parse().expect("port");
+            (id, port)
+        })
+        .collect()
+}
+
+/// The answer of a four-letter-word command (empty if the node is down).
+fn four_letter(port: u16, word: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream.write_all(word.as_bytes()).is_err() {
+        return String::new();
+    }
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+}
+
+/// The node of `dir` that serves `session` (from the servers' `cons`).
+fn node_serving(dir: &Path, session: &ZkSession) -> String {
+    let needle = format!("sid={}", session.session_id());
+    let nodes = ensemble_nodes(dir);
+    for (id, port) in &nodes {
+        if four_letter(*port, "cons").contains(&needle) {
+            return id.clone();
+        }
+    }
+    panic!("no node of {} lists {needle} in cons", dir.display());
+}
+
+/// Waits for the session to lose its server and reconnect: exactly
+/// `Disconnected` then `Connected`, no expiry.
+async fn expect_reconnect(events: &mut EventStream) {
+    assert_eq!(
+        next_event(events).await,
+        Event::Session(SessionState::Disconnected),
+        "the session notices that its server is gone"
+    );
+    assert_eq!(
+        next_event(events).await,
+        Event::Session(SessionState::Connected),
+        "the session reconnects to another server"
+    );
+}
+
+/// Restarts a killed node and waits until the whole ensemble serves again,
+/// so that the next test starts from three nodes.
+fn restore_node(dir: &Path, id: &str) {
+    let dir = dir.to_str().expect("utf-8 ensemble dir");
+    common::run_scripts_zk(&["start-node", dir, id]);
+    common::run_scripts_zk(&["wait", dir]);
+}
+
+// ---------------------------------------------------------------------------
+// Bad input.
+
+async fn malformed_connect_strings_fail_at_once_naming_the_fault(_env: Env) {
+    for (connect, needles) in [
+        ("", &["empty"][..]),
+        ("127.0.0.1:99999", &["\"99999\"", "1..=65535"]),
+        ("127.0.0.1:2181,,127.0.0.1:2182", &["server 2"]),
+        ("127.0.0.1:2181/zk/", &["chroot", "/zk/"]),
+        ("host name:2181", &["whitespace"]),
+    ] {
+        let config = ZkConfig::new(connect).with_connect_timeout_ms(60_000);
+        // Refused before any socket: well within the connect timeout.
+        let result = tokio::time::timeout(Duration::from_secs(5), ZkSession::connect(&config))
+            .await
+            .unwrap_or_else(|_| panic!("{connect:?} was not refused at once"));
+        expect_bad_arguments(result, needles);
+    }
+    let no_user = ZkConfig::new("127.0.0.1:2181").with_digest_auth("", "pw");
+    expect_bad_arguments(connect_result(&no_user).await, &["user"]);
+}
+
+async fn an_unreachable_server_fails_within_the_connect_timeout(_env: Env) {
+    // A port nobody listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let config = ZkConfig::new(format!("127.0.0.1:{port}")).with_connect_timeout_ms(1_500);
+    match connect_result(&config).await {
+        Err(ZkError::ConnectionLoss { reason }) => {
+            assert!(reason.contains(&format!("127.0.0.1:{port}")), "{reason}");
+            assert!(reason.contains("connection refused"), "{reason}");
+            assert!(reason.contains("1500 ms"), "{reason}");
+        }
+        Err(other) => panic!("expected ConnectionLoss, got {other:?}"),
+        Ok(_) => panic!("connected to a port nobody listens on"),
+    }
+}
+
+async fn a_missing_chroot_is_named(env: Env) {
+    let chroot = format!("/zkdist-missing-{}", unique_suffix());
+    let config = common::config(&format!("{}{chroot}", env.connect));
+    expect_bad_arguments(connect_result(&config).await, &[&chroot, "does not exist"]);
+}
+
+async fn a_chroot_that_exists_roots_every_path(env: Env) {
+    let root = fresh_root(&env, "chroot").await;
+    let (plain, _plain_events) = connect(&common::config(&env.connect)).await;
+    let (rooted, mut rooted_events) =
+        connect(&common::config(&format!("{}{root}", env.connect))).await;
+    assert_eq!(rooted.exists("/x", Watch::Yes).await.unwrap(), None);
+    assert_eq!(
+        rooted
+            .create("/x", b"in chroot", CreateMode::Persistent)
+            .await
+            .unwrap(),
+        "/x"
+    );
+    assert_eq!(
+        next_event(&mut rooted_events).await,
+        watch(WatchKind::NodeCreated, "/x"),
+        "watch paths are relative to the chroot"
+    );
+    let (data, _) = plain
+        .get_data(&format!("{root}/x"), Watch::No)
+        .await
+        .unwrap();
+    assert_eq!(data, b"in chroot");
+    let sequential = rooted
+        .create("/x/item-", b"", CreateMode::PersistentSequential)
+        .await
+        .unwrap();
+    assert_eq!(sequential, "/x/item-0000000000");
+    rooted.close().await.unwrap();
+    plain.close().await.unwrap();
+}
+
+async fn wrong_digest_credentials_get_no_auth(env: Env) {
+    let root = fresh_root(&env, "digest").await;
+    let secret = format!("{root}/secret");
+    let alice = common::config(&env.connect).with_digest_auth("alice", "right password");
+    let (owner, _events) = connect(&alice).await;
+    owner
+        .create(&secret, b"for alice only", CreateMode::Persistent)
+        .await
+        .unwrap();
+
+    let impostor = common::config(&env.connect).with_digest_auth("alice", "wrong password");
+    let (wrong, _wrong_events) = connect(&impostor).await;
+    assert_eq!(
+        wrong.get_data(&secret, Watch::No).await,
+        Err(ZkError::NoAuth {
+            path: secret.clone()
+        }),
+        "wrong credentials are refused at the node's ACL"
+    );
+    assert_eq!(
+        wrong.set_data(&secret, b"x", None).await,
+        Err(ZkError::NoAuth {
+            path: secret.clone()
+        })
+    );
+    let (anonymous, _anonymous_events) = connect(&common::config(&env.connect)).await;
+    assert_eq!(
+        anonymous.get_data(&secret, Watch::No).await,
+        Err(ZkError::NoAuth {
+            path: secret.clone()
+        })
+    );
+    // Existence is not protected by ACLs in ZooKeeper.
+    assert!(
+        anonymous
+            .exists(&secret, Watch::No)
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    let (again, _again_events) = connect(&alice).await;
+    let (data, _) = again.get_data(&secret, Watch::No).await.unwrap();
+    assert_eq!(
+        data, b"for alice only",
+        "the right credentials in a new session read it"
+    );
+    // Clean up while authorised.
+    again.delete(&secret, None).await.unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// Expiry.
+
+async fn a_session_cut_off_past_its_timeout_expires_and_a_new_one_works(env: Env) {
+    let root = fresh_root(&env, "timeout-expiry").await;
+    let direct = common::config(&env.connect);
+    let (session, mut events, link) = common::connect_proxied(&direct).await.expect("connect");
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Connected)
+    );
+    let ephemeral = format!("{root}/ephemeral");
+    session
+        .create(&ephemeral, b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let (observer, mut observer_events) = connect(&direct).await;
+    assert!(
+        observer
+            .exists(&ephemeral, Watch::Yes)
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // The client is cut off: no heartbeat reaches the server, which expires
+    // the session once its timeout has passed and deletes its ephemeral.
+    link.block();
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Disconnected)
+    );
+    assert_eq!(
+        next_event(&mut observer_events).await,
+        watch(WatchKind::NodeDeleted, &ephemeral),
+        "the server expired the session by itself and deleted its ephemeral"
+    );
+    link.unblock();
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Expired),
+        "back in touch, the client learns that its session expired"
+    );
+    assert_eq!(
+        session.exists("/", Watch::No).await,
+        Err(ZkError::SessionExpired)
+    );
+    assert_eq!(
+        session.create(&ephemeral, b"", CreateMode::Ephemeral).await,
+        Err(ZkError::SessionExpired)
+    );
+
+    let (fresh, _fresh_events) = connect(&direct).await;
+    assert_ne!(fresh.session_id(), session.session_id());
+    fresh
+        .create(&ephemeral, b"again", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    fresh.close().await.unwrap();
+}
+
+async fn a_session_closed_by_a_second_client_sees_expired(env: Env) {
+    let root = fresh_root(&env, "second-client-expiry").await;
+    let direct = common::config(&env.connect);
+    let (session, mut events, link) = common::connect_proxied(&direct).await.expect("connect");
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Connected)
+    );
+    let ephemeral = format!("{root}/ephemeral");
+    session
+        .create(&ephemeral, b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    common::expire_through_link(&session, &link, &direct).await;
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Disconnected)
+    );
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Expired)
+    );
+    assert_eq!(
+        session.get_data(&ephemeral, Watch::No).await,
+        Err(ZkError::SessionExpired)
+    );
+    let (fresh, _fresh_events) = connect(&direct).await;
+    assert_eq!(
+        fresh.exists(&ephemeral, Watch::No).await.unwrap(),
+        None,
+        "the expired session's ephemeral is gone"
+    );
+    // Closing an expired session is a no-op.
+    session.close().await.unwrap();
+    fresh.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// Interoperability with python3-kazoo.
+
+const KAZOO_SCRIPT: &str = r#"
+import sys
+from kazoo.client import KazooClient
+
+hosts, root, rust_session = sys.argv[1], sys.argv[2], int(sys.argv[3], 16)
+zk = KazooClient(hosts=hosts, timeout=10.0)
+zk.start(timeout=20)
+data, _ = zk.get(root + "/from-rust")
+print("from_rust=" + data.decode())
+data, stat = zk.get(root + "/rust-ephemeral")
+print("ephemeral_data=" + data.decode())
+print("ephemeral_owned_by_rust=" + str(stat.ephemeralOwner == rust_session))
+print("children=" + ",".join(sorted(zk.get_children(root))))
+zk.create(root + "/from-kazoo", b"written by kazoo")
+zk.set(root + "/from-rust", b"changed by kazoo")
+zk.create(root + "/kazoo-later", b"")
+zk.stop()
+zk.close()
+print("done")
+"#;
+
+fn run_kazoo(connect: &str, root: &str, session: &str) -> Vec<(String, String)> {
+    let output = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", KAZOO_SCRIPT, connect, root, session])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run /usr/bin/python3 (scripts/zk install brings python3-kazoo)");
+    assert!(
+        output.status.success(),
+        "the kazoo script failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| match line.split_once('=') {
+            Some((key, value)) => (key.to_owned(), value.to_owned()),
+            None => (line.to_owned(), String::new()),
+        })
+        .collect()
+}
+
+async fn kazoo_and_the_rust_backend_see_each_others_nodes_and_watches(env: Env) {
+    let root = fresh_root(&env, "kazoo").await;
+    let (rust, mut events) = connect(&common::config(&env.connect)).await;
+    let from_rust = format!("{root}/from-rust");
+    let ephemeral = format!("{root}/rust-ephemeral");
+    let later = format!("{root}/kazoo-later");
+    rust.create(&from_rust, b"written by rust", CreateMode::Persistent)
+        .await
+        .unwrap();
+    rust.create(&ephemeral, b"alive", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    // Watches kazoo's writes must fire.
+    rust.get_data(&from_rust, Watch::Yes).await.unwrap();
+    assert_eq!(rust.exists(&later, Watch::Yes).await.unwrap(), None);
+
+    let connect = env.connect.clone();
+    let session = format!("{:x}", rust.session_id().0);
+    let kazoo_root = root.clone();
+    let seen = tokio::task::spawn_blocking(move || run_kazoo(&connect, &kazoo_root, &session))
+        .await
+        .expect("the kazoo runner");
+    let value = |key: &str| {
+        seen.iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_else(|| panic!("kazoo printed no {key}: {seen:?}"))
+    };
+    assert_eq!(value("from_rust"), "written by rust");
+    assert_eq!(value("ephemeral_data"), "alive");
+    assert_eq!(value("ephemeral_owned_by_rust"), "True");
+    assert_eq!(value("children"), "from-rust,rust-ephemeral");
+    assert_eq!(value("done"), "");
+
+    // Kazoo's writes, in its order: set from-rust, then create kazoo-later.
+    assert_eq!(
+        next_event(&mut events).await,
+        watch(WatchKind::NodeDataChanged, &from_rust)
+    );
+    assert_eq!(
+        next_event(&mut events).await,
+        watch(WatchKind::NodeCreated, &later)
+    );
+    let (data, stat) = rust
+        .get_data(&format!("{root}/from-kazoo"), Watch::No)
+        .await
+        .unwrap();
+    assert_eq!(data, b"written by kazoo");
+    assert_eq!(stat.ephemeral_owner, 0);
+    let (data, stat) = rust.get_data(&from_rust, Watch::No).await.unwrap();
+    assert_eq!(
+        (data.as_slice(), stat.version),
+        (&b"changed by kazoo"[..], 1)
+    );
+    rust.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// Losing servers of the ensemble.
+
+async fn killing_the_server_a_session_uses_keeps_the_session(env: Env) {
+    let dir = env.ensemble_dir.clone().expect("ensemble dir");
+    let root = fresh_root(&env, "kill-own-server").await;
+    let config = common::config(&env.connect);
+    let (session, mut events) = connect(&config).await;
+    let id_before = session.session_id();
+    let ephemeral = format!("{root}/ephemeral");
+    session
+        .create(&ephemeral, b"mine", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let victim = node_serving(&dir, &session);
+    common::run_scripts_zk(&["kill", dir.to_str().unwrap(), &victim]);
+
+    expect_reconnect(&mut events).await;
+    assert_eq!(session.session_id(), id_before);
+    let survivor = node_serving(&dir, &session);
+    assert_ne!(survivor, victim, "the session moved to another server");
+    // The session is the same on the servers: its ephemeral is still there,
+    // still owned by it, and it can write again.
+    let (data, stat) = session.get_data(&ephemeral, Watch::No).await.unwrap();
+    assert_eq!(
+        (data.as_slice(), stat.ephemeral_owner),
+        (&b"mine"[..], id_before.0)
+    );
+    session
+        .create(&format!("{root}/after"), b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let (other, _other_events) = connect(&config).await;
+    other.sync(&ephemeral).await.unwrap();
+    let stat = other.exists(&ephemeral, Watch::No).await.unwrap();
+    assert_eq!(stat.map(|s| s.ephemeral_owner), Some(id_before.0));
+    restore_node(&dir, &victim);
+    session.close().await.unwrap();
+    other.sync(&root).await.unwrap();
+    assert_eq!(other.exists(&ephemeral, Watch::No).await.unwrap(), None);
+    other.close().await.unwrap();
+}
+
+async fn killing_the_leader_keeps_sessions_and_ephemerals(env: Env) {
+    let dir = env.ensemble_dir.clone().expect("ensemble dir");
+    let root = fresh_root(&env, "kill-leader").await;
+    let config = common::config(&env.connect);
+    let (session, mut events) = connect(&config).await;
+    let ephemeral = format!("{root}/ephemeral");
+    session
+        .create(&ephemeral, b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let leader = common::run_scripts_zk(&["leader", dir.to_str().unwrap()])
+        .trim()
+        .to_owned();
+    common::run_scripts_zk(&["kill", dir.to_str().unwrap(), &leader]);
+    // Every server drops its clients while the survivors elect a leader.
+    expect_reconnect(&mut events).await;
+    let stat = session.exists(&ephemeral, Watch::No).await.unwrap();
+    assert_eq!(
+        stat.map(|s| s.ephemeral_owner),
+        Some(session.session_id().0)
+    );
+    session
+        .set_data(&ephemeral, b"written under the new leader", None)
+        .await
+        .unwrap();
+    let new_leader = common::run_scripts_zk(&["leader", dir.to_str().unwrap()])
+        .trim()
+        .to_owned();
+    assert_ne!(new_leader, leader);
+    restore_node(&dir, &leader);
+    session.close().await.unwrap();
+}

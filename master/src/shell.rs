@@ -1,0 +1,313 @@
+//! The master's async shell: sends what the core asks for and feeds back
+//! what ZooKeeper answers. One task owns the core; the session's event
+//! stream and the replies to its requests are the only inputs, consumed one
+//! at a time, so the state needs no lock and every decision follows from the
+//! order of inputs (which, on the simulator, the seed decides).
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc::UnboundedSender;
+use zkdist_coord::{
+    Coordinator, CreateMode, Directory, ErrorCode, Event, EventStream, Layout, SessionState,
+    TaskId, Watch, WorkerId, ZkError, ZkResult,
+};
+
+use crate::decision::{Command, MasterDecision};
+use crate::in_flight::InFlight;
+use crate::state::{AssignmentData, MasterState, Step};
+
+/// How long a read waits before it is retried after a connection loss.
+/// Reads are idempotent, so retrying them is always safe.
+pub const READ_RETRY_DELAY_MS: u64 = 100;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MasterError {
+    #[error("cannot lay out the zkdist tree under {root}: {error}")]
+    Layout { root: String, error: ZkError },
+    #[error("the master's session ended ({state:?})")]
+    SessionEnded {
+        /// `None` when the event stream closed without saying why.
+        state: Option<SessionState>,
+    },
+    #[error("{what} failed: {error}")]
+    Request { what: String, error: ZkError },
+}
+
+/// A reply to one [`Command`].
+enum Reply {
+    Listed {
+        dir: Directory,
+        result: ZkResult<Vec<String>>,
+    },
+    AssignmentRead {
+        worker: WorkerId,
+        result: ZkResult<Vec<u8>>,
+    },
+    TaskChecked {
+        task: TaskId,
+        result: ZkResult<bool>,
+    },
+    AssignmentCreated {
+        worker: WorkerId,
+        task: TaskId,
+        result: ZkResult<String>,
+    },
+}
+
+enum Input {
+    Event(Option<Event>),
+    Reply(Reply),
+}
+
+/// Sends a read, and sends it again after a pause for as long as its outcome
+/// is unknown (connection loss); any other outcome is returned.
+macro_rules! retrying_read {
+    ($request:expr) => {
+        loop {
+            match $request.await {
+                Err(error) if error.is_outcome_unknown() => {
+                    tokio::time::sleep(Duration::from_millis(READ_RETRY_DELAY_MS)).await
+                }
+                outcome => break outcome,
+            }
+        }
+    };
+}
+
+/// The session state an error reports, when it means the session is gone.
+fn session_end(error: &ZkError) -> Option<SessionState> {
+    match error.code() {
+        ErrorCode::SessionExpired => Some(SessionState::Expired),
+        ErrorCode::SessionClosed => Some(SessionState::Closed),
+        ErrorCode::AuthFailed => Some(SessionState::AuthFailed),
+        _ => None,
+    }
+}
+
+/// The master of one session. Build it with [`Master::new`], optionally
+/// attach an observer, then [`Master::run_until`].
+pub struct Master<C: Coordinator> {
+    zk: Arc<C>,
+    events: EventStream,
+    layout: Layout,
+    observer: Option<UnboundedSender<MasterDecision>>,
+    /// Set while the session is disconnected.
+    disconnected: bool,
+}
+
+impl<C: Coordinator> Master<C> {
+    /// A master on a connected session and its event stream. The caller
+    /// decides whether this session leads (see [`crate::claim_master`]).
+    pub fn new(zk: C, events: EventStream, layout: Layout) -> Master<C> {
+        Master {
+            zk: Arc::new(zk),
+            events,
+            layout,
+            observer: None,
+            disconnected: false,
+        }
+    }
+
+    /// Sends every decision, in order, to `observer` as well as to the log.
+    pub fn with_observer(mut self, observer: UnboundedSender<MasterDecision>) -> Master<C> {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Runs until the session ends.
+    pub async fn run(self) -> Result<MasterState, MasterError> {
+        self.run_until(std::future::pending()).await
+    }
+
+    /// Runs until `shutdown` completes (then returns the core, whose view the
+    /// caller may compare with ZooKeeper's) or the session ends (an error).
+    /// Creates the layout if it is missing. Does not close the session.
+    pub async fn run_until(
+        mut self,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<MasterState, MasterError> {
+        self.layout
+            .ensure_layout(&*self.zk)
+            .await
+            .map_err(|error| MasterError::Layout {
+                root: self.layout.root().to_owned(),
+                error,
+            })?;
+        let mut state = MasterState::new();
+        let mut in_flight = InFlight::new();
+        let step = state.start();
+        self.apply(step, &mut in_flight);
+        let mut shutdown = pin!(shutdown);
+        loop {
+            let input = tokio::select! {
+                biased;
+                () = &mut shutdown => return Ok(state),
+                event = self.events.recv() => Input::Event(event),
+                reply = in_flight.next() => Input::Reply(reply),
+            };
+            let step = match input {
+                Input::Event(event) => self.on_event(&mut state, event)?,
+                Input::Reply(reply) => self.on_reply(&mut state, reply)?,
+            };
+            self.apply(step, &mut in_flight);
+        }
+    }
+
+    fn on_event(
+        &mut self,
+        state: &mut MasterState,
+        event: Option<Event>,
+    ) -> Result<Step, MasterError> {
+        match event {
+            None => Err(MasterError::SessionEnded { state: None }),
+            Some(Event::Watch(watch)) => match self.layout.watched_directory(&watch.path) {
+                Some(dir) => Ok(state.on_watch_fired(dir)),
+                None => {
+                    tracing::debug!(target: "zkdist::master", ?watch, "ignored watch event");
+                    Ok(Step::default())
+                }
+            },
+            Some(Event::Session(SessionState::Disconnected)) => {
+                self.disconnected = true;
+                Ok(Step::default())
+            }
+            // ZooKeeper re-arms watches on reconnection and fires those that
+            // missed a change, but listing again costs little and does not
+            // depend on it: a listing is a diff, so an extra one is harmless.
+            Some(Event::Session(SessionState::Connected)) => {
+                let mut step = Step::default();
+                if std::mem::take(&mut self.disconnected) {
+                    for dir in Directory::ALL {
+                        let fired = state.on_watch_fired(dir);
+                        step.decisions.extend(fired.decisions);
+                        step.commands.extend(fired.commands);
+                    }
+                }
+                Ok(step)
+            }
+            Some(Event::Session(
+                state @ (SessionState::Expired | SessionState::Closed | SessionState::AuthFailed),
+            )) => Err(MasterError::SessionEnded { state: Some(state) }),
+        }
+    }
+
+    fn on_reply(&self, state: &mut MasterState, reply: Reply) -> Result<Step, MasterError> {
+        let failed = |what: String, error: ZkError| match session_end(&error) {
+            Some(state) => MasterError::SessionEnded { state: Some(state) },
+            None => MasterError::Request { what, error },
+        };
+        match reply {
+            Reply::Listed { dir, result } => {
+                let children = result.map_err(|error| {
+                    failed(format!("listing {}", self.layout.directory(dir)), error)
+                })?;
+                Ok(match dir {
+                    Directory::Workers => state.on_workers_listed(children),
+                    Directory::Tasks => state.on_tasks_listed(children),
+                    Directory::Assignments => state.on_assignments_listed(children),
+                })
+            }
+            Reply::AssignmentRead { worker, result } => {
+                let data = match result {
+                    Ok(bytes) => match std::str::from_utf8(&bytes).map(TaskId::parse) {
+                        Ok(Ok(task)) => AssignmentData::Task(task),
+                        _ => AssignmentData::Unreadable,
+                    },
+                    Err(ZkError::NoNode { .. }) => AssignmentData::Gone,
+                    Err(error) => {
+                        let path = self.layout.assignment(&worker);
+                        return Err(failed(format!("reading {path}"), error));
+                    }
+                };
+                Ok(state.on_assignment_read(worker, data))
+            }
+            Reply::TaskChecked { task, result } => {
+                let finished = result.map_err(|error| {
+                    failed(format!("checking {}", self.layout.result(&task)), error)
+                })?;
+                Ok(state.on_task_checked(task, finished))
+            }
+            Reply::AssignmentCreated {
+                worker,
+                task,
+                result,
+            } => match result {
+                Ok(_) => Ok(state.on_assignment_created(worker, task, Ok(()))),
+                Err(error) => match session_end(&error) {
+                    Some(state) => Err(MasterError::SessionEnded { state: Some(state) }),
+                    None => Ok(state.on_assignment_created(worker, task, Err(error.to_string()))),
+                },
+            },
+        }
+    }
+
+    /// Logs and publishes the step's decisions, then sends its requests in
+    /// order.
+    fn apply(&self, step: Step, in_flight: &mut InFlight<Reply>) {
+        for decision in step.decisions {
+            tracing::info!(target: "zkdist::master", "{decision}");
+            if let Some(observer) = &self.observer {
+                // An observer that went away stops observing; the master
+                // goes on.
+                let _ = observer.send(decision);
+            }
+        }
+        for command in step.commands {
+            self.send(command, in_flight);
+        }
+    }
+
+    fn send(&self, command: Command, in_flight: &mut InFlight<Reply>) {
+        let zk = Arc::clone(&self.zk);
+        match command {
+            Command::List(dir) => {
+                let path = self.layout.directory(dir);
+                in_flight.push(async move {
+                    let result = retrying_read!(zk.get_children(&path, Watch::Yes));
+                    Reply::Listed {
+                        dir,
+                        result: result.map(|(children, _)| children),
+                    }
+                });
+            }
+            Command::ReadAssignment(worker) => {
+                let path = self.layout.assignment(&worker);
+                in_flight.push(async move {
+                    let result = retrying_read!(zk.get_data(&path, Watch::No));
+                    Reply::AssignmentRead {
+                        worker,
+                        result: result.map(|(data, _)| data),
+                    }
+                });
+            }
+            Command::CheckTaskFinished(task) => {
+                let path = self.layout.result(&task);
+                in_flight.push(async move {
+                    let result = retrying_read!(zk.exists(&path, Watch::No));
+                    Reply::TaskChecked {
+                        task,
+                        result: result.map(|stat| stat.is_some()),
+                    }
+                });
+            }
+            Command::CreateAssignment { worker, task } => {
+                let path = self.layout.assignment(&worker);
+                in_flight.push(async move {
+                    // Not retried: after a connection loss the create may
+                    // have been applied, and a blind retry could not tell.
+                    let result = zk
+                        .create(&path, task.as_str().as_bytes(), CreateMode::Persistent)
+                        .await;
+                    Reply::AssignmentCreated {
+                        worker,
+                        task,
+                        result,
+                    }
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,561 @@
+//! The core, input by input: initialisation, each of the three triggers
+//! (and that nothing else runs a round), FIFO order, and the diffs.
+
+use super::*;
+
+fn w(n: u32) -> WorkerId {
+    WorkerId::parse(&format!("worker-{n:010}")).unwrap()
+}
+
+fn t(n: i32) -> TaskId {
+    TaskId::from_sequence(n)
+}
+
+fn worker_names(ns: &[u32]) -> Vec<String> {
+    ns.iter().map(|n| w(*n).to_string()).collect()
+}
+
+fn task_names(ns: &[i32]) -> Vec<String> {
+    ns.iter().map(|n| t(*n).to_string()).collect()
+}
+
+/// One round as (triggers, assignments).
+type RoundSummary = (Vec<Trigger>, Vec<(WorkerId, TaskId)>);
+
+/// The rounds a step ran.
+fn rounds(step: &Step) -> Vec<RoundSummary> {
+    step.decisions
+        .iter()
+        .filter_map(|decision| match decision {
+            MasterDecision::Round {
+                triggers, assigned, ..
+            } => Some((triggers.clone(), assigned.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn creates(step: &Step) -> Vec<(WorkerId, TaskId)> {
+    step.commands
+        .iter()
+        .filter_map(|command| match command {
+            Command::CreateAssignment { worker, task } => Some((worker.clone(), task.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A started master whose first listings are in: `workers` registered and
+/// idle, no task, no assignment. The listings are done, so the next
+/// `on_*_listed` needs a watch to have fired first.
+fn initialised(workers: &[u32]) -> MasterState {
+    let mut master = MasterState::new();
+    master.start();
+    master.on_workers_listed(worker_names(workers));
+    master.on_tasks_listed(vec![]);
+    let step = master.on_assignments_listed(vec![]);
+    assert!(master.is_initialised());
+    assert!(matches!(
+        step.decisions.first(),
+        Some(MasterDecision::Initialised { .. })
+    ));
+    master
+}
+
+/// Fires the directory's watch and feeds the listing the shell would get.
+fn relist(master: &mut MasterState, dir: Directory, children: Vec<String>) -> Step {
+    let fired = master.on_watch_fired(dir);
+    assert_eq!(fired.commands, vec![Command::List(dir)]);
+    assert!(fired.decisions.is_empty());
+    match dir {
+        Directory::Workers => master.on_workers_listed(children),
+        Directory::Tasks => master.on_tasks_listed(children),
+        Directory::Assignments => master.on_assignments_listed(children),
+    }
+}
+
+/// Confirms every create of a step.
+fn confirm(master: &mut MasterState, step: &Step) {
+    for (worker, task) in creates(step) {
+        let confirmed = master.on_assignment_created(worker.clone(), task.clone(), Ok(()));
+        assert_eq!(
+            confirmed.decisions,
+            vec![MasterDecision::AssignmentCreated { worker, task }]
+        );
+        assert!(confirmed.commands.is_empty());
+    }
+}
+
+/// w1 busy with t1 (confirmed), `pending` tasks queued behind it.
+fn one_busy_worker(pending: &[i32]) -> MasterState {
+    let mut master = initialised(&[1]);
+    let mut all = vec![1];
+    all.extend_from_slice(pending);
+    let step = relist(&mut master, Directory::Tasks, task_names(&all));
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    confirm(&mut master, &step);
+    let step = relist(&mut master, Directory::Assignments, worker_names(&[1]));
+    assert_eq!(
+        step,
+        Step::default(),
+        "the master's own create changes nothing"
+    );
+    master
+}
+
+#[test]
+fn start_lists_the_three_directories() {
+    let mut master = MasterState::new();
+    let step = master.start();
+    assert_eq!(
+        step.commands,
+        vec![
+            Command::List(Directory::Workers),
+            Command::List(Directory::Tasks),
+            Command::List(Directory::Assignments),
+        ]
+    );
+    assert!(step.decisions.is_empty());
+    assert!(!master.is_initialised());
+}
+
+#[test]
+fn empty_system_initialises_without_a_round() {
+    let mut master = MasterState::new();
+    master.start();
+    assert_eq!(master.on_workers_listed(vec![]), Step::default());
+    assert_eq!(master.on_tasks_listed(vec![]), Step::default());
+    let step = master.on_assignments_listed(vec![]);
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::Initialised {
+            workers: 0,
+            pending_tasks: 0,
+            busy_workers: 0
+        }]
+    );
+    assert!(step.commands.is_empty());
+    assert_eq!(master.rounds_run(), 0);
+}
+
+#[test]
+fn no_round_runs_before_the_state_is_built() {
+    let mut master = MasterState::new();
+    master.start();
+    // Workers and tasks are known, but the assignments listing is not in:
+    // a worker may be busy, so nothing may be assigned yet.
+    let step = master.on_workers_listed(worker_names(&[1]));
+    assert!(rounds(&step).is_empty());
+    let step = master.on_tasks_listed(task_names(&[1]));
+    assert!(rounds(&step).is_empty());
+    assert_eq!(step.commands, vec![Command::CheckTaskFinished(t(1))]);
+    let step = master.on_assignments_listed(vec![]);
+    assert!(rounds(&step).is_empty(), "the result check is not in");
+    assert!(!master.is_initialised());
+
+    let step = master.on_task_checked(t(1), false);
+    assert!(master.is_initialised());
+    assert_eq!(
+        rounds(&step),
+        vec![(
+            vec![Trigger::NewTask, Trigger::NewWorker],
+            vec![(w(1), t(1))]
+        )]
+    );
+    assert_eq!(
+        step.commands,
+        vec![Command::CreateAssignment {
+            worker: w(1),
+            task: t(1)
+        }]
+    );
+}
+
+#[test]
+fn initialisation_adopts_existing_workers_tasks_and_assignments() {
+    let mut master = MasterState::new();
+    master.start();
+    master.on_workers_listed(worker_names(&[1, 2, 3]));
+    let step = master.on_tasks_listed(task_names(&[5, 2, 4, 1, 3]));
+    assert_eq!(
+        step.commands,
+        (1..=5)
+            .map(|n| Command::CheckTaskFinished(t(n)))
+            .collect::<Vec<_>>(),
+        "checked in sequence order"
+    );
+    let step = master.on_assignments_listed(worker_names(&[2]));
+    assert_eq!(step.commands, vec![Command::ReadAssignment(w(2))]);
+
+    // Task 1 finished before this master started; worker 2 runs task 2.
+    let step = master.on_assignment_read(w(2), AssignmentData::Task(t(2)));
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::TaskInProgress {
+            worker: w(2),
+            task: t(2)
+        }]
+    );
+    let step = master.on_task_checked(t(1), true);
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::TaskAlreadyFinished { task: t(1) }]
+    );
+    for n in 2..=4 {
+        assert!(rounds(&master.on_task_checked(t(n), false)).is_empty());
+    }
+    let step = master.on_task_checked(t(5), false);
+    assert_eq!(
+        step.decisions[0],
+        MasterDecision::Initialised {
+            workers: 3,
+            pending_tasks: 3,
+            busy_workers: 1
+        }
+    );
+    assert_eq!(
+        rounds(&step),
+        vec![(
+            vec![Trigger::NewTask, Trigger::NewWorker],
+            vec![(w(1), t(3)), (w(3), t(4))]
+        )]
+    );
+    assert_eq!(master.pending_tasks(), &[t(5)]);
+    assert_eq!(
+        master.workers()[&w(2)],
+        Some(Assignment {
+            task: t(2),
+            confirmed: true
+        })
+    );
+
+    // Worker 2 finishing its adopted task frees it for task 5.
+    let step = relist(&mut master, Directory::Assignments, worker_names(&[1, 3]));
+    assert_eq!(
+        rounds(&step),
+        vec![(vec![Trigger::WorkerIdle], vec![(w(2), t(5))])]
+    );
+}
+
+#[test]
+fn stale_assignment_of_an_unregistered_worker_is_not_requeued() {
+    let mut master = MasterState::new();
+    master.start();
+    master.on_workers_listed(worker_names(&[1]));
+    master.on_tasks_listed(task_names(&[1, 2]));
+    master.on_assignments_listed(worker_names(&[9]));
+    let step = master.on_assignment_read(w(9), AssignmentData::Task(t(1)));
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::StaleAssignment {
+            worker: w(9),
+            task: Some(t(1))
+        }]
+    );
+    master.on_task_checked(t(1), false);
+    let step = master.on_task_checked(t(2), false);
+    assert_eq!(
+        rounds(&step),
+        vec![(
+            vec![Trigger::NewTask, Trigger::NewWorker],
+            vec![(w(1), t(2))]
+        )]
+    );
+    assert!(master.pending_tasks().is_empty());
+}
+
+#[test]
+fn assignment_gone_before_its_read_leaves_the_worker_idle() {
+    let mut master = MasterState::new();
+    master.start();
+    master.on_workers_listed(worker_names(&[1]));
+    master.on_tasks_listed(vec![]);
+    master.on_assignments_listed(worker_names(&[1]));
+    let step = master.on_assignment_read(w(1), AssignmentData::Gone);
+    assert!(master.is_initialised());
+    assert_eq!(
+        rounds(&step),
+        vec![(vec![Trigger::NewWorker], vec![])],
+        "the new worker fires a round, with nothing to assign"
+    );
+    assert_eq!(master.idle_workers().collect::<Vec<_>>(), vec![&w(1)]);
+}
+
+#[test]
+fn a_new_task_fires_a_round() {
+    // Round 1 ran at start-up, for the two workers found.
+    let mut master = initialised(&[1, 2]);
+    let step = relist(&mut master, Directory::Tasks, task_names(&[1]));
+    assert_eq!(
+        step.decisions,
+        vec![
+            MasterDecision::TaskQueued { task: t(1) },
+            MasterDecision::Round {
+                round: 2,
+                triggers: vec![Trigger::NewTask],
+                assigned: vec![(w(1), t(1))]
+            }
+        ]
+    );
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+}
+
+#[test]
+fn a_new_task_with_no_idle_worker_still_fires_a_round_that_assigns_nothing() {
+    let mut master = one_busy_worker(&[]);
+    let before = master.rounds_run();
+    let step = relist(&mut master, Directory::Tasks, task_names(&[1, 2]));
+    assert_eq!(rounds(&step), vec![(vec![Trigger::NewTask], vec![])]);
+    assert!(step.commands.is_empty());
+    assert_eq!(master.rounds_run(), before + 1);
+    assert_eq!(master.pending_tasks(), &[t(2)]);
+}
+
+#[test]
+fn a_new_worker_fires_a_round() {
+    let mut master = initialised(&[]);
+    let step = relist(&mut master, Directory::Tasks, task_names(&[1, 2]));
+    assert_eq!(rounds(&step), vec![(vec![Trigger::NewTask], vec![])]);
+    let step = relist(&mut master, Directory::Workers, worker_names(&[4]));
+    assert_eq!(
+        step.decisions,
+        vec![
+            MasterDecision::WorkerJoined { worker: w(4) },
+            MasterDecision::Round {
+                round: 2,
+                triggers: vec![Trigger::NewWorker],
+                assigned: vec![(w(4), t(1))]
+            }
+        ]
+    );
+}
+
+#[test]
+fn a_new_worker_with_no_pending_task_fires_a_round_that_assigns_nothing() {
+    let mut master = initialised(&[1]);
+    let step = relist(&mut master, Directory::Workers, worker_names(&[1, 2]));
+    assert_eq!(rounds(&step), vec![(vec![Trigger::NewWorker], vec![])]);
+    assert!(step.commands.is_empty());
+}
+
+#[test]
+fn a_worker_becoming_idle_fires_a_round() {
+    // Rounds 1 (start-up, one worker) and 2 (tasks 1 and 2) have run.
+    let mut master = one_busy_worker(&[2]);
+    let step = relist(&mut master, Directory::Assignments, vec![]);
+    assert_eq!(
+        step.decisions,
+        vec![
+            MasterDecision::WorkerIdle {
+                worker: w(1),
+                finished_task: t(1)
+            },
+            MasterDecision::Round {
+                round: 3,
+                triggers: vec![Trigger::WorkerIdle],
+                assigned: vec![(w(1), t(2))]
+            }
+        ]
+    );
+}
+
+#[test]
+fn a_worker_becoming_idle_with_nothing_pending_fires_a_round_that_assigns_nothing() {
+    let mut master = one_busy_worker(&[]);
+    let step = relist(&mut master, Directory::Assignments, vec![]);
+    assert_eq!(rounds(&step), vec![(vec![Trigger::WorkerIdle], vec![])]);
+    assert_eq!(master.idle_workers().count(), 1);
+}
+
+#[test]
+fn nothing_but_the_three_triggers_fires_a_round() {
+    let mut master = one_busy_worker(&[2]);
+    let rounds_before = master.rounds_run();
+    // The same children again: no diff, no decision at all.
+    assert_eq!(
+        relist(&mut master, Directory::Tasks, task_names(&[1, 2])),
+        Step::default()
+    );
+    assert_eq!(
+        relist(&mut master, Directory::Workers, worker_names(&[1])),
+        Step::default()
+    );
+    assert_eq!(
+        relist(&mut master, Directory::Assignments, worker_names(&[1])),
+        Step::default()
+    );
+    // A pending task deleted by a client: dropped, no round.
+    let step = relist(&mut master, Directory::Tasks, task_names(&[1]));
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::TaskVanished { task: t(2) }]
+    );
+    // A worker registering and one leaving in the same listing: only the
+    // new one fires a round.
+    let step = relist(&mut master, Directory::Workers, worker_names(&[1, 2]));
+    assert_eq!(rounds(&step), vec![(vec![Trigger::NewWorker], vec![])]);
+    let step = relist(&mut master, Directory::Workers, worker_names(&[1]));
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::WorkerLeft {
+            worker: w(2),
+            lost_task: None
+        }]
+    );
+    // A watch firing alone only lists.
+    let fired = master.on_watch_fired(Directory::Tasks);
+    assert_eq!(fired.commands, vec![Command::List(Directory::Tasks)]);
+    assert!(fired.decisions.is_empty());
+    master.on_tasks_listed(task_names(&[1]));
+    assert_eq!(master.rounds_run(), rounds_before + 1);
+}
+
+#[test]
+fn the_masters_own_assignment_create_triggers_nothing() {
+    let mut master = initialised(&[1, 2]);
+    let step = relist(&mut master, Directory::Tasks, task_names(&[1, 2, 3]));
+    assert_eq!(creates(&step), vec![(w(1), t(1)), (w(2), t(2))]);
+    let rounds_before = master.rounds_run();
+    // Listed before the creates were confirmed, and after.
+    assert_eq!(
+        relist(&mut master, Directory::Assignments, worker_names(&[1])),
+        Step::default()
+    );
+    confirm(&mut master, &step);
+    assert_eq!(
+        relist(&mut master, Directory::Assignments, worker_names(&[1, 2])),
+        Step::default()
+    );
+    assert_eq!(master.rounds_run(), rounds_before);
+}
+
+#[test]
+fn a_listing_taken_before_the_create_does_not_free_the_worker() {
+    let mut master = initialised(&[1]);
+    let step = relist(&mut master, Directory::Tasks, task_names(&[1, 2]));
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    // This listing was sent before the create, so it cannot show it: the
+    // worker is not idle, whatever the listing says.
+    let stale = relist(&mut master, Directory::Assignments, vec![]);
+    assert_eq!(stale, Step::default());
+    assert_eq!(master.idle_workers().count(), 0);
+    confirm(&mut master, &step);
+    // Listed after the confirmation: now absence means finished.
+    let step = relist(&mut master, Directory::Assignments, vec![]);
+    assert_eq!(
+        rounds(&step),
+        vec![(vec![Trigger::WorkerIdle], vec![(w(1), t(2))])]
+    );
+}
+
+#[test]
+fn tasks_are_assigned_in_sequence_order() {
+    let mut master = initialised(&[1]);
+    // ZooKeeper lists children in no order.
+    let first = relist(&mut master, Directory::Tasks, task_names(&[3, 1, 2]));
+    assert_eq!(creates(&first), vec![(w(1), t(1))]);
+    let step = relist(&mut master, Directory::Tasks, task_names(&[3, 1, 2, 5, 4]));
+    assert_eq!(rounds(&step), vec![(vec![Trigger::NewTask], vec![])]);
+    assert_eq!(master.pending_tasks(), &[t(2), t(3), t(4), t(5)]);
+    let mut order = vec![t(1)];
+    let mut step = first;
+    for _ in 0..4 {
+        confirm(&mut master, &step);
+        step = relist(&mut master, Directory::Assignments, vec![]);
+        order.extend(creates(&step).into_iter().map(|(_, task)| task));
+    }
+    assert_eq!(order, (1..=5).map(t).collect::<Vec<_>>());
+}
+
+#[test]
+fn one_round_fills_every_idle_worker_in_fifo_order() {
+    let mut master = initialised(&[3, 1, 2]);
+    let step = relist(&mut master, Directory::Tasks, task_names(&[10, 11]));
+    assert_eq!(creates(&step), vec![(w(1), t(10)), (w(2), t(11))]);
+    assert_eq!(master.idle_workers().collect::<Vec<_>>(), vec![&w(3)]);
+}
+
+#[test]
+fn a_busy_worker_leaving_loses_its_task() {
+    let mut master = one_busy_worker(&[]);
+    let step = relist(&mut master, Directory::Workers, vec![]);
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::WorkerLeft {
+            worker: w(1),
+            lost_task: Some(t(1))
+        }]
+    );
+    assert!(master.workers().is_empty());
+    assert!(master.pending_tasks().is_empty());
+}
+
+#[test]
+fn a_failed_create_requeues_the_task_at_the_head() {
+    let mut master = initialised(&[1]);
+    let step = relist(&mut master, Directory::Tasks, task_names(&[1, 2]));
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    let step = master.on_assignment_created(w(1), t(1), Err("boom".into()));
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::AssignmentFailed {
+            worker: w(1),
+            task: t(1),
+            error: "boom".into()
+        }]
+    );
+    assert!(step.commands.is_empty(), "a failure is not a trigger");
+    assert_eq!(master.pending_tasks(), &[t(1), t(2)]);
+    assert_eq!(master.idle_workers().count(), 1);
+}
+
+#[test]
+fn a_watch_during_a_listing_lists_again_once_it_is_in() {
+    let mut master = initialised(&[]);
+    let fired = master.on_watch_fired(Directory::Tasks);
+    assert_eq!(fired.commands, vec![Command::List(Directory::Tasks)]);
+    // Fires again while that listing is in flight: no second listing now...
+    assert_eq!(master.on_watch_fired(Directory::Tasks), Step::default());
+    // ...but one as soon as the reply is in.
+    let step = master.on_tasks_listed(task_names(&[1]));
+    assert_eq!(step.commands, vec![Command::List(Directory::Tasks)]);
+    let step = master.on_tasks_listed(task_names(&[1, 2]));
+    assert!(step.commands.is_empty());
+    assert_eq!(master.pending_tasks(), &[t(1), t(2)]);
+}
+
+#[test]
+fn foreign_children_are_reported_once_and_ignored() {
+    let mut master = initialised(&[]);
+    let mut children = task_names(&[1]);
+    children.push("notes".into());
+    let step = relist(&mut master, Directory::Tasks, children.clone());
+    assert!(matches!(
+        &step.decisions[0],
+        MasterDecision::IgnoredNode { dir: Directory::Tasks, name, .. } if name == "notes"
+    ));
+    let step = relist(&mut master, Directory::Tasks, children);
+    assert_eq!(step, Step::default());
+    assert_eq!(master.pending_tasks(), &[t(1)]);
+}
+
+#[test]
+#[should_panic(expected = "never requested")]
+fn an_unrequested_check_is_a_bug() {
+    let mut master = MasterState::new();
+    master.start();
+    master.on_task_checked(t(1), false);
+}
+
+#[test]
+#[should_panic(expected = "but the worker holds")]
+fn a_create_reply_for_another_assignment_is_a_bug() {
+    let mut master = one_busy_worker(&[]);
+    master.on_assignment_created(w(1), t(7), Ok(()));
+}
+
+#[test]
+#[should_panic(expected = "before the master started")]
+fn a_watch_before_start_is_a_bug() {
+    MasterState::new().on_watch_fired(Directory::Workers);
+}

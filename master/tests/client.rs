@@ -1,0 +1,221 @@
+//! The client API on the simulator: submit, wait, cleanup and status, and
+//! their clear errors on bad input. The test plays master and worker by
+//! hand where it needs a task assigned or finished.
+
+mod common;
+
+use std::time::Duration;
+
+use zkdist_coord::{
+    ClientError, Coordinator, CreateMode, Layout, MAX_DATA_BYTES, TaskId, TaskResult, Watch,
+    WorkerId,
+};
+use zkdist_sim::{SimConfig, SimZk};
+
+use common::*;
+
+#[test]
+fn submit_refuses_oversized_and_malformed_payloads_before_sending() {
+    paused_runtime().block_on(async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::default();
+        let client = client(&sim, &layout).await;
+
+        let oversized = vec![b' '; MAX_DATA_BYTES + 1];
+        let error = client.submit(&oversized).await.unwrap_err();
+        assert!(
+            matches!(error, ClientError::PayloadTooLarge(_)),
+            "{error:?}"
+        );
+        assert!(
+            error.to_string().contains(&MAX_DATA_BYTES.to_string()),
+            "the limit is named: {error}"
+        );
+
+        for bad in [&b"not json"[..], br#"{"n": 1}"#, br#"{"kind": ""}"#] {
+            let error = client.submit(bad).await.unwrap_err();
+            assert!(matches!(error, ClientError::InvalidPayload(_)), "{error:?}");
+            assert!(error.to_string().contains("kind"), "{error}");
+        }
+        // Nothing reached the server: not even the layout was created.
+        let tasks_dir = layout.tasks_dir();
+        assert!(!sim.inspect(move |tree| tree.exists(&tasks_dir)).await);
+    });
+}
+
+#[test]
+fn submit_creates_the_layout_and_numbers_tasks_in_order() {
+    paused_runtime().block_on(async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::new("/nested/root").unwrap();
+        let client = client(&sim, &layout).await;
+        let first = client.submit(&payload("echo", 1, 0)).await.unwrap();
+        let second = client.submit(&payload("echo", 2, 0)).await.unwrap();
+        assert!(first < second);
+        let (data, _) = client
+            .session()
+            .get_data(&layout.task(&second), Watch::No)
+            .await
+            .unwrap();
+        assert_eq!(data, payload("echo", 2, 0));
+        let dirs = [
+            layout.workers_dir(),
+            layout.assignments_dir(),
+            layout.ids_dir(),
+        ];
+        assert!(
+            sim.inspect(move |tree| dirs.iter().all(|dir| tree.exists(dir)))
+                .await
+        );
+    });
+}
+
+#[test]
+fn wait_arms_one_watch_and_reads_once() {
+    paused_runtime().block_on(async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::default();
+        let mut client = client(&sim, &layout).await;
+        let (worker, _worker_events) = sim.connect("worker").await.unwrap();
+        let task = client.submit(&payload("echo", 1, 0)).await.unwrap();
+
+        let result = TaskResult::Success {
+            output: b"42".to_vec(),
+        };
+        let result_path = layout.result(&task);
+        let write = {
+            let (path, bytes) = (result_path.clone(), result.encode());
+            async move {
+                // The result comes a minute later: a polling client would
+                // show many reads meanwhile.
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                worker
+                    .create(&path, &bytes, CreateMode::Persistent)
+                    .await
+                    .unwrap();
+            }
+        };
+        let (got, ()) = tokio::join!(client.wait(&task), write);
+        assert_eq!(got.unwrap(), result);
+
+        let reads: Vec<String> = sim
+            .trace()
+            .await
+            .into_iter()
+            .filter(|line| line.contains("] read client ") && line.contains(&result_path))
+            .collect();
+        assert_eq!(
+            reads.len(),
+            2,
+            "one exists with a watch, one get_data: {reads:#?}"
+        );
+        assert!(reads[0].contains(&format!("exists {result_path} watch")));
+        assert!(reads[1].contains(&format!("get_data {result_path}")));
+    });
+}
+
+#[test]
+fn wait_and_cleanup_name_what_is_wrong() {
+    paused_runtime().block_on(async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::default();
+        let mut client = client(&sim, &layout).await;
+        let unknown = TaskId::from_sequence(99);
+        match client.wait(&unknown).await {
+            Err(error @ ClientError::NoSuchTask { .. }) => {
+                assert!(error.to_string().contains("task-0000000099"), "{error}")
+            }
+            other => panic!("{other:?}"),
+        }
+
+        let task = client.submit(&payload("echo", 1, 0)).await.unwrap();
+        match client.cleanup(&task).await {
+            Err(ClientError::NotFinished { task: named }) => assert_eq!(named, task),
+            other => panic!("{other:?}"),
+        }
+        let task_path = layout.task(&task);
+        let still_there = task_path.clone();
+        assert!(sim.inspect(move |tree| tree.exists(&still_there)).await);
+
+        // A result written by hand stands for a worker's.
+        let (worker, _worker_events) = sim.connect("worker").await.unwrap();
+        worker
+            .create(
+                &layout.result(&task),
+                &TaskResult::failure("nope").encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            client.wait(&task).await.unwrap(),
+            TaskResult::failure("nope")
+        );
+        client.cleanup(&task).await.unwrap();
+        assert!(!sim.inspect(move |tree| tree.exists(&task_path)).await);
+        assert!(matches!(
+            client.cleanup(&task).await,
+            Err(ClientError::NoSuchTask { .. })
+        ));
+    });
+}
+
+#[test]
+fn status_counts_workers_assignments_and_tasks() {
+    paused_runtime().block_on(async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::default();
+        let client = client(&sim, &layout).await;
+        match client.status().await {
+            Err(error @ ClientError::NoLayout { .. }) => {
+                assert!(error.to_string().contains("/zkdist"), "{error}")
+            }
+            other => panic!("{other:?}"),
+        }
+
+        let tasks: Vec<TaskId> = {
+            let mut tasks = Vec::new();
+            for n in 0..4 {
+                tasks.push(client.submit(&payload("echo", n, 0)).await.unwrap());
+            }
+            tasks
+        };
+        let (actor, _actor_events) = sim.connect("actor").await.unwrap();
+        let worker = WorkerId::parse("worker-0000000007").unwrap();
+        actor
+            .create(&layout.worker(&worker), b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        actor
+            .create(&layout.master(), b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        actor
+            .create(
+                &layout.assignment(&worker),
+                tasks[1].as_str().as_bytes(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        actor
+            .create(
+                &layout.result(&tasks[0]),
+                &TaskResult::failure("x").encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+
+        let status = client.status().await.unwrap();
+        assert!(status.master_present);
+        assert_eq!(status.workers, vec![worker.clone()]);
+        assert_eq!(
+            status.assignments.into_iter().collect::<Vec<_>>(),
+            vec![(worker, tasks[1].clone())]
+        );
+        assert_eq!(status.finished_tasks, 1);
+        assert_eq!(status.assigned_tasks, 1);
+        assert_eq!(status.pending_tasks, 2);
+    });
+}

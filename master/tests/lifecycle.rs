@@ -1,0 +1,266 @@
+//! The master's life: starting on a system that already has workers, tasks,
+//! results and assignments; riding out a dropped connection; and its clear
+//! exits.
+
+mod common;
+
+use std::time::Duration;
+
+use zkdist_coord::{Coordinator, CreateMode, Layout, TaskResult};
+use zkdist_master::{Master, MasterDecision, MasterError, Trigger};
+use zkdist_sim::{Latency, SimConfig, SimZk};
+use zkdist_worker::WorkerDecision;
+
+use common::*;
+
+const STEP_TIMEOUT: Duration = Duration::from_secs(600);
+
+#[test]
+fn the_master_adopts_workers_tasks_results_and_assignments_it_finds() {
+    paused_runtime().block_on(async {
+        let sim = SimZk::start(sim_config(
+            5,
+            Latency::Uniform {
+                min_us: 200,
+                max_us: 2_000,
+            },
+        ));
+        let layout = Layout::default();
+        let mut client = client(&sim, &layout).await;
+        let (old_master, _old_events) = sim.connect("old-master").await.unwrap();
+
+        let mut busy = start_worker(&sim, "busy", &layout, TestHandler).await;
+        let mut idle = start_worker(&sim, "idle", &layout, TestHandler).await;
+        let id_of = |decisions: Vec<WorkerDecision>| match decisions.first() {
+            Some(WorkerDecision::Registered { worker }) => worker.clone(),
+            other => panic!("first decision {other:?}"),
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let busy_id = id_of(busy.decisions_so_far());
+        let idle_id = id_of(idle.decisions_so_far());
+
+        // Task 0 finished under an earlier master; task 1 is running on
+        // `busy` (for 10 s); tasks 2..=5 wait.
+        let mut tasks = Vec::new();
+        for n in 0..6 {
+            let work_us = if n == 1 { 10_000_000 } else { 1_000 };
+            tasks.push(client.submit(&payload("echo", n, work_us)).await.unwrap());
+        }
+        let old_result = TaskResult::Success {
+            output: b"from an earlier run".to_vec(),
+        };
+        old_master
+            .create(
+                &layout.result(&tasks[0]),
+                &old_result.encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        old_master
+            .create(
+                &layout.assignment(&busy_id),
+                tasks[1].as_str().as_bytes(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(matches!(
+            busy.decisions_so_far().as_slice(),
+            [WorkerDecision::TaskStarted { .. }]
+        ));
+
+        let master = start_master(&sim, "master", &layout).await;
+        for task in &tasks[1..] {
+            let result = tokio::time::timeout(STEP_TIMEOUT, client.wait(task))
+                .await
+                .expect("every task finishes")
+                .unwrap();
+            assert!(result.is_success(), "{task}: {result:?}");
+        }
+        assert_eq!(client.wait(&tasks[0]).await.unwrap(), old_result);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (state, decisions) = master.stop().await;
+        let state = state.unwrap();
+
+        let position = |wanted: &MasterDecision| {
+            decisions
+                .iter()
+                .position(|decision| decision == wanted)
+                .unwrap_or_else(|| panic!("no {wanted} in {decisions:#?}"))
+        };
+        let finished = position(&MasterDecision::TaskAlreadyFinished {
+            task: tasks[0].clone(),
+        });
+        let adopted = position(&MasterDecision::TaskInProgress {
+            worker: busy_id.clone(),
+            task: tasks[1].clone(),
+        });
+        let initialised = position(&MasterDecision::Initialised {
+            workers: 2,
+            pending_tasks: 4,
+            busy_workers: 1,
+        });
+        assert!(finished < initialised && adopted < initialised);
+        // The first round, for what the first listings found, gives the
+        // oldest waiting task to the only idle worker.
+        assert_eq!(
+            decisions[initialised + 1],
+            MasterDecision::Round {
+                round: 1,
+                triggers: vec![Trigger::NewTask, Trigger::NewWorker],
+                assigned: vec![(idle_id.clone(), tasks[2].clone())],
+            }
+        );
+        let assigned: Vec<_> = decisions
+            .iter()
+            .flat_map(|decision| decision.assigned().iter().map(|(_, task)| task.clone()))
+            .collect();
+        assert_eq!(
+            assigned,
+            tasks[2..].to_vec(),
+            "neither task 0 nor 1 runs again"
+        );
+        assert!(state.pending_tasks().is_empty());
+        assert_eq!(state.idle_workers().count(), 2);
+
+        for worker in [busy, idle] {
+            let (outcome, decisions) = worker.stop().await;
+            outcome.unwrap();
+            assert!(
+                !decisions
+                    .iter()
+                    .any(|d| matches!(d, WorkerDecision::ResultAlreadyPresent { .. })),
+                "no task ran twice"
+            );
+        }
+    });
+}
+
+#[test]
+fn the_master_stops_with_a_clear_error_when_its_session_expires() {
+    paused_runtime().block_on(async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::default();
+        let (zk, events) = sim.connect("master").await.unwrap();
+        let session = zk.session_id();
+        let master = tokio::spawn(Master::new(zk, events, layout).run());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        sim.expire(session).await;
+        let outcome = tokio::time::timeout(STEP_TIMEOUT, master)
+            .await
+            .expect("the master notices")
+            .unwrap();
+        match outcome {
+            Err(error @ MasterError::SessionEnded { .. }) => {
+                assert!(error.to_string().contains("session ended"), "{error}")
+            }
+            other => panic!("{other:?}"),
+        }
+    });
+}
+
+#[test]
+fn a_root_that_cannot_be_created_is_a_clear_error() {
+    paused_runtime().block_on(async {
+        let sim = SimZk::start(SimConfig::default());
+        let (owner, _owner_events) = sim.connect("owner").await.unwrap();
+        owner
+            .create("/ephemeral", b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        let layout = Layout::new("/ephemeral/zkdist").unwrap();
+        let (zk, events) = sim.connect("master").await.unwrap();
+        let error = Master::new(zk, events, layout).run().await.unwrap_err();
+        assert!(matches!(error, MasterError::Layout { .. }), "{error:?}");
+        let message = error.to_string();
+        assert!(message.contains("/ephemeral/zkdist"), "{message}");
+        assert!(message.contains("ephemeral"), "{message}");
+    });
+}
+
+#[test]
+fn a_nested_root_is_created_on_first_use() {
+    paused_runtime().block_on(async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::new("/apps/team/zkdist").unwrap();
+        let master = start_master(&sim, "master", &layout).await;
+        let mut worker = start_worker(&sim, "worker", &layout, TestHandler).await;
+        let mut client = client(&sim, &layout).await;
+        let task = client.submit(&payload("echo", 7, 10)).await.unwrap();
+        let result = tokio::time::timeout(STEP_TIMEOUT, client.wait(&task))
+            .await
+            .expect("the task finishes")
+            .unwrap();
+        assert_eq!(result, expected_result("echo", 7));
+        let result_path = layout.result(&task);
+        assert!(sim.inspect(move |tree| tree.exists(&result_path)).await);
+        assert!(!worker.decisions_so_far().is_empty());
+        master.stop().await.0.unwrap();
+    });
+}
+
+#[test]
+fn tasks_submitted_while_the_master_is_disconnected_are_assigned_after() {
+    paused_runtime().block_on(async {
+        let sim = SimZk::start(sim_config(9, Latency::Fixed { ms: 1 }));
+        let layout = Layout::default();
+        let (zk, events) = sim.connect("master").await.unwrap();
+        let master_session = zk.session_id();
+        let (decisions_tx, mut decisions) = tokio::sync::mpsc::unbounded_channel();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let master = tokio::spawn(
+            Master::new(zk, events, layout.clone())
+                .with_observer(decisions_tx)
+                .run_until(async move {
+                    let _ = stop_rx.await;
+                }),
+        );
+        let worker = start_worker(&sim, "worker", &layout, TestHandler).await;
+        let mut client = client(&sim, &layout).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+
+        // The master is idle (nothing in flight) when its link drops; the
+        // tasks arrive while it hears nothing.
+        sim.cut(master_session, Duration::from_secs(2)).await;
+        let mut tasks = Vec::new();
+        for n in 0..3 {
+            tasks.push(client.submit(&payload("echo", n, 10)).await.unwrap());
+        }
+        for task in &tasks {
+            let result = tokio::time::timeout(STEP_TIMEOUT, client.wait(task))
+                .await
+                .expect("the task finishes after the link heals")
+                .unwrap();
+            assert!(result.is_success());
+        }
+        let trace = sim.trace().await;
+        let cut = trace
+            .iter()
+            .position(|line| line.contains("cut") && line.contains("master"))
+            .unwrap_or_else(|| panic!("no cut in the trace:\n{}", trace.join("\n")));
+        let healed = cut
+            + trace[cut..]
+                .iter()
+                .position(|line| line.contains("deliver master session Connected"))
+                .unwrap_or_else(|| panic!("no reconnection in the trace:\n{}", trace.join("\n")));
+        let first_assignment = trace
+            .iter()
+            .position(|line| line.contains("master create /zkdist/assignments/"))
+            .expect("an assignment was created");
+        assert!(
+            healed < first_assignment,
+            "nothing is assigned while disconnected"
+        );
+
+        let _ = stop.send(());
+        master.await.unwrap().unwrap();
+        let assigned: Vec<_> = std::iter::from_fn(|| decisions.try_recv().ok())
+            .flat_map(|decision| decision.assigned().to_vec())
+            .map(|(_, task)| task)
+            .collect();
+        assert_eq!(assigned, tasks);
+        worker.stop().await.0.unwrap();
+    });
+}

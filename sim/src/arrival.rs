@@ -1,0 +1,150 @@
+//! A request reaches the server: it is applied atomically at that instant,
+//! and its watch events and reply start back over the links.
+
+use rand::seq::SliceRandom;
+use zkdist_coord::SessionId;
+
+use crate::applied::{AppliedOp, Change, TxnKind};
+use crate::engine::Engine;
+use crate::link::Delivery;
+use crate::request::{Request, Response, outcome};
+use crate::server::Applied;
+
+fn txn_kind(request: &Request) -> Option<TxnKind> {
+    match request {
+        Request::CreateSession => Some(TxnKind::CreateSession),
+        Request::Create { .. } => Some(TxnKind::Create),
+        Request::Delete { .. } => Some(TxnKind::Delete),
+        Request::SetData { .. } => Some(TxnKind::SetData),
+        Request::Multi { .. } => Some(TxnKind::Multi),
+        Request::Close => Some(TxnKind::CloseSession),
+        Request::Exists { .. }
+        | Request::GetData { .. }
+        | Request::GetChildren { .. }
+        | Request::Sync { .. } => None,
+    }
+}
+
+/// `deleted [/a, /b]` for the ephemerals a session took with it.
+pub(crate) fn deleted_list(changes: &[Change]) -> String {
+    let paths: Vec<&str> = changes
+        .iter()
+        .filter_map(|change| match change {
+            Change::Deleted(path) => Some(path.as_str()),
+            _ => None,
+        })
+        .collect();
+    format!("deleted [{}]", paths.join(", "))
+}
+
+impl Engine {
+    /// The head of the session's outbound queue reaches the server.
+    pub(crate) fn arrive(&mut self, session: SessionId) {
+        let arrived = self
+            .peer_mut(session)
+            .link
+            .outbound
+            .pop_front()
+            .expect("an arrival has a request");
+        self.schedule_outbound_head(session);
+        self.apply_request(session, arrived.request_id, arrived.request);
+    }
+
+    /// Applies one request on the server and sends back what it caused:
+    /// first the watch events (the server fires them while applying), then
+    /// the reply, so that a session hears of a change before any reply that
+    /// could show it.
+    pub(crate) fn apply_request(&mut self, session: SessionId, request_id: u64, request: Request) {
+        let name = self.name(session);
+        let summary = request.summary();
+        let creates_session = matches!(request, Request::CreateSession);
+        if !creates_session && !self.server.is_alive(session) {
+            // The server closed this session's connection when it ended the
+            // session; the client fails the request when it learns so.
+            self.record(format!(
+                "lost {name} {summary} (the server ended the session)"
+            ));
+            return;
+        }
+        let kind = txn_kind(&request);
+        let mut applied: Applied = self.server.apply(session, request);
+        if let Ok(Response::Children(names, _)) = &mut applied.result {
+            // ZooKeeper lists children in hash order; a seeded shuffle
+            // catches code that relies on any order.
+            names.shuffle(&mut self.rng);
+        }
+        let line = match applied.zxid {
+            Some(zxid) => {
+                let shown = match (&kind, &applied.result) {
+                    (Some(TxnKind::CloseSession), Ok(_)) => deleted_list(&applied.changes),
+                    _ => outcome(&applied.result),
+                };
+                self.record(format!("zxid=0x{zxid:x} {name} {summary} -> {shown}"))
+            }
+            None => self.record(format!(
+                "read {name} {summary} -> {}",
+                outcome(&applied.result)
+            )),
+        };
+        for (target, event) in applied.events {
+            self.send_to_client(target, Delivery::Event(event));
+        }
+        if creates_session {
+            self.send_to_client(session, Delivery::Connected);
+        } else {
+            let zxid = self.server.tree().zxid();
+            self.send_to_client(
+                session,
+                Delivery::Reply {
+                    request_id,
+                    result: applied.result.clone(),
+                    zxid,
+                },
+            );
+        }
+        if let (Some(zxid), Some(kind)) = (applied.zxid, kind) {
+            let op = AppliedOp {
+                zxid,
+                session,
+                session_name: name,
+                kind,
+                changes: applied.changes,
+                error: applied.result.err(),
+                elapsed: self.elapsed(),
+                trace_line: line,
+            };
+            self.after_txn(op);
+        }
+    }
+
+    /// The server ends a session that stopped talking to it, or that a test
+    /// expires: one transaction deletes its ephemerals. False if the session
+    /// was already gone.
+    pub(crate) fn expire_on_server(&mut self, session: SessionId, why: &str) -> bool {
+        let Some(applied) = self.server.end_session(session) else {
+            return false;
+        };
+        let zxid = applied.zxid.expect("ending a session is a transaction");
+        let name = self.name(session);
+        let line = self.record(format!(
+            "zxid=0x{zxid:x} {name} expire ({why}) -> {}",
+            deleted_list(&applied.changes)
+        ));
+        for (target, event) in applied.events {
+            self.send_to_client(target, Delivery::Event(event));
+        }
+        let op = AppliedOp {
+            zxid,
+            session,
+            session_name: name,
+            kind: TxnKind::ExpireSession,
+            changes: applied.changes,
+            error: applied.result.err(),
+            elapsed: self.elapsed(),
+            trace_line: line,
+        };
+        debug_assert!(op.error.is_none(), "ending a session cannot fail");
+        self.after_txn(op);
+        true
+    }
+}

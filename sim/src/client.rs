@@ -1,0 +1,170 @@
+//! The client library's side of a session: what ZooKeeper's `ClientCnxn`
+//! and `ZKWatchManager` keep: the session's state, requests awaiting their
+//! reply, the watches the client believes it holds, the last zxid it saw,
+//! and the event stream it feeds.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tokio::sync::{mpsc, oneshot};
+use zkdist_coord::{
+    Event, EventSender, EventStream, SessionId, SessionState, WatchEvent, WatchKind, ZkError,
+    ZkResult,
+};
+
+use crate::request::{Response, WatchingRead};
+use crate::watches::ClientWatch;
+
+/// What the client believes about its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClientState {
+    /// The link is up (or the client is reconnecting over a healed link):
+    /// requests are sent.
+    Up,
+    /// The link is down: requests fail at once with `ConnectionLoss`.
+    Down,
+    /// `close` was sent; requests fail with `SessionClosed`.
+    Closing,
+    Closed,
+    /// The client learnt that the server expired the session.
+    Expired,
+    /// The process died: nothing is sent or heard any more.
+    Crashed,
+}
+
+/// Where `SimZk::connect`'s answer goes once the session is established.
+pub(crate) type ConnectReply = oneshot::Sender<ZkResult<(SessionId, EventStream)>>;
+
+/// A request sent and not yet answered.
+#[derive(Debug)]
+pub(crate) struct PendingOp {
+    pub summary: String,
+    pub watching: Option<WatchingRead>,
+    pub reply: oneshot::Sender<ZkResult<Response>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Client {
+    pub name: String,
+    pub state: ClientState,
+    events: Option<EventSender>,
+    /// The receiving end, handed over with the connect reply.
+    connect: Option<(ConnectReply, EventStream)>,
+    /// Whether the last session state the application heard is
+    /// `Connected`, so that one outage is announced once.
+    announced_connected: bool,
+    /// Keyed by request id, which grows in issue order.
+    pub pending: BTreeMap<u64, PendingOp>,
+    pub watches: BTreeSet<(ClientWatch, String)>,
+    pub last_zxid_seen: i64,
+}
+
+impl Client {
+    pub(crate) fn new(name: String, connect_reply: ConnectReply) -> Client {
+        let (sender, stream) = mpsc::unbounded_channel();
+        Client {
+            name,
+            state: ClientState::Up,
+            events: Some(sender),
+            connect: Some((connect_reply, stream)),
+            announced_connected: false,
+            pending: BTreeMap::new(),
+            watches: BTreeSet::new(),
+            last_zxid_seen: 0,
+        }
+    }
+
+    /// The handshake finished: `Connected` goes on the stream, and the
+    /// first time, `connect` returns with the stream.
+    pub(crate) fn connected(&mut self, session: SessionId) {
+        self.announce(SessionState::Connected);
+        if let Some((reply, stream)) = self.connect.take() {
+            // The caller may have given up waiting; nothing to undo then.
+            let _ = reply.send(Ok((session, stream)));
+        }
+    }
+
+    /// Whether `connect` is still waiting for the handshake.
+    pub(crate) fn connecting(&self) -> bool {
+        self.connect.is_some()
+    }
+
+    /// The handshake failed: `connect` returns this error and the stream
+    /// is never handed out.
+    pub(crate) fn fail_connect(&mut self, error: ZkError) {
+        if let Some((reply, _stream)) = self.connect.take() {
+            let _ = reply.send(Err(error));
+        }
+    }
+
+    /// Puts a session state on the stream. `Disconnected` is announced
+    /// only after a `Connected`, as ZooKeeper's client does.
+    pub(crate) fn announce(&mut self, state: SessionState) {
+        if state == SessionState::Disconnected && !self.announced_connected {
+            return;
+        }
+        self.announced_connected = state == SessionState::Connected;
+        self.emit(Event::Session(state));
+    }
+
+    /// Ends the stream: after `Closed` or `Expired`, or when the process
+    /// crashed. Receivers see `None` once they drained it.
+    pub(crate) fn end_stream(&mut self) {
+        self.events = None;
+        self.connect = None;
+    }
+
+    /// Fails every pending request, oldest first, and returns their
+    /// summaries for the trace.
+    pub(crate) fn fail_pending(&mut self, error: impl Fn() -> ZkError) -> Vec<String> {
+        std::mem::take(&mut self.pending)
+            .into_values()
+            .map(|op| {
+                let _ = op.reply.send(Err(error()));
+                op.summary
+            })
+            .collect()
+    }
+
+    /// Records the watch a successful read left, as the client library
+    /// does when the reply arrives.
+    pub(crate) fn record_watch(&mut self, read: &WatchingRead, response: &Response) {
+        let (watch, path) = match (read, response) {
+            (WatchingRead::Exists(p), Response::Exists(Some(_))) => (ClientWatch::Data, p),
+            (WatchingRead::Exists(p), Response::Exists(None)) => (ClientWatch::Exist, p),
+            (WatchingRead::GetData(p), Response::Data(..)) => (ClientWatch::Data, p),
+            (WatchingRead::GetChildren(p), Response::Children(..)) => (ClientWatch::Child, p),
+            (read, response) => unreachable!("{read:?} answered by {response:?}"),
+        };
+        self.watches.insert((watch, path.clone()));
+    }
+
+    /// Takes the watches an event consumes (`ZKWatchManager.materialize`)
+    /// and puts the event on the stream if any did. An event no watch
+    /// claims is dropped, as the client library drops it: this is how a
+    /// duplicate `NodeDeleted` after a reconnect disappears.
+    pub(crate) fn deliver_watch_event(&mut self, event: WatchEvent) -> bool {
+        let consumed: &[ClientWatch] = match event.kind {
+            WatchKind::NodeCreated | WatchKind::NodeDataChanged => {
+                &[ClientWatch::Data, ClientWatch::Exist]
+            }
+            WatchKind::NodeChildrenChanged => &[ClientWatch::Child],
+            WatchKind::NodeDeleted => &[ClientWatch::Data, ClientWatch::Exist, ClientWatch::Child],
+        };
+        let mut claimed = false;
+        for &watch in consumed {
+            claimed |= self.watches.remove(&(watch, event.path.clone()));
+        }
+        if claimed {
+            self.emit(Event::Watch(event));
+        }
+        claimed
+    }
+
+    fn emit(&mut self, event: Event) {
+        if let Some(sender) = &self.events {
+            // A dropped stream means nobody listens any more; the session
+            // itself goes on.
+            let _ = sender.send(event);
+        }
+    }
+}

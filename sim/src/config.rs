@@ -1,0 +1,28 @@
+//! How a simulation is set up.
+
+use crate::latency::Latency;
+
+/// The knobs of one simulation. Two runs with equal configs and the same
+/// driving code produce the same trace, byte for byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimConfig {
+    /// Seeds every random choice: delays, tie-breaks between messages due at
+    /// the same instant, the order of `get_children` replies, and which
+    /// in-flight requests reach the server when a link fails.
+    pub seed: u64,
+    /// One-way delay of every message between a session and the server.
+    pub latency: Latency,
+    /// How long the server keeps a session whose link is down before it
+    /// expires it (deleting its ephemerals).
+    pub session_timeout_ms: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> SimConfig {
+        SimConfig {
+            seed: 0,
+            latency: Latency::Zero,
+            session_timeout_ms: 10_000,
+        }
+    }
+}

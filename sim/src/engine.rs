@@ -1,0 +1,453 @@
+//! The simulation's state and decisions, with no I/O: the server, every
+//! session's client side and link, the agenda, the trace, and the one seeded
+//! random generator. The driver feeds it commands and tells it the time;
+//! everything else follows from the seed.
+//!
+//! Server-side handling of arrivals is in `arrival.rs`, client-side handling
+//! of deliveries in `delivery.rs`, link faults in `faults.rs`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use zkdist_coord::{SessionId, SessionState, ZkError, ZkResult};
+
+use crate::applied::AppliedOp;
+use crate::client::{Client, ClientState, ConnectReply, PendingOp};
+use crate::command::{ApplyHook, Command, Done, Predicate};
+use crate::config::SimConfig;
+use crate::latency::Latency;
+use crate::link::{Delivery, Link};
+use crate::request::{Request, Response, outcome};
+use crate::schedule::{Item, Schedule};
+use crate::server::Server;
+use crate::trace::Trace;
+
+/// One session as the simulation sees it: the client library's side and the
+/// link to the server.
+#[derive(Debug)]
+pub(crate) struct Peer {
+    pub client: Client,
+    pub link: Link,
+}
+
+pub(crate) struct Engine {
+    /// Simulated microseconds since start. Never goes back.
+    pub(crate) now_us: u64,
+    pub(crate) rng: ChaCha8Rng,
+    pub(crate) latency: Latency,
+    pub(crate) session_timeout_us: u64,
+    pub(crate) server: Server,
+    pub(crate) peers: BTreeMap<SessionId, Peer>,
+    pub(crate) schedule: Schedule,
+    trace: Trace,
+    paused: bool,
+    next_session_id: i64,
+    next_request_id: u64,
+    waiters: Vec<(Predicate, Done)>,
+    hooks: Vec<ApplyHook>,
+}
+
+impl Engine {
+    pub(crate) fn new(config: SimConfig) -> Engine {
+        Engine {
+            now_us: 0,
+            rng: ChaCha8Rng::seed_from_u64(config.seed),
+            latency: config.latency,
+            session_timeout_us: config.session_timeout_ms.saturating_mul(1000),
+            server: Server::default(),
+            peers: BTreeMap::new(),
+            schedule: Schedule::default(),
+            trace: Trace::default(),
+            paused: false,
+            next_session_id: 1,
+            next_request_id: 1,
+            waiters: Vec::new(),
+            hooks: Vec::new(),
+        }
+    }
+
+    /// The driver reports the time; simulated time never goes back (after
+    /// `step` it may run ahead of the runtime's clock).
+    pub(crate) fn advance_clock_to(&mut self, now_us: u64) {
+        self.now_us = self.now_us.max(now_us);
+    }
+
+    pub(crate) fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    pub(crate) fn next_due_us(&self) -> Option<u64> {
+        self.schedule.next_due_us()
+    }
+
+    pub(crate) fn record(&mut self, text: impl AsRef<str>) -> String {
+        self.trace.record(self.now_us, text.as_ref()).to_owned()
+    }
+
+    pub(crate) fn name(&self, session: SessionId) -> String {
+        self.peers
+            .get(&session)
+            .map_or_else(|| session.to_string(), |peer| peer.client.name.clone())
+    }
+
+    pub(crate) fn elapsed(&self) -> Duration {
+        Duration::from_micros(self.now_us)
+    }
+
+    pub(crate) fn handle(&mut self, command: Command) {
+        match command {
+            Command::Connect { name, reply } => self.connect(name, reply),
+            Command::Request {
+                session,
+                request,
+                reply,
+            } => self.submit(session, request, reply),
+            Command::Expire { session, done } => {
+                self.expire_by_control(session);
+                let _ = done.send(());
+            }
+            Command::Cut {
+                session,
+                duration_us,
+                done,
+            } => {
+                self.cut(session, duration_us);
+                let _ = done.send(());
+            }
+            Command::Crash { session, done } => {
+                self.crash(session);
+                let _ = done.send(());
+            }
+            Command::Hold { session, done } => {
+                self.hold(session);
+                let _ = done.send(());
+            }
+            Command::Release { session, done } => {
+                self.release(session);
+                let _ = done.send(());
+            }
+            Command::Pause { done } => {
+                self.paused = true;
+                self.record("control pause");
+                let _ = done.send(());
+            }
+            Command::Resume { done } => {
+                self.paused = false;
+                self.record("control resume");
+                let _ = done.send(());
+            }
+            Command::Step { reply } => {
+                let lines = self.process_next().map(|lines| lines.join("\n"));
+                let _ = reply.send(lines);
+            }
+            Command::RunUntil {
+                mut predicate,
+                done,
+            } => {
+                if predicate(self.server.tree()) {
+                    let _ = done.send(());
+                } else {
+                    self.waiters.push((predicate, done));
+                }
+            }
+            Command::Inspect { view } => view(self.server.tree()),
+            Command::Trace { reply } => {
+                let _ = reply.send(self.trace.lines().to_vec());
+            }
+            Command::SetSequenceCounter {
+                parent,
+                value,
+                reply,
+            } => {
+                let result = self.server.tree_mut().set_sequence_counter(&parent, value);
+                let shown = match &result {
+                    Ok(()) => "ok".to_owned(),
+                    Err(error) => crate::request::error_name(error),
+                };
+                self.record(format!(
+                    "control set_sequence_counter {parent} {value} -> {shown}"
+                ));
+                let _ = reply.send(result);
+            }
+            Command::OnApply { hook, done } => {
+                self.hooks.push(hook);
+                let _ = done.send(());
+            }
+            Command::Note { text } => {
+                self.record(text);
+            }
+        }
+        if cfg!(debug_assertions) {
+            self.check_links();
+        }
+    }
+
+    /// Runs the first item on the agenda, whenever it is due, and returns
+    /// the trace lines it produced. `None` if the agenda is empty.
+    pub(crate) fn process_next(&mut self) -> Option<Vec<String>> {
+        let (key, item) = self.schedule.pop_first()?;
+        self.now_us = self.now_us.max(key.due_us);
+        let first_line = self.trace.len();
+        match item {
+            Item::Arrival(session) => {
+                self.peer_mut(session).link.outbound_key = None;
+                self.arrive(session);
+            }
+            Item::Delivery(session) => {
+                self.peer_mut(session).link.inbound_key = None;
+                self.deliver(session);
+            }
+            Item::Heal(session) => {
+                self.peer_mut(session).link.heal_key = None;
+                self.heal(session);
+            }
+            Item::SessionTimeout(session) => {
+                self.peer_mut(session).link.timeout_key = None;
+                self.session_timeout(session);
+            }
+        }
+        if cfg!(debug_assertions) {
+            self.check_links();
+        }
+        let lines = self.trace.since(first_line).to_vec();
+        assert!(!lines.is_empty(), "every agenda item leaves a trace line");
+        Some(lines)
+    }
+
+    pub(crate) fn peer_mut(&mut self, session: SessionId) -> &mut Peer {
+        self.peers
+            .get_mut(&session)
+            .expect("agenda items and requests name known sessions")
+    }
+
+    fn connect(&mut self, name: String, reply: ConnectReply) {
+        let session = SessionId(self.next_session_id);
+        self.next_session_id += 1;
+        self.record(format!("connect {name} as session {session}"));
+        self.peers.insert(
+            session,
+            Peer {
+                client: Client::new(name, reply),
+                link: Link::new(),
+            },
+        );
+        let request_id = self.take_request_id();
+        self.send_to_server(session, request_id, Request::CreateSession);
+    }
+
+    fn take_request_id(&mut self) -> u64 {
+        let id = self.next_request_id;
+        self.next_request_id += 1;
+        id
+    }
+
+    /// A request from a session handle: refused at once by the client
+    /// library when the session's state forbids it, sent otherwise.
+    fn submit(
+        &mut self,
+        session: SessionId,
+        request: Request,
+        reply: tokio::sync::oneshot::Sender<ZkResult<Response>>,
+    ) {
+        let Some(peer) = self.peers.get_mut(&session) else {
+            let _ = reply.send(Err(ZkError::System {
+                reason: format!("no simulated session {session}"),
+            }));
+            return;
+        };
+        let name = peer.client.name.clone();
+        let is_close = matches!(request, Request::Close);
+        let refusal = match (peer.client.state, is_close) {
+            (ClientState::Up, true) => {
+                peer.client.state = ClientState::Closing;
+                None
+            }
+            (ClientState::Up, false) => None,
+            (ClientState::Closing | ClientState::Closed, true) => Some(Ok(Response::Closed)),
+            (ClientState::Closing | ClientState::Closed, false) => {
+                Some(Err(ZkError::SessionClosed))
+            }
+            (ClientState::Expired, _) => Some(Err(ZkError::SessionExpired)),
+            (ClientState::Crashed, _) => Some(Err(ZkError::ConnectionLoss {
+                reason: format!("{name}'s process crashed"),
+            })),
+            (ClientState::Down, true) => {
+                // The handle closes at once, but the server cannot be told:
+                // it keeps the session and its ephemerals until it expires.
+                peer.client.state = ClientState::Closed;
+                peer.client.announce(SessionState::Closed);
+                peer.client.end_stream();
+                Some(Err(ZkError::ConnectionLoss {
+                    reason: format!(
+                        "{name} closed while disconnected; the server keeps the session until it times out"
+                    ),
+                }))
+            }
+            (ClientState::Down, false) => Some(Err(ZkError::ConnectionLoss {
+                reason: format!("{name} is disconnected from the server"),
+            })),
+        };
+        if let Some(result) = refusal {
+            self.record(format!(
+                "refuse {name} {} -> {}",
+                request.summary(),
+                outcome(&result)
+            ));
+            let _ = reply.send(result);
+            return;
+        }
+        let request_id = self.take_request_id();
+        let pending = PendingOp {
+            summary: request.summary(),
+            watching: request.watching_read(),
+            reply,
+        };
+        self.peer_mut(session)
+            .client
+            .pending
+            .insert(request_id, pending);
+        self.send_to_server(session, request_id, request);
+    }
+
+    /// Puts a request on the session's link to the server.
+    pub(crate) fn send_to_server(&mut self, session: SessionId, request_id: u64, request: Request) {
+        let delay_us = self.latency.sample_us(&mut self.rng);
+        let due_us = self.now_us.saturating_add(delay_us);
+        let link = &mut self.peer_mut(session).link;
+        assert!(link.up, "request sent over a link that is down");
+        link.push_outbound(due_us, request_id, request);
+        self.schedule_outbound_head(session);
+    }
+
+    /// Puts a reply, event or session message on the session's link to the
+    /// client, behind everything the server sent it before.
+    pub(crate) fn send_to_client(&mut self, session: SessionId, delivery: Delivery) {
+        let delay_us = self.latency.sample_us(&mut self.rng);
+        let due_us = self.now_us.saturating_add(delay_us);
+        self.peer_mut(session).link.push_inbound(due_us, delivery);
+        self.schedule_inbound_head(session);
+    }
+
+    pub(crate) fn schedule_outbound_head(&mut self, session: SessionId) {
+        let peer = self.peers.get_mut(&session).expect("known session");
+        if peer.link.outbound_key.is_some() {
+            return;
+        }
+        let Some(head) = peer.link.outbound.front() else {
+            return;
+        };
+        let due_us = head.due_us.max(self.now_us);
+        let tiebreak = self.rng.random();
+        peer.link.outbound_key = Some(self.schedule.insert(
+            due_us,
+            tiebreak,
+            Item::Arrival(session),
+        ));
+    }
+
+    pub(crate) fn schedule_inbound_head(&mut self, session: SessionId) {
+        let peer = self.peers.get_mut(&session).expect("known session");
+        if peer.link.inbound_key.is_some() || peer.link.held {
+            return;
+        }
+        let Some(head) = peer.link.inbound.front() else {
+            return;
+        };
+        let due_us = head.due_us.max(self.now_us);
+        let tiebreak = self.rng.random();
+        peer.link.inbound_key = Some(self.schedule.insert(
+            due_us,
+            tiebreak,
+            Item::Delivery(session),
+        ));
+    }
+
+    /// Schedules one of a link's timers, replacing the previous one.
+    pub(crate) fn schedule_timer(&mut self, session: SessionId, due_us: u64, item: Item) {
+        let tiebreak = self.rng.random();
+        let previous = {
+            let link = &mut self.peer_mut(session).link;
+            match item {
+                Item::Heal(_) => link.heal_key.take(),
+                Item::SessionTimeout(_) => link.timeout_key.take(),
+                Item::Arrival(_) | Item::Delivery(_) => unreachable!("not a timer: {item:?}"),
+            }
+        };
+        if let Some(key) = previous {
+            self.schedule.cancel(key);
+        }
+        let key = self.schedule.insert(due_us, tiebreak, item);
+        let link = &mut self.peer_mut(session).link;
+        match item {
+            Item::Heal(_) => link.heal_key = Some(key),
+            _ => link.timeout_key = Some(key),
+        }
+    }
+
+    /// Tells observers about a transaction, then wakes the `run_until`
+    /// callers whose predicate now holds.
+    pub(crate) fn after_txn(&mut self, op: AppliedOp) {
+        if cfg!(debug_assertions) {
+            self.server.check_invariants();
+        }
+        let tree = self.server.tree();
+        for hook in &mut self.hooks {
+            hook(&op, tree);
+        }
+        for (mut predicate, done) in std::mem::take(&mut self.waiters) {
+            if done.is_closed() {
+                continue;
+            }
+            if predicate(tree) {
+                let _ = done.send(());
+            } else {
+                self.waiters.push((predicate, done));
+            }
+        }
+    }
+
+    /// Links and client states agree. O(messages in flight).
+    fn check_links(&self) {
+        for (session, peer) in &self.peers {
+            peer.link.check_invariants();
+            let state = peer.client.state;
+            if state == ClientState::Up || state == ClientState::Closing {
+                assert!(
+                    peer.link.up,
+                    "{session} is {state:?} over a link that is down"
+                );
+            }
+            if state != ClientState::Up && state != ClientState::Closing {
+                assert!(
+                    peer.client.pending.is_empty(),
+                    "{session} is {state:?} with requests pending"
+                );
+            }
+            if !peer.link.up {
+                assert!(peer.link.outbound_key.is_none() && peer.link.inbound_key.is_none());
+            }
+        }
+        let keys: usize = self
+            .peers
+            .values()
+            .map(|p| {
+                [
+                    p.link.outbound_key,
+                    p.link.inbound_key,
+                    p.link.heal_key,
+                    p.link.timeout_key,
+                ]
+                .iter()
+                .flatten()
+                .count()
+            })
+            .sum();
+        assert_eq!(
+            self.schedule.len(),
+            keys,
+            "every agenda item belongs to a link"
+        );
+    }
+}

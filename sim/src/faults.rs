@@ -1,0 +1,364 @@
+//! Faults and delivery control on a session's link: cut and heal, crash,
+//! expiry, hold and release.
+
+use rand::Rng;
+use zkdist_coord::{SessionId, SessionState, ZkError};
+
+use crate::client::ClientState;
+use crate::engine::Engine;
+use crate::link::Delivery;
+use crate::schedule::Item;
+
+/// Why a link went down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DownCause {
+    /// A test cut it for a while.
+    Cut,
+    /// The client refused an oversized reply and dropped the connection; it
+    /// reconnects at once.
+    ReplyTooLarge,
+    /// The process died.
+    Crash,
+}
+
+impl Engine {
+    /// Refuses a control command on a session the simulation never made.
+    fn known(&mut self, session: SessionId, command: &str) -> bool {
+        if self.peers.contains_key(&session) {
+            return true;
+        }
+        self.record(format!(
+            "control {command} {session}: no such session, ignored"
+        ));
+        false
+    }
+
+    /// Whether the session's handle is finished for good.
+    fn finished(&self, session: SessionId) -> Option<ClientState> {
+        let state = self.peers[&session].client.state;
+        matches!(
+            state,
+            ClientState::Closed | ClientState::Expired | ClientState::Crashed
+        )
+        .then_some(state)
+    }
+
+    pub(crate) fn cut(&mut self, session: SessionId, duration_us: u64) {
+        if !self.known(session, "cut") {
+            return;
+        }
+        let name = self.name(session);
+        if let Some(state) = self.finished(session) {
+            self.record(format!(
+                "control cut {name}: ignored, the handle is {state:?}"
+            ));
+            return;
+        }
+        self.record(format!(
+            "control cut {name} for {}.{:03}ms",
+            duration_us / 1000,
+            duration_us % 1000
+        ));
+        let heal_at_us = self.now_us.saturating_add(duration_us);
+        let link = &self.peers[&session].link;
+        if link.up {
+            self.link_down(session, Some(duration_us), DownCause::Cut);
+        } else if link.heal_key.is_none_or(|key| key.due_us < heal_at_us) {
+            // Already down: the outage lasts until the later heal.
+            self.schedule_timer(session, heal_at_us, Item::Heal(session));
+        }
+    }
+
+    pub(crate) fn crash(&mut self, session: SessionId) {
+        if !self.known(session, "crash") {
+            return;
+        }
+        let name = self.name(session);
+        if let Some(state) = self.finished(session) {
+            self.record(format!(
+                "control crash {name}: ignored, the handle is {state:?}"
+            ));
+            return;
+        }
+        self.record(format!("control crash {name}"));
+        if self.peers[&session].link.up {
+            self.link_down(session, None, DownCause::Crash);
+        } else {
+            let peer = self.peer_mut(session);
+            peer.client.state = ClientState::Crashed;
+            peer.client.end_stream();
+            if let Some(key) = peer.link.heal_key.take() {
+                self.schedule.cancel(key);
+            }
+        }
+    }
+
+    /// `SimZk::expire`: the server expires the session now. A connected
+    /// client then sees its connection closed (`Disconnected`) and learns
+    /// `Expired` on reconnecting, as a ZooKeeper client does; a disconnected
+    /// one learns it when its link heals.
+    pub(crate) fn expire_by_control(&mut self, session: SessionId) {
+        if !self.known(session, "expire") {
+            return;
+        }
+        let name = self.name(session);
+        self.record(format!("control expire {name}"));
+        if !self.expire_on_server(session, "expired by control") {
+            self.record(format!("control expire {name}: the session already ended"));
+            return;
+        }
+        let link = &mut self.peer_mut(session).link;
+        if link.up {
+            // Requests still travelling meet a closed connection.
+            if let Some(key) = link.outbound_key.take() {
+                self.schedule.cancel(key);
+            }
+            let lost: Vec<_> = self
+                .peer_mut(session)
+                .link
+                .outbound
+                .drain(..)
+                .map(|out| out.request.summary())
+                .collect();
+            for summary in lost {
+                self.record(format!(
+                    "lost {name} {summary} (the server ended the session)"
+                ));
+            }
+            self.send_to_client(session, Delivery::ConnectionDropped);
+            self.send_to_client(session, Delivery::Expired);
+        } else if let Some(key) = link.timeout_key.take() {
+            self.schedule.cancel(key);
+        }
+    }
+
+    pub(crate) fn hold(&mut self, session: SessionId) {
+        if !self.known(session, "hold") {
+            return;
+        }
+        let name = self.name(session);
+        self.record(format!("control hold {name}"));
+        let link = &mut self.peer_mut(session).link;
+        link.held = true;
+        if let Some(key) = link.inbound_key.take() {
+            self.schedule.cancel(key);
+        }
+    }
+
+    pub(crate) fn release(&mut self, session: SessionId) {
+        if !self.known(session, "release") {
+            return;
+        }
+        let name = self.name(session);
+        let held = self.peers[&session].link.inbound.len();
+        self.record(format!("control release {name} ({held} held)"));
+        self.peer_mut(session).link.held = false;
+        self.schedule_inbound_head(session);
+    }
+
+    /// The link fails now. A seeded prefix of the requests in flight had
+    /// reached the server just before (applied, their replies lost); the
+    /// rest never arrive. Everything travelling to the client is lost. The
+    /// server forgets the session's watches and starts its expiry clock; the
+    /// client fails every pending request with `ConnectionLoss`.
+    pub(crate) fn link_down(
+        &mut self,
+        session: SessionId,
+        heal_after_us: Option<u64>,
+        cause: DownCause,
+    ) {
+        let name = self.name(session);
+        let in_flight = self.peers[&session].link.outbound.len();
+        let reached = if in_flight == 0 {
+            0
+        } else {
+            self.rng.random_range(0..=in_flight)
+        };
+        if let Some(key) = self.peer_mut(session).link.outbound_key.take() {
+            self.schedule.cancel(key);
+        }
+        for _ in 0..reached {
+            let arrived = self
+                .peer_mut(session)
+                .link
+                .outbound
+                .pop_front()
+                .expect("counted in flight");
+            self.apply_request(session, arrived.request_id, arrived.request);
+        }
+        self.clear_link(session);
+        let down_since_us = self.now_us;
+        let link = &mut self.peer_mut(session).link;
+        link.up = false;
+        link.down_since_us = Some(down_since_us);
+        self.server.detach(session);
+
+        let reason = match cause {
+            DownCause::Cut => format!("{name}'s link to the server went down"),
+            DownCause::ReplyTooLarge => {
+                format!("{name} dropped its connection after an oversized reply")
+            }
+            DownCause::Crash => format!("{name}'s process crashed"),
+        };
+        let client = &mut self.peer_mut(session).client;
+        let failed = client.fail_pending(|| ZkError::ConnectionLoss {
+            reason: reason.clone(),
+        });
+        // A handshake cut short: `connect` fails, no handle ever exists, and
+        // the server (if the session reached it) expires it in due time.
+        let unborn = client.connecting();
+        client.fail_connect(ZkError::ConnectionLoss {
+            reason: format!("{reason} during the handshake"),
+        });
+        match (cause, client.state) {
+            _ if unborn => {
+                client.state = ClientState::Crashed;
+                client.end_stream();
+            }
+            (DownCause::Crash, _) => {
+                client.state = ClientState::Crashed;
+                client.end_stream();
+            }
+            (_, ClientState::Closing) => {
+                client.state = ClientState::Closed;
+                client.announce(SessionState::Closed);
+                client.end_stream();
+            }
+            _ => {
+                client.state = ClientState::Down;
+                client.announce(SessionState::Disconnected);
+            }
+        }
+        for summary in failed {
+            self.record(format!("fail {name} {summary} -> ConnectionLoss"));
+        }
+        if self.server.is_alive(session) {
+            let expire_at_us = self.now_us.saturating_add(self.session_timeout_us);
+            self.schedule_timer(session, expire_at_us, Item::SessionTimeout(session));
+        }
+        if let Some(after_us) = heal_after_us.filter(|_| !unborn) {
+            self.schedule_timer(
+                session,
+                self.now_us.saturating_add(after_us),
+                Item::Heal(session),
+            );
+        }
+    }
+
+    /// The link comes back and the client reconnects. If the server expired
+    /// the session meanwhile (the outage reached the session timeout), the
+    /// client learns `Expired`; otherwise it sees `Connected`, and its
+    /// watches are re-registered relative to the last zxid it saw.
+    pub(crate) fn heal(&mut self, session: SessionId) {
+        let name = self.name(session);
+        if let Some(state) = self.finished(session) {
+            self.record(format!(
+                "heal {name}: the handle is {state:?}, no reconnect"
+            ));
+            return;
+        }
+        let timeout_us = self.session_timeout_us;
+        let now_us = self.now_us;
+        let peer = self.peer_mut(session);
+        assert!(!peer.link.up, "heal of a link that is up");
+        peer.link.up = true;
+        let down_since_us = peer.link.down_since_us.take().expect("down since");
+        peer.client.state = ClientState::Up;
+        let timeout_key = peer.link.timeout_key.take();
+        if let Some(key) = timeout_key {
+            self.schedule.cancel(key);
+        }
+        if self.server.is_alive(session) && now_us - down_since_us >= timeout_us {
+            // The expiry is due at this very instant: it wins.
+            self.expire_on_server(session, "session timeout");
+        }
+        if !self.server.is_alive(session) {
+            self.record(format!("heal {name}: the session expired on the server"));
+            self.send_to_client(session, Delivery::Expired);
+            return;
+        }
+        let client = &self.peers[&session].client;
+        let held = client.watches.clone();
+        let last_zxid_seen = client.last_zxid_seen;
+        let fired = self.server.reattach(session, &held, last_zxid_seen);
+        self.record(format!(
+            "heal {name}: reconnected, {} watches re-sent relative to zxid 0x{last_zxid_seen:x}, {} fired",
+            held.len(),
+            fired.len()
+        ));
+        self.send_to_client(session, Delivery::Connected);
+        for event in fired {
+            self.send_to_client(session, Delivery::Event(event));
+        }
+    }
+
+    /// The session timeout passed with the link down: the server expires the
+    /// session. The client hears nothing until its link heals.
+    pub(crate) fn session_timeout(&mut self, session: SessionId) {
+        assert!(
+            !self.peers[&session].link.up,
+            "timeout of a connected session"
+        );
+        let name = self.name(session);
+        if !self.expire_on_server(session, "session timeout") {
+            self.record(format!("timeout {name}: the session already ended"));
+        }
+    }
+
+    /// Drops everything in flight on the link, both ways, tracing the loss.
+    pub(crate) fn clear_link(&mut self, session: SessionId) {
+        let name = self.name(session);
+        let peer = self.peer_mut(session);
+        let keys = [peer.link.outbound_key.take(), peer.link.inbound_key.take()];
+        let mut lost: Vec<String> = peer
+            .link
+            .outbound
+            .drain(..)
+            .map(|out| {
+                format!(
+                    "lost {name} {} (never reached the server)",
+                    out.request.summary()
+                )
+            })
+            .collect();
+        for inbound in std::mem::take(&mut peer.link.inbound) {
+            let what = match inbound.delivery {
+                Delivery::Reply { request_id, .. } => {
+                    let summary = peer
+                        .client
+                        .pending
+                        .get(&request_id)
+                        .map_or("request", |op| op.summary.as_str());
+                    format!("reply {summary}")
+                }
+                Delivery::Event(event) => format!("event {:?} {}", event.kind, event.path),
+                Delivery::Connected => "session Connected".to_owned(),
+                Delivery::ConnectionDropped => "connection closed by the server".to_owned(),
+                Delivery::Expired => "session Expired".to_owned(),
+            };
+            lost.push(format!("lost {name} {what} (never reached the client)"));
+        }
+        for key in keys.into_iter().flatten() {
+            self.schedule.cancel(key);
+        }
+        for line in lost {
+            self.record(line);
+        }
+    }
+
+    /// The session is over (closed or expired, and the client knows): the
+    /// link goes down for good.
+    pub(crate) fn shut_link(&mut self, session: SessionId) {
+        assert!(
+            !self.server.is_alive(session),
+            "link shut on a live session"
+        );
+        self.clear_link(session);
+        let link = &mut self.peer_mut(session).link;
+        link.up = false;
+        let timers = [link.heal_key.take(), link.timeout_key.take()];
+        for key in timers.into_iter().flatten() {
+            self.schedule.cancel(key);
+        }
+    }
+}

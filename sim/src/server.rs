@@ -1,0 +1,420 @@
+//! The server: the tree, its watches and its live sessions. It applies one
+//! request at a time, atomically, and says what the reply is and which
+//! watch events go to which session. It knows nothing of links or time.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use zkdist_coord::{SessionId, WatchEvent, WatchKind, ZkError, ZkResult};
+
+use crate::applied::{Change, changes_of};
+use crate::multi::apply_multi;
+use crate::request::{Request, Response};
+use crate::tree::{Journal, Tree, Trigger};
+use crate::watches::{ClientWatch, WatchTable, Watches};
+
+/// The result of applying one request (or ending one session).
+#[derive(Debug)]
+pub(crate) struct Applied {
+    /// The transaction's zxid; `None` for reads.
+    pub zxid: Option<i64>,
+    pub result: ZkResult<Response>,
+    /// Watch events, in the order the server fired them.
+    pub events: Vec<(SessionId, WatchEvent)>,
+    pub changes: Vec<Change>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Server {
+    tree: Tree,
+    watches: Watches,
+    /// Live sessions and whether a connection currently attaches them.
+    /// Only attached sessions hold watches.
+    sessions: BTreeMap<SessionId, bool>,
+}
+
+impl Server {
+    pub(crate) fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    pub(crate) fn tree_mut(&mut self) -> &mut Tree {
+        &mut self.tree
+    }
+
+    pub(crate) fn is_alive(&self, session: SessionId) -> bool {
+        self.sessions.contains_key(&session)
+    }
+
+    /// Applies a request from a live session (or the request that creates
+    /// it).
+    pub(crate) fn apply(&mut self, session: SessionId, request: Request) -> Applied {
+        assert!(
+            self.is_alive(session) != matches!(request, Request::CreateSession),
+            "request from session {session} in the wrong life state"
+        );
+        if let Request::Close = request {
+            return self.end_session(session).expect("live session");
+        }
+        let mut journal = Journal::default();
+        let zxid = request.is_write().then(|| self.tree.next_zxid());
+        let result = match request {
+            Request::CreateSession => {
+                self.sessions.insert(session, true);
+                Ok(Response::SessionCreated)
+            }
+            Request::Close => unreachable!("handled above"),
+            Request::Create { path, data, mode } => self
+                .tree
+                .create(
+                    zxid.expect("write"),
+                    session,
+                    &path,
+                    &data,
+                    mode,
+                    &mut journal,
+                )
+                .map(Response::Created),
+            Request::Delete { path, version } => self
+                .tree
+                .delete(zxid.expect("write"), &path, version, &mut journal)
+                .map(|()| Response::Deleted),
+            Request::SetData {
+                path,
+                data,
+                version,
+            } => self
+                .tree
+                .set_data(zxid.expect("write"), &path, &data, version, &mut journal)
+                .map(Response::DataSet),
+            Request::Multi { ops } => {
+                apply_multi(&mut self.tree, zxid.expect("write"), session, &ops).map(
+                    |(results, triggers)| {
+                        journal.triggers = triggers;
+                        Response::Multi(results)
+                    },
+                )
+            }
+            Request::Exists { path, watch } => {
+                // A watch is left even on a missing node: it fires on create.
+                if watch {
+                    self.watches.add(WatchTable::Data, &path, session);
+                }
+                Ok(Response::Exists(self.tree.stat(&path)))
+            }
+            Request::GetData { path, watch } => match self.tree.get(&path) {
+                Some(node) => {
+                    let response = Response::Data(node.data().to_vec(), node.stat());
+                    if watch {
+                        self.watches.add(WatchTable::Data, &path, session);
+                    }
+                    Ok(response)
+                }
+                None => Err(ZkError::NoNode { path }),
+            },
+            Request::GetChildren { path, watch } => match self.tree.get(&path) {
+                Some(node) => {
+                    let names = node.children().map(str::to_owned).collect();
+                    let response = Response::Children(names, node.stat());
+                    if watch {
+                        self.watches.add(WatchTable::Child, &path, session);
+                    }
+                    Ok(response)
+                }
+                None => Err(ZkError::NoNode { path }),
+            },
+            Request::Sync { .. } => Ok(Response::Synced),
+        };
+        Applied {
+            zxid,
+            events: self.fire(&journal.triggers),
+            changes: changes_of(&journal.triggers),
+            result,
+        }
+    }
+
+    /// Closes or expires a session in one transaction: its ephemerals are
+    /// deleted (firing other sessions' watches) and its watches dropped.
+    /// `None` if the session is already gone.
+    pub(crate) fn end_session(&mut self, session: SessionId) -> Option<Applied> {
+        self.sessions.remove(&session)?;
+        self.watches.remove_session(session);
+        let zxid = self.tree.next_zxid();
+        let mut journal = Journal::default();
+        self.tree.delete_ephemerals(zxid, session, &mut journal);
+        Some(Applied {
+            zxid: Some(zxid),
+            result: Ok(Response::Closed),
+            events: self.fire(&journal.triggers),
+            changes: changes_of(&journal.triggers),
+        })
+    }
+
+    /// The session's connection closed: the server forgets its watches (the
+    /// client re-registers them on reconnecting). The session lives on.
+    pub(crate) fn detach(&mut self, session: SessionId) {
+        if let Some(attached) = self.sessions.get_mut(&session) {
+            *attached = false;
+            self.watches.remove_session(session);
+        }
+    }
+
+    /// The session reconnected: ZooKeeper's `SetWatches`. Each watch the
+    /// client still holds fires at once if the node changed after the last
+    /// zxid the client saw (or is gone, or, for an `exists` watch, now
+    /// exists), and is re-registered otherwise. Returns the events fired.
+    pub(crate) fn reattach(
+        &mut self,
+        session: SessionId,
+        client_watches: &BTreeSet<(ClientWatch, String)>,
+        last_zxid_seen: i64,
+    ) -> Vec<WatchEvent> {
+        let attached = self.sessions.get_mut(&session).expect("live session");
+        assert!(!*attached, "session {session} attached twice");
+        *attached = true;
+        let mut events = Vec::new();
+        let event = |kind, path: &String| WatchEvent {
+            kind,
+            path: path.clone(),
+        };
+        for (watch, path) in client_watches {
+            let stat = self.tree.stat(path);
+            match (watch, stat) {
+                (ClientWatch::Data, None) => events.push(event(WatchKind::NodeDeleted, path)),
+                (ClientWatch::Data, Some(s)) if s.mzxid > last_zxid_seen => {
+                    events.push(event(WatchKind::NodeDataChanged, path))
+                }
+                (ClientWatch::Data, Some(_)) => self.watches.add(WatchTable::Data, path, session),
+                (ClientWatch::Exist, Some(_)) => events.push(event(WatchKind::NodeCreated, path)),
+                (ClientWatch::Exist, None) => self.watches.add(WatchTable::Data, path, session),
+                (ClientWatch::Child, None) => events.push(event(WatchKind::NodeDeleted, path)),
+                (ClientWatch::Child, Some(s)) if s.pzxid > last_zxid_seen => {
+                    events.push(event(WatchKind::NodeChildrenChanged, path))
+                }
+                (ClientWatch::Child, Some(_)) => self.watches.add(WatchTable::Child, path, session),
+            }
+        }
+        events
+    }
+
+    fn fire(&mut self, triggers: &[Trigger]) -> Vec<(SessionId, WatchEvent)> {
+        triggers
+            .iter()
+            .flat_map(|trigger| self.watches.fire(trigger))
+            .collect()
+    }
+
+    pub(crate) fn check_invariants(&self) {
+        self.tree.check_invariants();
+        self.watches.check_invariants();
+        for session in self.watches.sessions() {
+            assert_eq!(
+                self.sessions.get(&session),
+                Some(&true),
+                "only attached live sessions hold watches ({session})"
+            );
+        }
+        for owner in self.tree.paths().filter_map(|p| {
+            let stat = self.tree.stat(p).expect("listed path");
+            (stat.ephemeral_owner != 0).then_some(SessionId(stat.ephemeral_owner))
+        }) {
+            assert!(
+                self.is_alive(owner),
+                "ephemeral owned by dead session {owner}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zkdist_coord::CreateMode;
+
+    const A: SessionId = SessionId(1);
+    const B: SessionId = SessionId(2);
+
+    fn server_with_sessions() -> Server {
+        let mut server = Server::default();
+        server.apply(A, Request::CreateSession);
+        server.apply(B, Request::CreateSession);
+        server
+    }
+
+    fn create(server: &mut Server, session: SessionId, path: &str, mode: CreateMode) -> Applied {
+        server.apply(
+            session,
+            Request::Create {
+                path: path.into(),
+                data: vec![],
+                mode,
+            },
+        )
+    }
+
+    #[test]
+    fn failed_writes_take_a_zxid_and_reads_do_not() {
+        let mut server = server_with_sessions();
+        assert_eq!(
+            server.tree().zxid(),
+            2,
+            "creating a session is a transaction"
+        );
+        let failed = create(&mut server, A, "/missing/x", CreateMode::Persistent);
+        assert_eq!(failed.zxid, Some(3));
+        assert!(failed.result.is_err() && failed.changes.is_empty());
+        let read = server.apply(
+            A,
+            Request::Exists {
+                path: "/".into(),
+                watch: false,
+            },
+        );
+        assert_eq!((read.zxid, server.tree().zxid()), (None, 3));
+    }
+
+    #[test]
+    fn closing_is_one_transaction() {
+        let mut server = server_with_sessions();
+        create(&mut server, A, "/e", CreateMode::Ephemeral);
+        let before = server.tree().zxid();
+        let closed = server.apply(A, Request::Close);
+        assert_eq!(closed.zxid, Some(before + 1));
+        assert_eq!(server.tree().zxid(), before + 1);
+        assert!(!server.is_alive(A));
+    }
+
+    #[test]
+    fn exists_watch_on_missing_node_fires_on_create_then_parent_child_watch() {
+        let mut server = server_with_sessions();
+        server.apply(
+            A,
+            Request::Exists {
+                path: "/a".into(),
+                watch: true,
+            },
+        );
+        server.apply(
+            A,
+            Request::GetChildren {
+                path: "/".into(),
+                watch: true,
+            },
+        );
+        let applied = create(&mut server, B, "/a", CreateMode::Persistent);
+        let kinds: Vec<_> = applied
+            .events
+            .iter()
+            .map(|(s, e)| (*s, e.kind, e.path.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (A, WatchKind::NodeCreated, "/a"),
+                (A, WatchKind::NodeChildrenChanged, "/")
+            ]
+        );
+        server.check_invariants();
+    }
+
+    #[test]
+    fn get_data_on_missing_node_leaves_no_watch() {
+        let mut server = server_with_sessions();
+        let read = server.apply(
+            A,
+            Request::GetData {
+                path: "/a".into(),
+                watch: true,
+            },
+        );
+        assert!(matches!(read.result, Err(ZkError::NoNode { .. })));
+        assert!(
+            create(&mut server, B, "/a", CreateMode::Persistent)
+                .events
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn ending_a_session_deletes_its_ephemerals_in_one_transaction() {
+        let mut server = server_with_sessions();
+        create(&mut server, A, "/e1", CreateMode::Ephemeral);
+        create(&mut server, A, "/e2", CreateMode::Ephemeral);
+        server.apply(
+            B,
+            Request::Exists {
+                path: "/e2".into(),
+                watch: true,
+            },
+        );
+        server.apply(
+            A,
+            Request::Exists {
+                path: "/e1".into(),
+                watch: true,
+            },
+        );
+        let before = server.tree().zxid();
+        let ended = server.end_session(A).unwrap();
+        assert_eq!(ended.zxid, Some(before + 1));
+        assert_eq!(
+            ended.changes,
+            [Change::Deleted("/e1".into()), Change::Deleted("/e2".into())]
+        );
+        // Only B hears: A's own watches went with it.
+        assert_eq!(ended.events.len(), 1);
+        assert_eq!(ended.events[0].0, B);
+        assert!(server.end_session(A).is_none());
+        server.check_invariants();
+    }
+
+    #[test]
+    fn reattach_follows_set_watches_rules() {
+        let mut server = server_with_sessions();
+        create(&mut server, B, "/same", CreateMode::Persistent);
+        create(&mut server, B, "/changed", CreateMode::Persistent);
+        create(&mut server, B, "/gone", CreateMode::Persistent);
+        let last_seen = server.tree().zxid();
+        server.detach(A);
+        server.apply(
+            B,
+            Request::SetData {
+                path: "/changed".into(),
+                data: vec![1],
+                version: None,
+            },
+        );
+        server.apply(
+            B,
+            Request::Delete {
+                path: "/gone".into(),
+                version: None,
+            },
+        );
+        create(&mut server, B, "/born", CreateMode::Persistent);
+        let held: BTreeSet<(ClientWatch, String)> = [
+            (ClientWatch::Data, "/same"),
+            (ClientWatch::Data, "/changed"),
+            (ClientWatch::Data, "/gone"),
+            (ClientWatch::Exist, "/born"),
+            (ClientWatch::Exist, "/unborn"),
+            (ClientWatch::Child, "/"),
+        ]
+        .into_iter()
+        .map(|(w, p)| (w, p.to_owned()))
+        .collect();
+        let events = server.reattach(A, &held, last_seen);
+        let fired: Vec<_> = events.iter().map(|e| (e.kind, e.path.as_str())).collect();
+        assert_eq!(
+            fired,
+            [
+                (WatchKind::NodeDataChanged, "/changed"),
+                (WatchKind::NodeDeleted, "/gone"),
+                (WatchKind::NodeCreated, "/born"),
+                (WatchKind::NodeChildrenChanged, "/"),
+            ]
+        );
+        // The unfired ones are registered again: /same and /unborn.
+        assert_eq!(server.watches.count(), 2);
+        server.check_invariants();
+    }
+}

@@ -1,0 +1,189 @@
+//! `SimZk`: the handle on a running simulation, for connecting sessions,
+//! injecting faults, controlling delivery and observing the tree.
+
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use zkdist_coord::{EventStream, SessionId, ZkResult};
+
+use crate::applied::AppliedOp;
+use crate::command::{Command, Done};
+use crate::config::SimConfig;
+use crate::driver;
+use crate::engine::Engine;
+use crate::session::{SimSession, simulator_stopped};
+use crate::tree::Tree;
+
+/// A deterministic, seeded, in-memory ZooKeeper server and the network
+/// between it and its sessions. Clones share the simulation; it runs until
+/// every handle (this and the sessions) is dropped.
+#[derive(Debug, Clone)]
+pub struct SimZk {
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl SimZk {
+    /// Starts the simulation's driver task on the current tokio runtime
+    /// (call it from within one). Simulated time starts now.
+    pub fn start(config: SimConfig) -> SimZk {
+        let (commands, receiver) = mpsc::unbounded_channel();
+        tokio::spawn(driver::run(Engine::new(config), receiver, Instant::now()));
+        SimZk { commands }
+    }
+
+    fn send(&self, command: Command) {
+        // A stopped driver answers nothing; every waiting call then sees its
+        // reply channel closed and reports it.
+        let _ = self.commands.send(command);
+    }
+
+    async fn control(&self, command: impl FnOnce(Done) -> Command) {
+        let (done, finished) = oneshot::channel();
+        self.send(command(done));
+        let _ = finished.await;
+    }
+
+    /// Opens a session named `name` (the trace's name for it). Returns once
+    /// the handshake completed; the stream's first event is
+    /// `Event::Session(SessionState::Connected)`.
+    pub async fn connect(&self, name: &str) -> ZkResult<(SimSession, EventStream)> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Connect {
+            name: name.to_owned(),
+            reply,
+        });
+        let (id, events) = answer.await.unwrap_or_else(|_| Err(simulator_stopped()))?;
+        Ok((SimSession::new(id, name, self.commands.clone()), events))
+    }
+
+    /// The server expires the session now: its ephemerals are deleted (one
+    /// transaction) and its watches dropped. A connected client then sees
+    /// `Disconnected` (the server closed its connection) and, on
+    /// reconnecting, `Expired`; its pending requests fail with
+    /// `ConnectionLoss` and later ones with `SessionExpired`. Returns once
+    /// the server applied the expiry.
+    pub async fn expire(&self, session: SessionId) {
+        self.control(|done| Command::Expire { session, done }).await
+    }
+
+    /// Cuts the session's link for `duration`: the client sees
+    /// `Disconnected` at once and every pending request fails with
+    /// `ConnectionLoss` (a seeded prefix of those in flight was applied
+    /// first, the rest never arrived). If the outage reaches the session
+    /// timeout, the server expires the session at cut + timeout and the
+    /// client sees `Expired` at heal; otherwise it sees `Connected` and its
+    /// watches are re-registered (firing if they missed a change).
+    pub async fn cut(&self, session: SessionId, duration: Duration) {
+        let duration_us = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+        self.control(|done| Command::Cut {
+            session,
+            duration_us,
+            done,
+        })
+        .await
+    }
+
+    /// The session's process dies: its link drops silently and for good,
+    /// its stream ends, and the server expires the session after the
+    /// session timeout.
+    pub async fn crash(&self, session: SessionId) {
+        self.control(|done| Command::Crash { session, done }).await
+    }
+
+    /// Holds back everything travelling to the session (replies, events)
+    /// until `release`; order is kept.
+    pub async fn hold(&self, session: SessionId) {
+        self.control(|done| Command::Hold { session, done }).await
+    }
+
+    pub async fn release(&self, session: SessionId) {
+        self.control(|done| Command::Release { session, done })
+            .await
+    }
+
+    /// Stops time-driven progress: nothing arrives or is delivered until
+    /// `resume`, except through `step`.
+    pub async fn pause(&self) {
+        self.control(|done| Command::Pause { done }).await
+    }
+
+    pub async fn resume(&self) {
+        self.control(|done| Command::Resume { done }).await
+    }
+
+    /// Runs the next item of the agenda (a request's arrival, a delivery,
+    /// a heal or a session timeout), whenever it is due, and returns its
+    /// trace lines (joined by newlines). `None` if nothing is pending. Meant
+    /// for use while paused.
+    pub async fn step(&self) -> Option<String> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Step { reply });
+        answer.await.unwrap_or(None)
+    }
+
+    /// Returns once `predicate` holds: checked now and after every
+    /// transaction. Wrap it in a timeout if it might never hold.
+    pub async fn run_until(&self, predicate: impl FnMut(&Tree) -> bool + Send + 'static) {
+        self.control(|done| Command::RunUntil {
+            predicate: Box::new(predicate),
+            done,
+        })
+        .await
+    }
+
+    /// Runs `view` on the server's tree as it is now.
+    ///
+    /// # Panics
+    /// If the simulation's driver has stopped (it panicked).
+    pub async fn inspect<T: Send + 'static>(
+        &self,
+        view: impl FnOnce(&Tree) -> T + Send + 'static,
+    ) -> T {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Inspect {
+            view: Box::new(move |tree| {
+                let _ = reply.send(view(tree));
+            }),
+        });
+        answer.await.expect("the simulation's driver has stopped")
+    }
+
+    /// Every trace line so far.
+    pub async fn trace(&self) -> Vec<String> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Trace { reply });
+        answer.await.unwrap_or_default()
+    }
+
+    /// Sets `parent`'s child-create counter (its cversion), so that a test
+    /// can reach the 32-bit wrap of sequential names. `NoNode` if `parent`
+    /// does not exist.
+    pub async fn set_sequence_counter(&self, parent: &str, value: i32) -> ZkResult<()> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::SetSequenceCounter {
+            parent: parent.to_owned(),
+            value,
+            reply,
+        });
+        answer.await.unwrap_or_else(|_| Err(simulator_stopped()))
+    }
+
+    /// Calls `hook` after every transaction (including failed writes, which
+    /// take a zxid too) with the transaction and the tree right after it.
+    /// A hook that panics stops the simulation.
+    pub async fn on_apply(&self, hook: impl FnMut(&AppliedOp, &Tree) + Send + 'static) {
+        self.control(|done| Command::OnApply {
+            hook: Box::new(hook),
+            done,
+        })
+        .await
+    }
+
+    /// Adds a line to the trace (an actor's decision, a scenario's step),
+    /// stamped with the simulated time, in order with the handle's other
+    /// commands.
+    pub fn note(&self, text: impl Into<String>) {
+        self.send(Command::Note { text: text.into() });
+    }
+}

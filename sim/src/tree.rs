@@ -1,0 +1,842 @@
+//! The data tree: ZooKeeper's `DataTree` and the checks of its
+//! `PrepRequestProcessor`, as plain data with no I/O and no time.
+//!
+//! Each mutation takes the zxid of the transaction it belongs to, records how
+//! to undo itself (so that a failed `multi` leaves no trace) and reports the
+//! watch triggers it caused; the caller decides who hears about them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use zkdist_coord::{CreateMode, SessionId, Stat, ZkError, ZkResult, path};
+
+/// Nodes a ZooKeeper server creates itself and refuses to delete
+/// (`ZKDatabase.isSpecialPath`).
+const SYSTEM_PATHS: [&str; 4] = ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"];
+
+/// One znode: its data, its stat and its children's names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    data: Vec<u8>,
+    stat: Stat,
+    children: BTreeSet<String>,
+}
+
+impl Node {
+    fn new(data: Vec<u8>, stat: Stat) -> Node {
+        Node {
+            data,
+            stat,
+            children: BTreeSet::new(),
+        }
+    }
+
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The stat as a client sees it. The server stores in `cversion` the
+    /// number of child creates (the sequence counter) and reports the number
+    /// of child changes, creates and deletes: since every child not present
+    /// any more was deleted once, that is `2 * creates - children`
+    /// (`DataNode.copyStat`, in Java int arithmetic).
+    pub fn stat(&self) -> Stat {
+        Stat {
+            cversion: self
+                .stat
+                .cversion
+                .wrapping_mul(2)
+                .wrapping_sub(self.stat.num_children),
+            ..self.stat
+        }
+    }
+
+    /// The parent-side counter that names sequential children: the number
+    /// of child creates, wrapping as a Java int.
+    pub fn sequence_counter(&self) -> i32 {
+        self.stat.cversion
+    }
+
+    /// The children's names, sorted.
+    pub fn children(&self) -> impl Iterator<Item = &str> {
+        self.children.iter().map(String::as_str)
+    }
+
+    pub fn is_ephemeral(&self) -> bool {
+        self.stat.ephemeral_owner != 0
+    }
+}
+
+/// A change that fires watches, in the order the server fires them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Trigger {
+    Created(String),
+    DataChanged(String),
+    Deleted(String),
+    ChildrenChanged(String),
+}
+
+/// How to take back one step of a mutation. Undone in reverse order.
+#[derive(Debug)]
+pub(crate) enum Undo {
+    /// Take back a create: remove the node again.
+    Remove { path: String, sequential: bool },
+    /// Take back a delete: put the node back.
+    Reinsert { path: String, node: Node },
+    /// Take back a parent's stat change (counter, pzxid, child count).
+    RestoreStat { path: String, stat: Stat },
+    /// Take back a `set_data`.
+    RestoreData {
+        path: String,
+        data: Vec<u8>,
+        stat: Stat,
+    },
+}
+
+/// What the mutations of one transaction did: how to take them back, and
+/// which watches they trigger, in order.
+#[derive(Debug, Default)]
+pub(crate) struct Journal {
+    pub undo: Vec<Undo>,
+    pub triggers: Vec<Trigger>,
+}
+
+/// The read-only view of the simulated server's data that tests, predicates
+/// and invariant checkers get.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    nodes: BTreeMap<String, Node>,
+    zxid: i64,
+    /// Every session's ephemeral nodes, kept equal to the owners recorded in
+    /// the nodes' stats.
+    ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
+    /// Every sequential name ever handed out, to assert none is reused.
+    sequential_issued: BTreeSet<String>,
+    /// Parents whose counter a test moved by hand: only there may a
+    /// sequential name come back.
+    counters_overridden: BTreeSet<String>,
+}
+
+/// The parent of a create's target, sequential prefixes included: the part
+/// before the last `/` (`/queue/` has parent `/queue`, `/` has parent `/`).
+fn parent_of_target(target: &str) -> &str {
+    match target.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &target[..i],
+    }
+}
+
+impl Default for Tree {
+    fn default() -> Tree {
+        Tree::new()
+    }
+}
+
+impl Tree {
+    /// A fresh server's tree: the root, `/zookeeper`, and its `quota` and
+    /// `config` children, all with zeroed stats as the server builds them.
+    pub fn new() -> Tree {
+        let mut nodes = BTreeMap::new();
+        for path in SYSTEM_PATHS {
+            nodes.insert(path.to_owned(), Node::new(Vec::new(), Stat::default()));
+        }
+        let mut tree = Tree {
+            nodes,
+            zxid: 0,
+            ephemerals: BTreeMap::new(),
+            sequential_issued: BTreeSet::new(),
+            counters_overridden: BTreeSet::new(),
+        };
+        // The server links these directly, leaving the parents' counters
+        // and pzxid at zero.
+        for path in &SYSTEM_PATHS[1..] {
+            tree.link_child(path);
+        }
+        tree.check_invariants();
+        tree
+    }
+
+    /// The last zxid the server assigned.
+    pub fn zxid(&self) -> i64 {
+        self.zxid
+    }
+
+    pub fn get(&self, path: &str) -> Option<&Node> {
+        self.nodes.get(path)
+    }
+
+    pub fn exists(&self, path: &str) -> bool {
+        self.nodes.contains_key(path)
+    }
+
+    pub fn data(&self, path: &str) -> Option<&[u8]> {
+        self.nodes.get(path).map(Node::data)
+    }
+
+    pub fn stat(&self, path: &str) -> Option<Stat> {
+        self.nodes.get(path).map(Node::stat)
+    }
+
+    /// The children's names of `path`, sorted, or `None` if it is missing.
+    pub fn children(&self, path: &str) -> Option<Vec<&str>> {
+        self.nodes.get(path).map(|node| node.children().collect())
+    }
+
+    /// Every path, sorted, system nodes included.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.nodes.keys().map(String::as_str)
+    }
+
+    /// The ephemeral nodes `session` owns, sorted.
+    pub fn ephemerals(&self, session: SessionId) -> Vec<&str> {
+        self.ephemerals
+            .get(&session)
+            .map(|paths| paths.iter().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// Number of nodes, system nodes included.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Takes the next zxid. Every write that reaches the server takes one,
+    /// whether it succeeds or not: ZooKeeper logs a failed write as an error
+    /// transaction under its own zxid.
+    pub(crate) fn next_zxid(&mut self) -> i64 {
+        let next = self.zxid + 1;
+        assert!(next > self.zxid, "zxid must strictly increase");
+        self.zxid = next;
+        next
+    }
+
+    /// Creates a node (PrepRequestProcessor's checks in its order: missing
+    /// parent, then existing name, then ephemeral parent) and returns its
+    /// actual path.
+    pub(crate) fn create(
+        &mut self,
+        zxid: i64,
+        owner: SessionId,
+        target: &str,
+        data: &[u8],
+        mode: CreateMode,
+        journal: &mut Journal,
+    ) -> ZkResult<String> {
+        debug_assert_eq!(zxid, self.zxid, "a mutation runs under the current zxid");
+        if !mode.is_sequential() && target == "/" {
+            return Err(ZkError::NodeExists {
+                path: target.to_owned(),
+            });
+        }
+        let parent_path = parent_of_target(target);
+        let Some(parent) = self.nodes.get(parent_path) else {
+            return Err(ZkError::NoNode {
+                path: target.to_owned(),
+            });
+        };
+        let created = if mode.is_sequential() {
+            // The suffix is the parent's cversion before this create, as
+            // Java's `%010d` renders it (negatives keep their sign).
+            format!("{target}{:010}", parent.stat.cversion)
+        } else {
+            target.to_owned()
+        };
+        if self.nodes.contains_key(&created) {
+            return Err(ZkError::NodeExists { path: created });
+        }
+        if parent.is_ephemeral() {
+            return Err(ZkError::NoChildrenForEphemerals { path: created });
+        }
+
+        let parent_path = parent_path.to_owned();
+        let parent = self.nodes.get_mut(&parent_path).expect("parent checked");
+        journal.undo.push(Undo::RestoreStat {
+            path: parent_path.clone(),
+            stat: parent.stat,
+        });
+        // The counter moves on every child create, sequential or not, and
+        // wraps as Java's int does.
+        parent.stat.cversion = parent.stat.cversion.wrapping_add(1);
+        parent.stat.pzxid = zxid;
+
+        let ephemeral_owner = if mode.is_ephemeral() { owner.0 } else { 0 };
+        assert!(
+            !mode.is_ephemeral() || ephemeral_owner != 0,
+            "session id 0 cannot own an ephemeral node"
+        );
+        let stat = Stat {
+            czxid: zxid,
+            mzxid: zxid,
+            pzxid: zxid,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner,
+            data_length: data.len() as i32,
+            num_children: 0,
+        };
+        self.nodes
+            .insert(created.clone(), Node::new(data.to_vec(), stat));
+        self.link_child(&created);
+        if mode.is_ephemeral() {
+            self.ephemerals
+                .entry(owner)
+                .or_default()
+                .insert(created.clone());
+        }
+        if mode.is_sequential() {
+            let fresh = self.sequential_issued.insert(created.clone());
+            assert!(
+                fresh || self.counters_overridden.contains(&parent_path),
+                "sequential name {created} issued twice"
+            );
+        }
+        journal.undo.push(Undo::Remove {
+            path: created.clone(),
+            sequential: mode.is_sequential(),
+        });
+        journal.triggers.push(Trigger::Created(created.clone()));
+        journal.triggers.push(Trigger::ChildrenChanged(parent_path));
+        Ok(created)
+    }
+
+    /// Deletes a node: system nodes are refused, then missing parent or
+    /// node, then a version mismatch, then children.
+    pub(crate) fn delete(
+        &mut self,
+        zxid: i64,
+        target: &str,
+        version: Option<i32>,
+        journal: &mut Journal,
+    ) -> ZkResult<()> {
+        debug_assert_eq!(zxid, self.zxid, "a mutation runs under the current zxid");
+        if SYSTEM_PATHS.contains(&target) {
+            return Err(ZkError::BadArguments {
+                reason: format!("{target} is a system node and cannot be deleted"),
+            });
+        }
+        let no_node = || ZkError::NoNode {
+            path: target.to_owned(),
+        };
+        if !self.nodes.contains_key(path::parent(target)) {
+            return Err(no_node());
+        }
+        let node = self.nodes.get(target).ok_or_else(no_node)?;
+        if let Some(expected) = version
+            && expected != node.stat.version
+        {
+            return Err(ZkError::BadVersion {
+                path: target.to_owned(),
+                expected,
+            });
+        }
+        if !node.children.is_empty() {
+            return Err(ZkError::NotEmpty {
+                path: target.to_owned(),
+            });
+        }
+        self.remove(zxid, target, journal);
+        Ok(())
+    }
+
+    /// Replaces a node's data: missing node, then version mismatch.
+    pub(crate) fn set_data(
+        &mut self,
+        zxid: i64,
+        target: &str,
+        data: &[u8],
+        version: Option<i32>,
+        journal: &mut Journal,
+    ) -> ZkResult<Stat> {
+        debug_assert_eq!(zxid, self.zxid, "a mutation runs under the current zxid");
+        let node = self.nodes.get_mut(target).ok_or_else(|| ZkError::NoNode {
+            path: target.to_owned(),
+        })?;
+        if let Some(expected) = version
+            && expected != node.stat.version
+        {
+            return Err(ZkError::BadVersion {
+                path: target.to_owned(),
+                expected,
+            });
+        }
+        journal.undo.push(Undo::RestoreData {
+            path: target.to_owned(),
+            data: std::mem::replace(&mut node.data, data.to_vec()),
+            stat: node.stat,
+        });
+        // ZooKeeper 3.8 increments a Java int: it wraps.
+        node.stat.version = node.stat.version.wrapping_add(1);
+        node.stat.mzxid = zxid;
+        node.stat.data_length = data.len() as i32;
+        journal
+            .triggers
+            .push(Trigger::DataChanged(target.to_owned()));
+        Ok(node.stat())
+    }
+
+    /// A multi's `check`: the node exists with exactly this version.
+    pub(crate) fn check_version(&self, target: &str, version: i32) -> ZkResult<()> {
+        let node = self.nodes.get(target).ok_or_else(|| ZkError::NoNode {
+            path: target.to_owned(),
+        })?;
+        if node.stat.version != version {
+            return Err(ZkError::BadVersion {
+                path: target.to_owned(),
+                expected: version,
+            });
+        }
+        Ok(())
+    }
+
+    /// Deletes every ephemeral node of `owner`, in sorted order, as the one
+    /// transaction that closes or expires a session. Returns their paths.
+    pub(crate) fn delete_ephemerals(
+        &mut self,
+        zxid: i64,
+        owner: SessionId,
+        journal: &mut Journal,
+    ) -> Vec<String> {
+        debug_assert_eq!(zxid, self.zxid, "a mutation runs under the current zxid");
+        let owned: Vec<String> = self
+            .ephemerals
+            .get(&owner)
+            .map(|paths| paths.iter().cloned().collect())
+            .unwrap_or_default();
+        for path in &owned {
+            self.remove(zxid, path, journal);
+        }
+        assert!(
+            !self.ephemerals.contains_key(&owner),
+            "session {owner} still owns ephemerals after their deletion"
+        );
+        owned
+    }
+
+    /// Moves a parent's child-create counter (which also moves the cversion
+    /// clients see): a test knob for the 32-bit wrap, which no client could
+    /// reach cheaply.
+    pub(crate) fn set_sequence_counter(&mut self, parent: &str, value: i32) -> ZkResult<()> {
+        let node = self.nodes.get_mut(parent).ok_or_else(|| ZkError::NoNode {
+            path: parent.to_owned(),
+        })?;
+        node.stat.cversion = value;
+        self.counters_overridden.insert(parent.to_owned());
+        Ok(())
+    }
+
+    /// Takes back the steps of a failed multi, last first.
+    pub(crate) fn rollback(&mut self, undo: Vec<Undo>) {
+        for step in undo.into_iter().rev() {
+            match step {
+                Undo::Remove { path, sequential } => {
+                    let node = self.nodes.remove(&path).expect("undo of a create");
+                    assert!(node.children.is_empty(), "undo of a create with children");
+                    self.unlink_child(&path);
+                    self.forget_ephemeral(&path, &node);
+                    if sequential {
+                        self.sequential_issued.remove(&path);
+                    }
+                }
+                Undo::Reinsert { path, node } => {
+                    if node.is_ephemeral() {
+                        self.ephemerals
+                            .entry(SessionId(node.stat.ephemeral_owner))
+                            .or_default()
+                            .insert(path.clone());
+                    }
+                    let previous = self.nodes.insert(path.clone(), node);
+                    assert!(previous.is_none(), "undo of a delete over a live node");
+                    self.link_child(&path);
+                }
+                Undo::RestoreStat { path, stat } => {
+                    self.nodes.get_mut(&path).expect("undo of a stat").stat = stat;
+                }
+                Undo::RestoreData { path, data, stat } => {
+                    let node = self.nodes.get_mut(&path).expect("undo of a set_data");
+                    node.data = data;
+                    node.stat = stat;
+                }
+            }
+        }
+    }
+
+    /// Removes a childless node under `zxid`, updating its parent.
+    fn remove(&mut self, zxid: i64, target: &str, journal: &mut Journal) {
+        let parent_path = path::parent(target).to_owned();
+        let parent = self.nodes.get_mut(&parent_path).expect("parent of a node");
+        journal.undo.push(Undo::RestoreStat {
+            path: parent_path.clone(),
+            stat: parent.stat,
+        });
+        // Deletes never move the counter; only pzxid records the change.
+        if zxid > parent.stat.pzxid {
+            parent.stat.pzxid = zxid;
+        }
+        let node = self.nodes.remove(target).expect("node to remove");
+        assert!(node.children.is_empty(), "removing {target} with children");
+        self.unlink_child(target);
+        self.forget_ephemeral(target, &node);
+        journal.undo.push(Undo::Reinsert {
+            path: target.to_owned(),
+            node,
+        });
+        journal.triggers.push(Trigger::Deleted(target.to_owned()));
+        journal.triggers.push(Trigger::ChildrenChanged(parent_path));
+    }
+
+    fn link_child(&mut self, child: &str) {
+        let parent = self
+            .nodes
+            .get_mut(path::parent(child))
+            .expect("parent of a new child");
+        let added = parent.children.insert(path::name(child).to_owned());
+        assert!(added, "{child} linked twice");
+        parent.stat.num_children = parent.children.len() as i32;
+    }
+
+    fn unlink_child(&mut self, child: &str) {
+        let parent = self
+            .nodes
+            .get_mut(path::parent(child))
+            .expect("parent of a removed child");
+        let removed = parent.children.remove(path::name(child));
+        assert!(removed, "{child} unlinked but was not linked");
+        parent.stat.num_children = parent.children.len() as i32;
+    }
+
+    fn forget_ephemeral(&mut self, target: &str, node: &Node) {
+        if !node.is_ephemeral() {
+            return;
+        }
+        let owner = SessionId(node.stat.ephemeral_owner);
+        let owned = self
+            .ephemerals
+            .get_mut(&owner)
+            .expect("owner of an ephemeral");
+        assert!(owned.remove(target), "ephemeral {target} not indexed");
+        if owned.is_empty() {
+            self.ephemerals.remove(&owner);
+        }
+    }
+
+    /// Checks every structural invariant; O(nodes). Run after each
+    /// transaction in debug builds.
+    pub(crate) fn check_invariants(&self) {
+        let mut indexed = BTreeMap::<SessionId, BTreeSet<String>>::new();
+        for (path_, node) in &self.nodes {
+            let stat = node.stat;
+            assert_eq!(
+                stat.data_length as usize,
+                node.data.len(),
+                "{path_} data_length"
+            );
+            assert_eq!(
+                stat.num_children as usize,
+                node.children.len(),
+                "{path_} num_children"
+            );
+            assert!(
+                stat.czxid <= stat.mzxid && stat.mzxid <= self.zxid,
+                "{path_} zxids"
+            );
+            assert!(
+                stat.czxid <= stat.pzxid && stat.pzxid <= self.zxid,
+                "{path_} pzxid"
+            );
+            for child in &node.children {
+                assert!(
+                    self.nodes.contains_key(&path::join(path_, child)),
+                    "{path_} lists missing child {child}"
+                );
+            }
+            if path_ != "/" {
+                let parent = &self.nodes[path::parent(path_)];
+                assert!(
+                    parent.children.contains(path::name(path_)),
+                    "{path_} not listed by its parent"
+                );
+            }
+            if node.is_ephemeral() {
+                assert!(node.children.is_empty(), "ephemeral {path_} has children");
+                indexed
+                    .entry(SessionId(stat.ephemeral_owner))
+                    .or_default()
+                    .insert(path_.clone());
+            }
+        }
+        assert_eq!(indexed, self.ephemerals, "ephemeral index");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use CreateMode::*;
+
+    const OWNER: SessionId = SessionId(7);
+
+    /// Runs one write as its own transaction, as the server does.
+    fn create(tree: &mut Tree, target: &str, mode: CreateMode) -> ZkResult<String> {
+        let zxid = tree.next_zxid();
+        let result = tree.create(zxid, OWNER, target, b"d", mode, &mut Journal::default());
+        tree.check_invariants();
+        result
+    }
+
+    fn delete(tree: &mut Tree, target: &str, version: Option<i32>) -> ZkResult<()> {
+        let zxid = tree.next_zxid();
+        let result = tree.delete(zxid, target, version, &mut Journal::default());
+        tree.check_invariants();
+        result
+    }
+
+    #[test]
+    fn starts_like_a_fresh_server() {
+        let tree = Tree::new();
+        assert_eq!(
+            tree.paths().collect::<Vec<_>>(),
+            ["/", "/zookeeper", "/zookeeper/config", "/zookeeper/quota"]
+        );
+        assert_eq!(tree.children("/").unwrap(), ["zookeeper"]);
+        // The server links its own nodes without counting them, so a fresh
+        // server reports cversion -1 for / and -2 for /zookeeper.
+        assert_eq!(tree.get("/").unwrap().sequence_counter(), 0);
+        assert_eq!(tree.stat("/").unwrap().cversion, -1);
+        assert_eq!(tree.stat("/zookeeper").unwrap().cversion, -2);
+        assert_eq!(tree.zxid(), 0);
+    }
+
+    #[test]
+    fn create_sets_stats_and_parent_counters() {
+        let mut tree = Tree::new();
+        assert_eq!(create(&mut tree, "/a", Persistent).unwrap(), "/a");
+        let stat = tree.stat("/a").unwrap();
+        assert_eq!((stat.czxid, stat.mzxid, stat.pzxid), (1, 1, 1));
+        assert_eq!(
+            (stat.version, stat.data_length, stat.ephemeral_owner),
+            (0, 1, 0)
+        );
+        let root = tree.get("/").unwrap();
+        assert_eq!(root.sequence_counter(), 1);
+        let root = root.stat();
+        // Two children, one create of ours and none deleted: 2 * 1 - 2.
+        assert_eq!((root.cversion, root.pzxid, root.num_children), (0, 1, 2));
+        create(&mut tree, "/a/e", Ephemeral).unwrap();
+        assert_eq!(tree.stat("/a/e").unwrap().ephemeral_owner, OWNER.0);
+        assert_eq!(tree.ephemerals(OWNER), ["/a/e"]);
+    }
+
+    #[test]
+    fn create_check_order_matches_zookeeper() {
+        let mut tree = Tree::new();
+        create(&mut tree, "/e", Ephemeral).unwrap();
+        // Missing parent wins over everything.
+        assert!(matches!(
+            create(&mut tree, "/missing/x", Persistent),
+            Err(ZkError::NoNode { path }) if path == "/missing/x"
+        ));
+        // An existing name under an ephemeral parent is NodeExists, not
+        // NoChildrenForEphemerals: the name is checked first.
+        assert!(matches!(
+            create(&mut tree, "/e", Persistent),
+            Err(ZkError::NodeExists { .. })
+        ));
+        assert!(matches!(
+            create(&mut tree, "/e/child", Persistent),
+            Err(ZkError::NoChildrenForEphemerals { path }) if path == "/e/child"
+        ));
+        assert!(matches!(
+            create(&mut tree, "/", Persistent),
+            Err(ZkError::NodeExists { .. })
+        ));
+    }
+
+    #[test]
+    fn sequence_counts_every_child_create_and_never_deletes() {
+        let mut tree = Tree::new();
+        create(&mut tree, "/q", Persistent).unwrap();
+        assert_eq!(
+            create(&mut tree, "/q/t-", PersistentSequential).unwrap(),
+            "/q/t-0000000000"
+        );
+        create(&mut tree, "/q/plain", Persistent).unwrap();
+        delete(&mut tree, "/q/t-0000000000", None).unwrap();
+        delete(&mut tree, "/q/plain", None).unwrap();
+        // Two creates happened: the counter is 2 whatever was deleted.
+        assert_eq!(
+            create(&mut tree, "/q/t-", EphemeralSequential).unwrap(),
+            "/q/t-0000000002"
+        );
+        assert_eq!(
+            create(&mut tree, "/q/", PersistentSequential).unwrap(),
+            "/q/0000000003"
+        );
+        let q = tree.get("/q").unwrap();
+        assert_eq!(q.sequence_counter(), 4);
+        // Four creates, two deletes: six changes to the children.
+        assert_eq!((q.stat().cversion, q.stat().num_children), (6, 2));
+    }
+
+    #[test]
+    fn sequence_counter_wraps_like_a_java_int() {
+        let mut tree = Tree::new();
+        create(&mut tree, "/q", Persistent).unwrap();
+        tree.set_sequence_counter("/q", i32::MAX).unwrap();
+        assert_eq!(
+            create(&mut tree, "/q/t-", PersistentSequential).unwrap(),
+            "/q/t-2147483647"
+        );
+        assert_eq!(
+            create(&mut tree, "/q/t-", PersistentSequential).unwrap(),
+            "/q/t--2147483648"
+        );
+        assert_eq!(tree.get("/q").unwrap().sequence_counter(), i32::MIN + 1);
+        tree.set_sequence_counter("/q", -5).unwrap();
+        assert_eq!(
+            create(&mut tree, "/q/t-", PersistentSequential).unwrap(),
+            "/q/t--000000005"
+        );
+        assert!(matches!(
+            tree.set_sequence_counter("/nope", 1),
+            Err(ZkError::NoNode { path }) if path == "/nope"
+        ));
+    }
+
+    #[test]
+    fn delete_check_order_matches_zookeeper() {
+        let mut tree = Tree::new();
+        create(&mut tree, "/a", Persistent).unwrap();
+        create(&mut tree, "/a/b", Persistent).unwrap();
+        for system in SYSTEM_PATHS {
+            assert!(matches!(
+                delete(&mut tree, system, None),
+                Err(ZkError::BadArguments { .. })
+            ));
+        }
+        assert!(matches!(
+            delete(&mut tree, "/x/y", None),
+            Err(ZkError::NoNode { .. })
+        ));
+        assert!(matches!(
+            delete(&mut tree, "/a/x", None),
+            Err(ZkError::NoNode { .. })
+        ));
+        // BadVersion is checked before NotEmpty.
+        assert!(matches!(
+            delete(&mut tree, "/a", Some(3)),
+            Err(ZkError::BadVersion { path, expected: 3 }) if path == "/a"
+        ));
+        assert!(matches!(
+            delete(&mut tree, "/a", Some(0)),
+            Err(ZkError::NotEmpty { .. })
+        ));
+        let pzxid_before = tree.stat("/a").unwrap().pzxid;
+        delete(&mut tree, "/a/b", Some(0)).unwrap();
+        let a = tree.stat("/a").unwrap();
+        assert!(a.pzxid > pzxid_before, "pzxid moves on a child delete");
+        assert_eq!(
+            tree.get("/a").unwrap().sequence_counter(),
+            1,
+            "deletes never move the counter"
+        );
+        assert_eq!(
+            (a.cversion, a.num_children),
+            (2, 0),
+            "clients count the delete"
+        );
+    }
+
+    #[test]
+    fn set_data_bumps_version_and_mzxid() {
+        let mut tree = Tree::new();
+        create(&mut tree, "/a", Persistent).unwrap();
+        let zxid = tree.next_zxid();
+        let stat = tree
+            .set_data(zxid, "/a", b"four", Some(0), &mut Journal::default())
+            .unwrap();
+        assert_eq!(
+            (stat.version, stat.mzxid, stat.czxid, stat.data_length),
+            (1, zxid, 1, 4)
+        );
+        let zxid = tree.next_zxid();
+        assert!(matches!(
+            tree.set_data(zxid, "/a", b"", Some(0), &mut Journal::default()),
+            Err(ZkError::BadVersion { expected: 0, .. })
+        ));
+        assert!(matches!(
+            tree.set_data(zxid, "/b", b"", None, &mut Journal::default()),
+            Err(ZkError::NoNode { .. })
+        ));
+        assert_eq!(tree.data("/a").unwrap(), b"four");
+    }
+
+    #[test]
+    fn triggers_follow_the_firing_rules() {
+        let mut tree = Tree::new();
+        let mut journal = Journal::default();
+        let zxid = tree.next_zxid();
+        tree.create(zxid, OWNER, "/a", b"", Persistent, &mut journal)
+            .unwrap();
+        let zxid = tree.next_zxid();
+        tree.set_data(zxid, "/a", b"x", None, &mut journal).unwrap();
+        let zxid = tree.next_zxid();
+        tree.delete(zxid, "/a", None, &mut journal).unwrap();
+        let triggers = journal.triggers;
+        use Trigger::*;
+        assert_eq!(
+            triggers,
+            [
+                Created("/a".into()),
+                ChildrenChanged("/".into()),
+                DataChanged("/a".into()),
+                Deleted("/a".into()),
+                ChildrenChanged("/".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn rollback_restores_everything() {
+        let mut tree = Tree::new();
+        create(&mut tree, "/q", Persistent).unwrap();
+        create(&mut tree, "/q/old", Ephemeral).unwrap();
+        let before = format!("{:?}", tree.nodes);
+        let zxid = tree.next_zxid();
+        let mut journal = Journal::default();
+        tree.create(zxid, OWNER, "/q/s-", b"", EphemeralSequential, &mut journal)
+            .unwrap();
+        tree.set_data(zxid, "/q", b"new", None, &mut journal)
+            .unwrap();
+        tree.delete(zxid, "/q/old", None, &mut journal).unwrap();
+        tree.rollback(journal.undo);
+        tree.check_invariants();
+        assert_eq!(format!("{:?}", tree.nodes), before);
+        assert_eq!(tree.ephemerals(OWNER), ["/q/old"]);
+        // The rolled-back sequential name is free again.
+        assert_eq!(
+            create(&mut tree, "/q/s-", PersistentSequential).unwrap(),
+            "/q/s-0000000001"
+        );
+    }
+
+    #[test]
+    fn ephemerals_go_in_one_step() {
+        let mut tree = Tree::new();
+        create(&mut tree, "/a", Persistent).unwrap();
+        create(&mut tree, "/a/z", Ephemeral).unwrap();
+        create(&mut tree, "/a/b", Ephemeral).unwrap();
+        let zxid = tree.next_zxid();
+        let mut journal = Journal::default();
+        let deleted = tree.delete_ephemerals(zxid, OWNER, &mut journal);
+        tree.check_invariants();
+        assert_eq!(deleted, ["/a/b", "/a/z"]);
+        assert_eq!(tree.children("/a").unwrap(), Vec::<&str>::new());
+        assert_eq!(tree.stat("/a").unwrap().pzxid, zxid);
+        assert_eq!(journal.triggers.len(), 4);
+        assert!(tree.ephemerals(OWNER).is_empty());
+    }
+}

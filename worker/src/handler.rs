@@ -1,0 +1,44 @@
+//! What a worker runs: a [`TaskHandler`] turns a task's payload into output
+//! bytes or an error. The worker writes either as the task's result.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+/// Why a task failed. The message is what the task's result records.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TaskError {
+    message: String,
+}
+
+impl TaskError {
+    pub fn new(message: impl Into<String>) -> TaskError {
+        TaskError {
+            message: message.into(),
+        }
+    }
+
+    /// A failure described by any error's message.
+    pub fn from_display(error: &impl fmt::Display) -> TaskError {
+        TaskError::new(error.to_string())
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// Runs one task. `task` is the payload as submitted (a JSON object with a
+/// `kind`, see [`zkdist_coord::TaskPayload`]). An `Err`, and even a panic,
+/// becomes a failure result: a bad task never takes the worker down. Output
+/// over [`zkdist_coord::MAX_RESULT_OUTPUT_BYTES`] becomes a failure too.
+pub trait TaskHandler: Send + Sync + 'static {
+    fn run(&self, task: &[u8]) -> impl Future<Output = Result<Vec<u8>, TaskError>> + Send;
+}
+
+impl<H: TaskHandler> TaskHandler for Arc<H> {
+    fn run(&self, task: &[u8]) -> impl Future<Output = Result<Vec<u8>, TaskError>> + Send {
+        (**self).run(task)
+    }
+}

@@ -1,0 +1,439 @@
+//! The worker on the simulator, with the test playing the master: it creates
+//! assignment nodes by hand and watches what the worker does with them.
+
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use zkdist_coord::{
+    Client, Coordinator, CreateMode, Layout, MAX_RESULT_OUTPUT_BYTES, TaskId, TaskPayload,
+    TaskResult, WorkerId,
+};
+use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
+use zkdist_worker::{TaskError, TaskHandler, Worker, WorkerDecision, WorkerError};
+
+/// More simulated time than any step here needs.
+const STEP_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime")
+}
+
+/// `echo` returns its `text`; `fail` fails; `panic` panics; `big` returns
+/// one byte more than a result can hold; `slow` echoes after 5 s.
+struct KindHandler;
+
+impl TaskHandler for KindHandler {
+    async fn run(&self, task: &[u8]) -> Result<Vec<u8>, TaskError> {
+        let payload = TaskPayload::decode(task).map_err(|error| TaskError::from_display(&error))?;
+        let text = payload.fields["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        match payload.kind.as_str() {
+            "echo" => Ok(text.into_bytes()),
+            "slow" => {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                Ok(text.into_bytes())
+            }
+            "fail" => Err(TaskError::new(format!("refused: {text}"))),
+            "panic" => panic!("handler bug on {text}"),
+            "big" => Ok(vec![b'x'; MAX_RESULT_OUTPUT_BYTES + 1]),
+            other => Err(TaskError::new(format!("unknown kind {other:?}"))),
+        }
+    }
+}
+
+fn task_payload(kind: &str, text: &str) -> Vec<u8> {
+    TaskPayload::new(kind).with("text", text).encode().unwrap()
+}
+
+struct Setup {
+    sim: SimZk,
+    layout: Layout,
+    /// The test's own session, playing the master.
+    master: SimSession,
+    client: Client<SimSession>,
+}
+
+async fn setup(latency: Latency) -> Setup {
+    let sim = SimZk::start(SimConfig {
+        seed: 11,
+        latency,
+        ..SimConfig::default()
+    });
+    let layout = Layout::default();
+    let (master, _master_events) = sim.connect("fake-master").await.unwrap();
+    layout.ensure_layout(&master).await.unwrap();
+    let (client_zk, client_events) = sim.connect("client").await.unwrap();
+    let client = Client::new(client_zk, client_events, layout.clone());
+    Setup {
+        sim,
+        layout,
+        master,
+        client,
+    }
+}
+
+struct RunningWorker {
+    session: SimSession,
+    stop: oneshot::Sender<()>,
+    handle: JoinHandle<Result<WorkerId, WorkerError>>,
+    decisions: mpsc::UnboundedReceiver<WorkerDecision>,
+}
+
+impl RunningWorker {
+    async fn start(setup: &Setup) -> (RunningWorker, WorkerId) {
+        let (session, events) = setup.sim.connect("worker").await.unwrap();
+        let (decisions_tx, decisions) = mpsc::unbounded_channel();
+        let (stop, stop_rx) = oneshot::channel::<()>();
+        let worker = Worker::new(session.clone(), events, setup.layout.clone(), KindHandler)
+            .with_observer(decisions_tx);
+        let handle = tokio::spawn(worker.run_until(async move {
+            let _ = stop_rx.await;
+        }));
+        let mut running = RunningWorker {
+            session,
+            stop,
+            handle,
+            decisions,
+        };
+        let id = match running.next_decision().await {
+            WorkerDecision::Registered { worker } => worker,
+            other => panic!("first decision {other}"),
+        };
+        (running, id)
+    }
+
+    async fn next_decision(&mut self) -> WorkerDecision {
+        tokio::time::timeout(STEP_TIMEOUT, self.decisions.recv())
+            .await
+            .expect("a decision in time")
+            .expect("the worker is running")
+    }
+}
+
+/// Assigns `task` to `worker` as the master would, and waits until the
+/// worker has deleted the assignment.
+async fn assign_and_wait(setup: &Setup, worker: &WorkerId, data: &str) {
+    let path = setup.layout.assignment(worker);
+    setup
+        .master
+        .create(&path, data.as_bytes(), CreateMode::Persistent)
+        .await
+        .unwrap();
+    let gone = setup.sim.run_until(move |tree| !tree.exists(&path));
+    tokio::time::timeout(STEP_TIMEOUT, gone)
+        .await
+        .expect("the worker releases its assignment");
+}
+
+#[test]
+fn every_task_gets_a_result_and_bad_ones_fail_without_stopping_the_worker() {
+    paused_runtime().block_on(async {
+        let mut setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id) = RunningWorker::start(&setup).await;
+        let cases = [
+            (
+                "echo",
+                "one",
+                TaskResult::Success {
+                    output: b"one".to_vec(),
+                },
+            ),
+            ("fail", "two", TaskResult::failure("refused: two")),
+            (
+                "panic",
+                "three",
+                TaskResult::failure("the task handler panicked: handler bug on three"),
+            ),
+            (
+                "nonsense",
+                "four",
+                TaskResult::failure("unknown kind \"nonsense\""),
+            ),
+            (
+                "echo",
+                "five",
+                TaskResult::Success {
+                    output: b"five".to_vec(),
+                },
+            ),
+        ];
+        for (kind, text, expected) in cases {
+            let task = setup
+                .client
+                .submit(&task_payload(kind, text))
+                .await
+                .unwrap();
+            assign_and_wait(&setup, &id, task.as_str()).await;
+            let result = setup.client.wait(&task).await.unwrap();
+            assert_eq!(result, expected, "{kind} task");
+            assert_eq!(
+                worker.next_decision().await,
+                WorkerDecision::TaskStarted {
+                    worker: id.clone(),
+                    task: task.clone()
+                }
+            );
+            assert_eq!(
+                worker.next_decision().await,
+                WorkerDecision::ResultWritten {
+                    worker: id.clone(),
+                    task: task.clone(),
+                    success: expected.is_success()
+                }
+            );
+            assert_eq!(
+                worker.next_decision().await,
+                WorkerDecision::AssignmentReleased {
+                    worker: id.clone(),
+                    task: Some(task)
+                }
+            );
+        }
+
+        // Output over the limit: a failure that names the limit.
+        let task = setup.client.submit(&task_payload("big", "")).await.unwrap();
+        assign_and_wait(&setup, &id, task.as_str()).await;
+        match setup.client.wait(&task).await.unwrap() {
+            TaskResult::Failure { message } => {
+                assert!(
+                    message.contains(&MAX_RESULT_OUTPUT_BYTES.to_string()),
+                    "{message}"
+                )
+            }
+            other => panic!("big output gave {other:?}"),
+        }
+
+        let _ = worker.stop.send(());
+        assert_eq!(worker.handle.await.unwrap(), Ok(id));
+    });
+}
+
+#[test]
+fn the_assignment_watch_is_armed_before_registering() {
+    paused_runtime().block_on(async {
+        let setup = setup(Latency::Uniform {
+            min_us: 100,
+            max_us: 900,
+        })
+        .await;
+        let (worker, id) = RunningWorker::start(&setup).await;
+        let trace = setup.sim.trace().await;
+        let position = |needle: &str| {
+            trace
+                .iter()
+                .position(|line| line.contains(needle))
+                .unwrap_or_else(|| panic!("no trace line has {needle:?}:\n{}", trace.join("\n")))
+        };
+        let id_created = position(&format!(
+            "worker create {}",
+            setup.layout.worker_id_prefix()
+        ));
+        let armed = position(&format!(
+            "worker exists {} watch",
+            setup.layout.assignment(&id)
+        ));
+        let registered = position(&format!("worker create {}", setup.layout.worker(&id)));
+        assert!(id_created < armed, "id, then watch");
+        assert!(armed < registered, "watch, then registration");
+        // The id came from the scratch directory, not from `workers/`.
+        assert!(id.as_str().starts_with("worker-"));
+        drop(worker);
+    });
+}
+
+#[test]
+fn an_assignment_made_before_the_watch_is_rearmed_is_not_lost() {
+    paused_runtime().block_on(async {
+        let mut setup = setup(Latency::Fixed { ms: 5 }).await;
+        let (mut worker, id) = RunningWorker::start(&setup).await;
+        let first = setup
+            .client
+            .submit(&task_payload("echo", "a"))
+            .await
+            .unwrap();
+        let second = setup
+            .client
+            .submit(&task_payload("echo", "b"))
+            .await
+            .unwrap();
+
+        // Hold what travels to the worker from the moment its first
+        // assignment is deleted: it cannot re-arm its watch before the
+        // second assignment exists, so no event will announce that one.
+        assign_and_wait(&setup, &id, first.as_str()).await;
+        setup.sim.hold(worker.session.session_id()).await;
+        let path = setup.layout.assignment(&id);
+        setup
+            .master
+            .create(&path, second.as_str().as_bytes(), CreateMode::Persistent)
+            .await
+            .unwrap();
+        setup.sim.release(worker.session.session_id()).await;
+
+        let result = tokio::time::timeout(STEP_TIMEOUT, setup.client.wait(&second))
+            .await
+            .expect("the second task is not lost")
+            .unwrap();
+        assert_eq!(
+            result,
+            TaskResult::Success {
+                output: b"b".to_vec()
+            }
+        );
+        let trace = setup.sim.trace().await;
+        let announced = trace
+            .iter()
+            .filter(|line| line.contains(&format!("deliver worker event NodeCreated {path}")))
+            .count();
+        assert_eq!(
+            announced, 1,
+            "only the first assignment came by event; the second was found on re-arming"
+        );
+        let decisions: Vec<_> = std::iter::from_fn(|| worker.decisions.try_recv().ok()).collect();
+        assert!(decisions.contains(&WorkerDecision::ResultWritten {
+            worker: id.clone(),
+            task: second,
+            success: true
+        }));
+    });
+}
+
+#[test]
+fn shutdown_finishes_the_task_in_hand_then_deregisters() {
+    paused_runtime().block_on(async {
+        let mut setup = setup(Latency::Fixed { ms: 1 }).await;
+        let (mut worker, id) = RunningWorker::start(&setup).await;
+        let task = setup
+            .client
+            .submit(&task_payload("slow", "done"))
+            .await
+            .unwrap();
+        setup
+            .master
+            .create(
+                &setup.layout.assignment(&id),
+                task.as_str().as_bytes(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::TaskStarted {
+                worker: id.clone(),
+                task: task.clone()
+            }
+        );
+        let _ = worker.stop.send(());
+        assert_eq!(worker.handle.await.unwrap(), Ok(id.clone()));
+
+        let decisions: Vec<_> = std::iter::from_fn(|| worker.decisions.try_recv().ok()).collect();
+        assert_eq!(
+            decisions,
+            vec![
+                WorkerDecision::StopRequested { worker: id.clone() },
+                WorkerDecision::ResultWritten {
+                    worker: id.clone(),
+                    task: task.clone(),
+                    success: true
+                },
+                WorkerDecision::AssignmentReleased {
+                    worker: id.clone(),
+                    task: Some(task.clone())
+                },
+                WorkerDecision::Deregistered { worker: id.clone() },
+            ]
+        );
+        assert_eq!(
+            setup.client.wait(&task).await.unwrap(),
+            TaskResult::Success {
+                output: b"done".to_vec()
+            }
+        );
+        let registration = setup.layout.worker(&id);
+        assert!(
+            !setup
+                .sim
+                .inspect(move |tree| tree.exists(&registration))
+                .await
+        );
+    });
+}
+
+#[test]
+fn a_garbage_assignment_or_a_deleted_task_is_dropped_and_the_worker_goes_on() {
+    paused_runtime().block_on(async {
+        let mut setup = setup(Latency::Fixed { ms: 1 }).await;
+        let (mut worker, id) = RunningWorker::start(&setup).await;
+
+        assign_and_wait(&setup, &id, "not a task").await;
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::BadAssignment {
+                worker: id.clone(),
+                data: "not a task".into()
+            }
+        );
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::AssignmentReleased {
+                worker: id.clone(),
+                task: None
+            }
+        );
+
+        let missing = TaskId::from_sequence(4242);
+        assign_and_wait(&setup, &id, missing.as_str()).await;
+        worker.next_decision().await;
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::TaskMissing {
+                worker: id.clone(),
+                task: missing
+            }
+        );
+        worker.next_decision().await;
+
+        let task = setup
+            .client
+            .submit(&task_payload("echo", "still here"))
+            .await
+            .unwrap();
+        assign_and_wait(&setup, &id, task.as_str()).await;
+        assert_eq!(
+            setup.client.wait(&task).await.unwrap(),
+            TaskResult::Success {
+                output: b"still here".to_vec()
+            }
+        );
+    });
+}
+
+#[test]
+fn a_root_that_cannot_be_created_is_a_clear_error() {
+    paused_runtime().block_on(async {
+        let sim = SimZk::start(SimConfig::default());
+        let (owner, _owner_events) = sim.connect("owner").await.unwrap();
+        owner
+            .create("/ephemeral", b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        let layout = Layout::new("/ephemeral/zkdist").unwrap();
+        let (session, events) = sim.connect("worker").await.unwrap();
+        let error = Worker::new(session, events, layout, KindHandler)
+            .run()
+            .await
+            .unwrap_err();
+        let message = error.to_string();
+        assert!(matches!(error, WorkerError::Layout { .. }), "{error:?}");
+        assert!(message.contains("/ephemeral/zkdist"), "{message}");
+        assert!(message.contains("ephemeral"), "{message}");
+    });
+}
