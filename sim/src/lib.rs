@@ -28,6 +28,7 @@ mod latency;
 mod link;
 mod multi;
 mod request;
+pub mod runtime;
 mod schedule;
 mod server;
 mod session;
