@@ -12,8 +12,10 @@ use clap::{Args, Parser, Subcommand};
 )]
 pub struct Cli {
     /// Log filter (tracing's env-filter syntax); RUST_LOG overrides it.
-    #[arg(long, global = true, default_value = "info")]
-    pub log: String,
+    /// Default: info; warn for explore and replay, whose simulated actors
+    /// would log every decision of every seed.
+    #[arg(long, global = true)]
+    pub log: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -35,6 +37,12 @@ pub enum Command {
     /// Run a master, workers and a client on the embedded simulated
     /// ZooKeeper, printing the trace and a summary.
     Demo(DemoArgs),
+    /// Run many seeded random schedules on the simulator with the invariant
+    /// checker on, and report every violation with its replay command.
+    Explore(ExploreArgs),
+    /// Re-run one seed's schedule exactly and print its whole trace (and
+    /// its violation, if any).
+    Replay(ReplayArgs),
 }
 
 #[derive(Debug, Args, Clone)]
@@ -120,6 +128,50 @@ pub struct DemoArgs {
     #[arg(long, default_value = "200..2000", value_parser = parse_range_us)]
     pub latency_us: (u64, u64),
     /// Print only the summary, not the trace.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// What each explored seed runs; `replay` takes the same flags.
+#[derive(Debug, Args, Clone)]
+pub struct ScheduleArgs {
+    #[arg(long, default_value_t = 3)]
+    pub workers: usize,
+    #[arg(long, default_value_t = 20)]
+    pub tasks: usize,
+    /// none: zero latency (seeded tie-breaks and workload only); latency:
+    /// random link latencies too; all: latencies plus random link cuts,
+    /// session expiries and crashes.
+    #[arg(long, default_value = "none")]
+    pub faults: zkdist_scenarios::Faults,
+}
+
+#[derive(Debug, Args)]
+pub struct ExploreArgs {
+    /// How many seeds to run.
+    #[arg(long)]
+    pub seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 0)]
+    pub from: u64,
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+    /// Threads running seeds (each seed alone on its own runtime); default:
+    /// the machine's cores.
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Print a machine-readable summary (JSON) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[arg(long)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+    /// Print only the violation (or that there was none), not the trace.
     #[arg(long)]
     pub quiet: bool,
 }

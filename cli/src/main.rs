@@ -17,7 +17,12 @@ use commands::Outcome;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&cli.log));
+    let default_log = match cli.command {
+        Command::Explore(_) | Command::Replay(_) => "warn",
+        _ => "info",
+    };
+    let log = cli.log.as_deref().unwrap_or(default_log);
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(log));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -27,6 +32,7 @@ fn main() -> ExitCode {
         // A task that ran and failed is not an error of zkdist's, but a
         // script waiting for it must be able to tell.
         Ok(Outcome::TaskFailed) => ExitCode::from(2),
+        Ok(Outcome::Violations) => ExitCode::from(3),
         Err(error) => {
             eprintln!("zkdist: {error:#}");
             ExitCode::FAILURE
@@ -35,9 +41,15 @@ fn main() -> ExitCode {
 }
 
 fn execute(command: Command) -> anyhow::Result<Outcome> {
-    if let Command::Demo(args) = &command {
-        commands::demo::demo(args)?;
-        return Ok(Outcome::Done);
+    // The simulator's commands run each simulation on a runtime of its own.
+    match &command {
+        Command::Demo(args) => {
+            commands::demo::demo(args)?;
+            return Ok(Outcome::Done);
+        }
+        Command::Explore(args) => return commands::explore::explore(args),
+        Command::Replay(args) => return commands::replay::replay(args),
+        _ => {}
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -50,7 +62,9 @@ fn execute(command: Command) -> anyhow::Result<Outcome> {
             Command::Submit(args) => commands::submit::submit(args).await,
             Command::Wait(args) => commands::submit::wait(args).await,
             Command::Status(args) => commands::status::status(args).await.map(|()| Outcome::Done),
-            Command::Demo(_) => unreachable!("the demo runs on its own runtime"),
+            Command::Demo(_) | Command::Explore(_) | Command::Replay(_) => {
+                unreachable!("simulations run on their own runtimes")
+            }
         }
     })
 }

@@ -16,7 +16,7 @@ use common::*;
 
 #[test]
 fn submit_refuses_oversized_and_malformed_payloads_before_sending() {
-    paused_runtime().block_on(async {
+    run_sim(0, async {
         let sim = SimZk::start(SimConfig::default());
         let layout = Layout::default();
         let client = client(&sim, &layout).await;
@@ -45,7 +45,7 @@ fn submit_refuses_oversized_and_malformed_payloads_before_sending() {
 
 #[test]
 fn submit_creates_the_layout_and_numbers_tasks_in_order() {
-    paused_runtime().block_on(async {
+    run_sim(0, async {
         let sim = SimZk::start(SimConfig::default());
         let layout = Layout::new("/nested/root").unwrap();
         let client = client(&sim, &layout).await;
@@ -72,7 +72,7 @@ fn submit_creates_the_layout_and_numbers_tasks_in_order() {
 
 #[test]
 fn wait_arms_one_watch_and_reads_once() {
-    paused_runtime().block_on(async {
+    run_sim(0, async {
         let sim = SimZk::start(SimConfig::default());
         let layout = Layout::default();
         let mut client = client(&sim, &layout).await;
@@ -116,7 +116,7 @@ fn wait_arms_one_watch_and_reads_once() {
 
 #[test]
 fn wait_and_cleanup_name_what_is_wrong() {
-    paused_runtime().block_on(async {
+    run_sim(0, async {
         let sim = SimZk::start(SimConfig::default());
         let layout = Layout::default();
         let mut client = client(&sim, &layout).await;
@@ -162,7 +162,7 @@ fn wait_and_cleanup_name_what_is_wrong() {
 
 #[test]
 fn status_counts_workers_assignments_and_tasks() {
-    paused_runtime().block_on(async {
+    run_sim(0, async {
         let sim = SimZk::start(SimConfig::default());
         let layout = Layout::default();
         let client = client(&sim, &layout).await;

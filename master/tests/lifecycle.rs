@@ -17,7 +17,7 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(600);
 
 #[test]
 fn the_master_adopts_workers_tasks_results_and_assignments_it_finds() {
-    paused_runtime().block_on(async {
+    run_sim(5, async {
         let sim = SimZk::start(sim_config(
             5,
             Latency::Uniform {
@@ -140,7 +140,7 @@ fn the_master_adopts_workers_tasks_results_and_assignments_it_finds() {
 
 #[test]
 fn the_master_stops_with_a_clear_error_when_its_session_expires() {
-    paused_runtime().block_on(async {
+    run_sim(0, async {
         let sim = SimZk::start(SimConfig::default());
         let layout = Layout::default();
         let (zk, events) = sim.connect("master").await.unwrap();
@@ -163,7 +163,7 @@ fn the_master_stops_with_a_clear_error_when_its_session_expires() {
 
 #[test]
 fn a_root_that_cannot_be_created_is_a_clear_error() {
-    paused_runtime().block_on(async {
+    run_sim(0, async {
         let sim = SimZk::start(SimConfig::default());
         let (owner, _owner_events) = sim.connect("owner").await.unwrap();
         owner
@@ -182,7 +182,7 @@ fn a_root_that_cannot_be_created_is_a_clear_error() {
 
 #[test]
 fn a_nested_root_is_created_on_first_use() {
-    paused_runtime().block_on(async {
+    run_sim(0, async {
         let sim = SimZk::start(SimConfig::default());
         let layout = Layout::new("/apps/team/zkdist").unwrap();
         let master = start_master(&sim, "master", &layout).await;
@@ -203,7 +203,7 @@ fn a_nested_root_is_created_on_first_use() {
 
 #[test]
 fn tasks_submitted_while_the_master_is_disconnected_are_assigned_after() {
-    paused_runtime().block_on(async {
+    run_sim(9, async {
         let sim = SimZk::start(sim_config(9, Latency::Fixed { ms: 1 }));
         let layout = Layout::default();
         let (zk, events) = sim.connect("master").await.unwrap();

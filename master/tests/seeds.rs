@@ -8,17 +8,18 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc;
-use zkdist_coord::{Layout, TaskId, TaskResult, WorkerId};
+use zkdist_coord::{Layout, TaskId, TaskResult};
 use zkdist_master::{MasterDecision, MasterState};
 use zkdist_sim::{Change, Latency, SimZk};
 use zkdist_worker::WorkerDecision;
 
+use common::checks::{RunLog, check_run};
 use common::*;
 
 const WORKERS: usize = 4;
@@ -91,7 +92,7 @@ async fn watch_ground(sim: &SimZk, layout: &Layout) -> mpsc::UnboundedReceiver<G
 }
 
 fn run_seed(seed: u64) -> Run {
-    paused_runtime().block_on(async move {
+    run_sim(seed, async move {
         // The test's own choices come from the seed too, from a generator
         // of their own so they do not shift the simulator's.
         let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -179,114 +180,18 @@ fn run_seed(seed: u64) -> Run {
 fn check(seed: u64, run: &Run) {
     let fail = |what: String| -> ! { panic!("seed {seed}: {what}") };
 
-    // Submission order is sequence order (one client, one submit at a time).
+    let log = RunLog {
+        submitted: &run.submitted,
+        results: &run.results,
+        master_decisions: &run.master_decisions,
+        worker_decisions: &run.worker_decisions,
+        final_state: &run.final_state,
+        workers: WORKERS,
+    };
+    if let Err(what) = check_run(&log) {
+        fail(what);
+    }
     let tasks: Vec<&TaskId> = run.submitted.iter().map(|(task, _)| task).collect();
-    if !tasks.windows(2).all(|pair| pair[0] < pair[1]) {
-        fail(format!("task ids not increasing: {tasks:?}"));
-    }
-
-    // Every task's result is the right one.
-    for ((task, expected), result) in run.submitted.iter().zip(&run.results) {
-        if result != expected {
-            fail(format!("{task}: result {result:?}, expected {expected:?}"));
-        }
-    }
-
-    // Exactly one result was written per task, by the worker it was
-    // assigned to, and nothing went wrong on the way.
-    let mut written: BTreeMap<&TaskId, &WorkerId> = BTreeMap::new();
-    for decision in &run.worker_decisions {
-        match decision {
-            WorkerDecision::ResultWritten { worker, task, .. } => {
-                if let Some(first) = written.insert(task, worker) {
-                    fail(format!(
-                        "{task} got a second result, by {worker} after {first}"
-                    ));
-                }
-            }
-            WorkerDecision::ResultAlreadyPresent { .. }
-            | WorkerDecision::TaskMissing { .. }
-            | WorkerDecision::BadAssignment { .. } => fail(format!("worker decision {decision}")),
-            _ => {}
-        }
-    }
-    if written.len() != tasks.len() {
-        fail(format!(
-            "{} results written for {} tasks",
-            written.len(),
-            tasks.len()
-        ));
-    }
-
-    // Replay the master's log: a worker is assigned only when idle, a task
-    // at most once, and in submission order.
-    let mut holding: BTreeMap<&WorkerId, &TaskId> = BTreeMap::new();
-    let mut assigned_order: Vec<&TaskId> = Vec::new();
-    let mut assigned_to: BTreeMap<&TaskId, &WorkerId> = BTreeMap::new();
-    for decision in &run.master_decisions {
-        match decision {
-            MasterDecision::Round {
-                triggers, assigned, ..
-            } => {
-                if triggers.is_empty() {
-                    fail(format!("a round without a trigger: {decision}"));
-                }
-                for (worker, task) in assigned {
-                    if let Some(held) = holding.insert(worker, task) {
-                        fail(format!("{worker} assigned {task} while holding {held}"));
-                    }
-                    if let Some(earlier) = assigned_to.insert(task, worker) {
-                        fail(format!(
-                            "{task} assigned twice: to {earlier}, then {worker}"
-                        ));
-                    }
-                    assigned_order.push(task);
-                }
-            }
-            MasterDecision::WorkerIdle {
-                worker,
-                finished_task,
-            } => match holding.remove(worker) {
-                Some(held) if held == finished_task => {}
-                other => fail(format!("{decision} but the log says it held {other:?}")),
-            },
-            MasterDecision::AssignmentFailed { .. }
-            | MasterDecision::WorkerLeft { .. }
-            | MasterDecision::TaskVanished { .. }
-            | MasterDecision::StaleAssignment { .. }
-            | MasterDecision::TaskAlreadyFinished { .. }
-            | MasterDecision::TaskInProgress { .. }
-            | MasterDecision::IgnoredNode { .. } => fail(format!("master decision {decision}")),
-            _ => {}
-        }
-    }
-    if assigned_order != tasks {
-        fail(format!(
-            "assignment order differs from submission order: {assigned_order:?}"
-        ));
-    }
-    for (task, worker) in &written {
-        if assigned_to.get(task) != Some(worker) {
-            fail(format!(
-                "{task} written by {worker}, assigned to {:?}",
-                assigned_to.get(task)
-            ));
-        }
-    }
-
-    // At quiescence the master's view is the true one: every task seen,
-    // none pending, every worker registered and idle.
-    let state = &run.final_state;
-    let all: BTreeSet<TaskId> = tasks.iter().map(|task| (*task).clone()).collect();
-    if state.processed_tasks() != &all {
-        fail("the master's processed set is not the submitted tasks".into());
-    }
-    if !state.pending_tasks().is_empty() {
-        fail(format!("tasks still pending: {:?}", state.pending_tasks()));
-    }
-    if state.workers().len() != WORKERS || state.idle_workers().count() != WORKERS {
-        fail(format!("workers at the end: {:?}", state.workers()));
-    }
     if run.trace.is_empty() {
         fail("the simulator recorded no trace".into());
     }

@@ -15,6 +15,18 @@
 //! `delivery` and `faults`) and a thin async shell (`driver`, `sim`,
 //! `session`).
 
+// `cargo sim` sets ZKDIST_SIM_LANE (through cargo's `[env]`) and passes
+// `--cfg madsim` through `build.rustflags`, which cargo ignores whenever
+// RUSTFLAGS, CARGO_ENCODED_RUSTFLAGS or a `target.*.rustflags` setting is
+// present. Without this check the lane would then pass while testing on
+// plain tokio.
+const _: () = assert!(
+    option_env!("ZKDIST_SIM_LANE").is_none() || cfg!(madsim),
+    "the simulator lane (`cargo sim`) is being built without `--cfg madsim`: RUSTFLAGS, \
+     CARGO_ENCODED_RUSTFLAGS or a `target.*.rustflags` setting overrides the alias's \
+     `build.rustflags`. Unset it (e.g. `env -u RUSTFLAGS cargo sim`) or add `--cfg madsim` to it."
+);
+
 mod applied;
 mod arrival;
 mod client;

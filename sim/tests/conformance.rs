@@ -74,16 +74,12 @@ fn seed_of(name: &str) -> u64 {
     })
 }
 
-/// Runs `case` on a fresh simulation under `config`, on a current-thread
-/// runtime with the clock paused, and names the config if the case fails.
+/// Runs `case` on a fresh simulation under `config`, on the simulation
+/// runtime seeded with the config's seed, and names the config if the case
+/// fails.
 fn run_once(case: &Case<SimBackend>, config: SimConfig) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("tokio runtime");
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        runtime.block_on(async {
+        zkdist_sim::runtime::block_on(config.seed, async {
             let backend = SimBackend::start(config).await;
             (case.run)(Arc::new(backend)).await;
         })

@@ -12,7 +12,7 @@ use zkdist_coord::{
 };
 use zkdist_sim::{Change, Latency, SimConfig, SimZk, TxnKind};
 
-use common::{drain, next_event, run_paused, state, watch};
+use common::{drain, next_event, run_paused, run_seeded, state, watch};
 
 fn config(seed: u64, latency: Latency) -> SimConfig {
     SimConfig {
@@ -236,7 +236,7 @@ fn sequential_names_wrap_at_32_bits_as_zookeeper_renders_them() {
 #[test]
 fn get_children_order_is_seeded() {
     let listing = |seed| {
-        run_paused(async move {
+        run_seeded(seed, async move {
             let sim = SimZk::start(config(seed, Latency::Zero));
             let (a, _events) = sim.connect("a").await.unwrap();
             a.create("/c", b"", CreateMode::Persistent).await.unwrap();

@@ -16,7 +16,7 @@ use rand_chacha::ChaCha8Rng;
 use zkdist_coord::{Coordinator, CreateMode, ErrorCode, Op, SessionId, Watch, ZkError, ZkResult};
 use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
 
-use common::{drain, run_paused};
+use common::{drain, run_seeded};
 
 const ACTORS: usize = 8;
 const OPS_PER_ACTOR: usize = 80;
@@ -143,7 +143,7 @@ async fn chaos(sim: SimZk, seed: u64) {
 }
 
 fn workload_trace(seed: u64) -> Vec<String> {
-    run_paused(async move {
+    run_seeded(seed, async move {
         let sim = SimZk::start(SimConfig {
             seed,
             latency: Latency::HeavyTail {

@@ -6,6 +6,7 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -14,7 +15,7 @@ use zkdist_coord::{
 };
 use zkdist_sim::{Latency, SimConfig, SimZk};
 
-use common::{drain, next_event, run_paused, state, watch};
+use common::{drain, next_event, run_paused, run_seeded, state, watch};
 
 fn config(seed: u64, latency: Latency, session_timeout_ms: u64) -> SimConfig {
     SimConfig {
@@ -33,17 +34,23 @@ fn a_cut_fails_requests_in_flight_after_applying_a_seeded_prefix() {
     let mut prefixes = BTreeSet::new();
     let mut duplicates = 0;
     for seed in 0..40 {
-        let (applied, after_retry) = run_paused(async move {
+        let (applied, after_retry) = run_seeded(seed, async move {
             let sim = SimZk::start(config(seed, Latency::Fixed { ms: 10 }, 10_000));
             let (a, mut events) = sim.connect("a").await.unwrap();
             a.create("/q", b"", CreateMode::Persistent).await.unwrap();
             let mut in_flight = Vec::new();
             for name in ["/q/1-", "/q/2-", "/q/3-"] {
                 let a = a.clone();
-                in_flight.push(tokio::spawn(async move {
-                    a.create(name, b"", CreateMode::PersistentSequential).await
-                }));
-                tokio::task::yield_now().await;
+                let mut create =
+                    Box::pin(
+                        async move { a.create(name, b"", CreateMode::PersistentSequential).await },
+                    );
+                // Poll once here, which sends the request, so that the
+                // requests leave in this order whatever order the runtime
+                // (madsim's is randomized) then runs the tasks in.
+                let polled = std::future::poll_fn(|cx| Poll::Ready(create.as_mut().poll(cx))).await;
+                assert!(polled.is_pending(), "no reply before the latency");
+                in_flight.push(tokio::spawn(create));
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
             sim.cut(a.session_id(), Duration::from_millis(100)).await;

@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use zkdist_coord::{Coordinator, CreateMode, Event, EventStream, Watch, WatchKind};
 use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
 
-use common::{drain, run_paused};
+use common::{drain, run_seeded};
 
 const KEYS: [&str; 3] = ["/o/k0", "/o/k1", "/o/k2"];
 const DIR: &str = "/o/dir";
@@ -141,7 +141,7 @@ async fn writer(zk: SimSession, seed: u64) {
 }
 
 fn run(seed: u64) -> Tally {
-    run_paused(async move {
+    run_seeded(seed, async move {
         let sim = SimZk::start(SimConfig {
             seed,
             latency: Latency::Uniform {

@@ -15,12 +15,14 @@ use zkdist_worker::{TaskError, TaskHandler, Worker, WorkerDecision, WorkerError}
 /// More simulated time than any step here needs.
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 
-fn paused_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a current-thread runtime")
+/// The seed of every simulation here (and of madsim's scheduler under
+/// `--cfg madsim`).
+const SEED: u64 = 11;
+
+/// Runs `body` on a fresh simulation runtime: tokio's current-thread runtime
+/// with its clock paused, or madsim's under `--cfg madsim`.
+fn run_sim<F: std::future::Future>(body: F) -> F::Output {
+    zkdist_sim::runtime::block_on(SEED, body)
 }
 
 /// `echo` returns its `text`; `fail` fails; `panic` panics; `big` returns
@@ -62,7 +64,7 @@ struct Setup {
 
 async fn setup(latency: Latency) -> Setup {
     let sim = SimZk::start(SimConfig {
-        seed: 11,
+        seed: SEED,
         latency,
         ..SimConfig::default()
     });
@@ -134,7 +136,7 @@ async fn assign_and_wait(setup: &Setup, worker: &WorkerId, data: &str) {
 
 #[test]
 fn every_task_gets_a_result_and_bad_ones_fail_without_stopping_the_worker() {
-    paused_runtime().block_on(async {
+    run_sim(async {
         let mut setup = setup(Latency::Fixed { ms: 2 }).await;
         let (mut worker, id) = RunningWorker::start(&setup).await;
         let cases = [
@@ -217,7 +219,7 @@ fn every_task_gets_a_result_and_bad_ones_fail_without_stopping_the_worker() {
 
 #[test]
 fn the_assignment_watch_is_armed_before_registering() {
-    paused_runtime().block_on(async {
+    run_sim(async {
         let setup = setup(Latency::Uniform {
             min_us: 100,
             max_us: 900,
@@ -250,7 +252,7 @@ fn the_assignment_watch_is_armed_before_registering() {
 
 #[test]
 fn an_assignment_made_before_the_watch_is_rearmed_is_not_lost() {
-    paused_runtime().block_on(async {
+    run_sim(async {
         let mut setup = setup(Latency::Fixed { ms: 5 }).await;
         let (mut worker, id) = RunningWorker::start(&setup).await;
         let first = setup
@@ -307,7 +309,7 @@ fn an_assignment_made_before_the_watch_is_rearmed_is_not_lost() {
 
 #[test]
 fn shutdown_finishes_the_task_in_hand_then_deregisters() {
-    paused_runtime().block_on(async {
+    run_sim(async {
         let mut setup = setup(Latency::Fixed { ms: 1 }).await;
         let (mut worker, id) = RunningWorker::start(&setup).await;
         let task = setup
@@ -369,7 +371,7 @@ fn shutdown_finishes_the_task_in_hand_then_deregisters() {
 
 #[test]
 fn a_garbage_assignment_or_a_deleted_task_is_dropped_and_the_worker_goes_on() {
-    paused_runtime().block_on(async {
+    run_sim(async {
         let mut setup = setup(Latency::Fixed { ms: 1 }).await;
         let (mut worker, id) = RunningWorker::start(&setup).await;
 
@@ -418,7 +420,7 @@ fn a_garbage_assignment_or_a_deleted_task_is_dropped_and_the_worker_goes_on() {
 
 #[test]
 fn a_root_that_cannot_be_created_is_a_clear_error() {
-    paused_runtime().block_on(async {
+    run_sim(async {
         let sim = SimZk::start(SimConfig::default());
         let (owner, _owner_events) = sim.connect("owner").await.unwrap();
         owner

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, ensure};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot};
 use zkdist_coord::{Client, Layout, TaskPayload, TaskResult, WorkerId};
 use zkdist_master::{Master, MasterDecision, claim_master};
 use zkdist_sim::{Latency, SimConfig, SimZk};
@@ -52,10 +52,18 @@ async fn run(args: &DemoArgs) -> anyhow::Result<String> {
         ..SimConfig::default()
     });
     let layout = Layout::default();
-    let (stop, stopped) = watch::channel(false);
-    let until_stopped = |mut stopped: watch::Receiver<bool>| async move {
-        // An error means the sender is gone, which also means stop.
-        let _ = stopped.wait_for(|stop| *stop).await;
+    // One stop signal per role, sent in a fixed order: the roles then wake
+    // in that order, and the trace of the shutdown is the same for the same
+    // seed. (A broadcast such as a watch channel wakes its receivers in an
+    // order of its own choosing.)
+    let mut stops: Vec<oneshot::Sender<()>> = Vec::new();
+    let mut until_stopped = || {
+        let (stop, stopped) = oneshot::channel::<()>();
+        stops.push(stop);
+        async move {
+            // An error means the sender is gone, which also means stop.
+            let _ = stopped.await;
+        }
     };
 
     let (zk, events) = sim.connect("master").await?;
@@ -67,15 +75,13 @@ async fn run(args: &DemoArgs) -> anyhow::Result<String> {
     let master = tokio::spawn(
         Master::new(zk, events, layout.clone())
             .with_observer(decisions_tx)
-            .run_until(until_stopped(stopped.clone())),
+            .run_until(until_stopped()),
     );
     let mut workers = Vec::new();
     for index in 1..=args.workers {
         let (zk, events) = sim.connect(&format!("worker-{index}")).await?;
         let worker = Worker::new(zk, events, layout.clone(), InlinePi);
-        workers.push(tokio::spawn(
-            worker.run_until(until_stopped(stopped.clone())),
-        ));
+        workers.push(tokio::spawn(worker.run_until(until_stopped())));
     }
 
     let (zk, events) = sim.connect("client").await?;
@@ -104,7 +110,10 @@ async fn run(args: &DemoArgs) -> anyhow::Result<String> {
     }
     let simulated = started_at.elapsed();
 
-    stop.send(true).expect("the roles are still listening");
+    for stop in stops {
+        // A role that is gone already failed; awaiting it says how.
+        let _ = stop.send(());
+    }
     master.await?.context("the master failed")?;
     for worker in workers {
         worker.await?.context("a worker failed")?;

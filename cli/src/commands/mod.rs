@@ -1,6 +1,8 @@
 //! One module per subcommand.
 
 pub mod demo;
+pub mod explore;
+pub mod replay;
 pub mod role;
 pub mod status;
 pub mod submit;
@@ -16,6 +18,8 @@ pub enum Outcome {
     Done,
     /// The task ran and failed; its message went to stderr.
     TaskFailed,
+    /// The testbed found invariant violations (they were printed).
+    Violations,
 }
 
 /// Prints a result: a success's output to stdout as it is, a failure's

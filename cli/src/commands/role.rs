@@ -7,27 +7,46 @@ use zkdist_master::{Master, claim_master};
 use zkdist_worker::{TaskError, TaskHandler, Worker};
 
 use crate::args::{ConnectArgs, RoleArgs};
+use crate::connect;
 use crate::handlers::BuiltinHandler;
-use crate::{connect, shutdown};
+use crate::shutdown::Shutdown;
 
 /// `zkdist run`: as the original design did, try to create the `master`
 /// node; whoever succeeds leads and everyone else works.
 pub async fn run(args: &RoleArgs) -> anyhow::Result<()> {
+    let mut shutdown = Shutdown::install()?;
     let layout = connect::layout(&args.connect)?;
-    let (zk, events) = connect::session(&args.connect).await?;
-    if claim(&zk, &layout).await? {
-        lead(zk, events, layout).await
+    let start = async {
+        let (zk, events) = connect::session(&args.connect).await?;
+        let leads = claim(&zk, &layout).await?;
+        anyhow::Ok((zk, events, leads))
+    };
+    let Some(started) = shutdown.unless_requested(start).await else {
+        return Ok(());
+    };
+    let (zk, events, leads) = started?;
+    if leads {
+        lead(zk, events, layout, shutdown).await
     } else {
         tracing::info!(master = %layout.master(), "a master already leads; running as a worker");
-        work(zk, events, layout, args.allow_exec).await
+        work(zk, events, layout, args.allow_exec, shutdown).await
     }
 }
 
 /// `zkdist master`: lead, or fail if another master already does.
 pub async fn master(args: &ConnectArgs) -> anyhow::Result<()> {
+    let mut shutdown = Shutdown::install()?;
     let layout = connect::layout(args)?;
-    let (zk, events) = connect::session(args).await?;
-    if !claim(&zk, &layout).await? {
+    let start = async {
+        let (zk, events) = connect::session(args).await?;
+        let leads = claim(&zk, &layout).await?;
+        anyhow::Ok((zk, events, leads))
+    };
+    let Some(started) = shutdown.unless_requested(start).await else {
+        return Ok(());
+    };
+    let (zk, events, leads) = started?;
+    if !leads {
         let holder = zk
             .get_data(&layout.master(), Watch::No)
             .await
@@ -39,14 +58,21 @@ pub async fn master(args: &ConnectArgs) -> anyhow::Result<()> {
             layout.master()
         );
     }
-    lead(zk, events, layout).await
+    lead(zk, events, layout, shutdown).await
 }
 
 /// `zkdist worker`.
 pub async fn worker(args: &RoleArgs) -> anyhow::Result<()> {
+    let mut shutdown = Shutdown::install()?;
     let layout = connect::layout(&args.connect)?;
-    let (zk, events) = connect::session(&args.connect).await?;
-    work(zk, events, layout, args.allow_exec).await
+    let Some(session) = shutdown
+        .unless_requested(connect::session(&args.connect))
+        .await
+    else {
+        return Ok(());
+    };
+    let (zk, events) = session?;
+    work(zk, events, layout, args.allow_exec, shutdown).await
 }
 
 async fn claim(zk: &ZkSession, layout: &Layout) -> anyhow::Result<bool> {
@@ -55,10 +81,15 @@ async fn claim(zk: &ZkSession, layout: &Layout) -> anyhow::Result<bool> {
         .with_context(|| format!("cannot claim {}", layout.master()))
 }
 
-async fn lead(zk: ZkSession, events: EventStream, layout: Layout) -> anyhow::Result<()> {
+async fn lead(
+    zk: ZkSession,
+    events: EventStream,
+    layout: Layout,
+    mut shutdown: Shutdown,
+) -> anyhow::Result<()> {
     tracing::info!(session = %zk.session_id(), root = layout.root(), "leading as master");
     let outcome = Master::new(zk.clone(), events, layout)
-        .run_until(shutdown::requested())
+        .run_until(shutdown.requested())
         .await;
     // Closing deletes the master node at once, so a successor need not wait
     // for the session to time out.
@@ -72,6 +103,7 @@ async fn work(
     events: EventStream,
     layout: Layout,
     allow_exec: bool,
+    mut shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let handler = Builtin(BuiltinHandler {
         allow_exec,
@@ -79,7 +111,7 @@ async fn work(
     });
     tracing::info!(session = %zk.session_id(), root = layout.root(), allow_exec, "starting a worker");
     let outcome = Worker::new(zk.clone(), events, layout, handler)
-        .run_until(shutdown::requested())
+        .run_until(shutdown.requested())
         .await;
     zk.close().await.ok();
     let worker = outcome.context("the worker stopped")?;

@@ -3,7 +3,7 @@
 use std::io::Read;
 
 use anyhow::Context;
-use zkdist_coord::{Client, Coordinator, TaskId};
+use zkdist_coord::{Client, Coordinator, TaskId, validate_data};
 
 use super::{Outcome, print_result};
 use crate::args::{SubmitArgs, WaitArgs};
@@ -11,11 +11,15 @@ use crate::{connect, handlers};
 
 pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
     let payload = read_payload(args)?;
+    let layout = connect::layout(&args.connect)?;
+    // The size first, and before connecting: an oversized payload is
+    // refused naming the limit, whatever else is wrong with it, and even
+    // when the ensemble is out of reach.
+    validate_data(&layout.task_prefix(), &payload).context("task refused")?;
     if !args.no_check {
         handlers::validate(&payload)
             .context("task refused (pass --no-check to submit kinds this binary does not know)")?;
     }
-    let layout = connect::layout(&args.connect)?;
     let (zk, events) = connect::session(&args.connect).await?;
     let mut client = Client::new(zk.clone(), events, layout);
     let task = client

@@ -12,7 +12,8 @@
 //! - `pump`: the session's actor, which keeps requests, replies, watch
 //!   events and session states in server order on one stream;
 //! - `session`: [`ZkSession`] itself; `expire`: ending a session from a
-//!   second client, for tests and fault drills.
+//!   second client, for tests and fault drills;
+//! - [`testing`]: what the real-server tests of every crate share.
 
 mod config;
 mod connect;
@@ -21,6 +22,7 @@ mod expire;
 mod ops;
 mod pump;
 mod session;
+pub mod testing;
 mod watches;
 
 pub use config::ZkConfig;

@@ -1,27 +1,27 @@
-//! What the end-to-end tests share: a paused current-thread runtime, a
-//! deterministic task handler, and helpers that start a master and workers
-//! on a simulated ZooKeeper and collect their decisions.
+//! What the end-to-end tests share: the simulation runtime (`run_sim`), a
+//! deterministic task handler, helpers that start a master and workers (on
+//! a simulated ZooKeeper or on any session) and collect their decisions,
+//! and the checks every end-to-end run must pass (`checks`).
 
 #![allow(dead_code)]
+
+pub mod checks;
 
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use zkdist_coord::WorkerId;
-use zkdist_coord::{Client, Layout, TaskPayload, TaskResult};
+use zkdist_coord::{Client, Coordinator, EventStream, Layout, TaskPayload, TaskResult, WorkerId};
 use zkdist_master::{Master, MasterDecision, MasterError, MasterState, claim_master};
 use zkdist_sim::{SimConfig, SimZk};
 use zkdist_worker::{TaskError, TaskHandler, Worker, WorkerDecision, WorkerError};
 
-/// A current-thread runtime with tokio's clock paused: simulated time
-/// advances only when every task waits, so runs are fast and repeatable.
-pub fn paused_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a current-thread runtime")
+/// Runs `body` on a fresh simulation runtime seeded with `seed`: tokio's
+/// current-thread runtime with its clock paused, or madsim's under
+/// `--cfg madsim`. Simulated time advances only when every task waits, so
+/// runs are fast and repeatable.
+pub fn run_sim<F: std::future::Future>(seed: u64, body: F) -> F::Output {
+    zkdist_sim::runtime::block_on(seed, body)
 }
 
 /// Sleeps `work_us` of simulated time, then answers `done <n>` for kind
@@ -117,6 +117,16 @@ pub type RunningWorker = Running<Result<WorkerId, WorkerError>, WorkerDecision>;
 /// master.
 pub async fn start_master(sim: &SimZk, name: &str, layout: &Layout) -> RunningMaster {
     let (zk, events) = sim.connect(name).await.expect("master connects");
+    spawn_master(zk, events, layout).await
+}
+
+/// Claims the master node on a connected session (of any backend) and
+/// runs the master.
+pub async fn spawn_master<C: Coordinator>(
+    zk: C,
+    events: EventStream,
+    layout: &Layout,
+) -> RunningMaster {
     assert!(
         claim_master(&zk, layout).await.expect("claim"),
         "nobody else leads"
@@ -141,6 +151,16 @@ pub async fn start_worker<H: TaskHandler>(
     handler: H,
 ) -> RunningWorker {
     let (zk, events) = sim.connect(name).await.expect("worker connects");
+    spawn_worker(zk, events, layout, handler)
+}
+
+/// Runs a worker on a connected session (of any backend).
+pub fn spawn_worker<C: Coordinator, H: TaskHandler>(
+    zk: C,
+    events: EventStream,
+    layout: &Layout,
+    handler: H,
+) -> RunningWorker {
     let (decisions_tx, decisions) = mpsc::unbounded_channel();
     let (stop, stop_rx) = oneshot::channel::<()>();
     let worker = Worker::new(zk, events, layout.clone(), handler).with_observer(decisions_tx);

@@ -8,15 +8,17 @@ use std::time::Duration;
 use tokio::sync::mpsc::error::TryRecvError;
 use zkdist_coord::{Event, EventStream, SessionState, WatchEvent, WatchKind};
 
-/// Runs `body` on a fresh current-thread runtime with the clock paused, as
-/// every simulation test does, so several runs fit in one test.
+/// Runs `body` on a fresh simulation runtime (paused tokio, or madsim under
+/// `--cfg madsim`), as every simulation test does, so several runs fit in
+/// one test.
 pub fn run_paused<F: Future>(body: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("runtime")
-        .block_on(body)
+    run_seeded(0, body)
+}
+
+/// [`run_paused`] for a test that has a seed: madsim's scheduler is seeded
+/// with it too.
+pub fn run_seeded<F: Future>(seed: u64, body: F) -> F::Output {
+    zkdist_sim::runtime::block_on(seed, body)
 }
 
 /// Every event already on the stream, without waiting.

@@ -1,0 +1,238 @@
+//! The `zkdist` binary where no ZooKeeper is needed: the demo on the
+//! embedded simulator, and the bad input every command must refuse with a
+//! clear error (exit code 1, a message naming what is wrong) before, or
+//! instead of, reaching an ensemble.
+
+mod common;
+
+use common::{Finished, Scratch, run};
+use zkdist_coord::MAX_DATA_BYTES;
+
+/// A port nothing listens on (1 is privileged and never served here).
+const NOBODY: &str = "127.0.0.1:1";
+
+// ---------------------------------------------------------------------------
+// demo
+
+#[test]
+fn demo_prints_a_summary_in_which_every_task_succeeds_in_submission_order() {
+    let demo = run(&["demo", "--seed", "3", "--quiet"]);
+    demo.expect_code(0);
+    let lines = demo.stdout_lines();
+    assert_eq!(lines[0], "summary (seed 3, 4 workers, 12 tasks)");
+    // One line per task, in submission order, with its pi estimate.
+    for (index, line) in lines[1..=12].iter().enumerate() {
+        let expected_task = format!("  task-{index:010} -> ");
+        let json = line
+            .strip_prefix(&expected_task)
+            .unwrap_or_else(|| panic!("line {line:?} is not {expected_task:?}..."));
+        let result: serde_json::Value = serde_json::from_str(json).unwrap();
+        let samples = result["samples"].as_u64().unwrap();
+        let inside = result["inside"].as_u64().unwrap();
+        let estimate = result["estimate"].as_f64().unwrap();
+        assert_eq!(samples, 1_000 * (index as u64 + 1), "{line}");
+        // serde_json reads floats to within an ulp or so, not exactly.
+        let exact = 4.0 * inside as f64 / samples as f64;
+        assert!((estimate - exact).abs() < 1e-12, "{line}");
+        assert!((2.5..3.8).contains(&estimate), "{line}");
+    }
+    // Every worker ran some, and the counts add up to the tasks.
+    let ran: u64 = lines
+        .iter()
+        .filter_map(|line| line.strip_prefix("  worker-"))
+        .map(|rest| {
+            let count = rest.split(" ran ").nth(1).expect("worker line");
+            count.trim_end_matches(" tasks").parse::<u64>().unwrap()
+        })
+        .sum();
+    assert_eq!(ran, 12);
+    let last = lines.last().unwrap();
+    assert!(
+        last.starts_with("12/12 tasks succeeded, assigned in submission order: yes, "),
+        "{last}"
+    );
+    assert!(!demo.stdout.contains("FAILED"), "{}", demo.stdout);
+}
+
+#[test]
+fn demo_prints_the_same_trace_for_the_same_seed_and_another_for_another() {
+    let first = run(&["demo", "--seed", "3"]);
+    let second = run(&["demo", "--seed", "3"]);
+    let other = run(&["demo", "--seed", "4"]);
+    for demo in [&first, &second, &other] {
+        demo.expect_code(0);
+    }
+    assert_eq!(first.stdout, second.stdout, "seed 3 twice");
+    assert_ne!(first.stdout, other.stdout, "seeds 3 and 4");
+    // The trace comes first, then the summary that --quiet prints alone.
+    let quiet = run(&["demo", "--seed", "3", "--quiet"]);
+    quiet.expect_code(0);
+    assert!(first.stdout.ends_with(&quiet.stdout));
+    assert!(first.stdout.len() > quiet.stdout.len() * 2);
+    assert!(first.stdout.starts_with("[      0.000ms] connect master"));
+}
+
+#[test]
+fn demo_refuses_empty_pools_and_bad_latencies() {
+    run(&["demo", "--workers", "0"])
+        .expect_code(1)
+        .expect_stderr(&["--workers must be at least 1"]);
+    run(&["demo", "--tasks", "0"])
+        .expect_code(1)
+        .expect_stderr(&["--tasks must be at least 1"]);
+    // Argument errors are clap's: exit code 2 and the offending value.
+    run(&["demo", "--latency-us", "5..1"])
+        .expect_code(2)
+        .expect_stderr(&["'5..1'", "MIN 5 is above MAX 1"]);
+    run(&["demo", "--latency-us", "fast"])
+        .expect_code(2)
+        .expect_stderr(&["expected MIN..MAX"]);
+}
+
+// ---------------------------------------------------------------------------
+// Bad input, refused before any server is reached.
+
+/// The connection flags of a command that must fail before connecting: if
+/// it tried, the error would be about the connection instead.
+fn unreachable(command: &[&str], root: &str) -> Vec<String> {
+    let mut args: Vec<String> = command.iter().map(|s| s.to_string()).collect();
+    args.extend(
+        [
+            "--zk",
+            NOBODY,
+            "--connect-timeout-ms",
+            "1000",
+            "--root",
+            root,
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    args
+}
+
+fn run_owned(args: &[String]) -> Finished {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&args)
+}
+
+#[test]
+fn an_invalid_root_is_refused_by_every_command_naming_it() {
+    let pi = r#"{"kind":"pi","samples":10}"#;
+    for (root, why) in [
+        ("zkdist", "start with '/'"),
+        ("/zkdist/", "end with '/'"),
+        ("/", "a node of its own"),
+        ("/zookeeper/zkdist", "reserved"),
+    ] {
+        for command in [
+            &["run"][..],
+            &["master"],
+            &["worker"],
+            &["status"],
+            &["submit", pi],
+            &["wait", "task-0000000001"],
+        ] {
+            let finished = run_owned(&unreachable(command, root));
+            finished
+                .expect_code(1)
+                .expect_stderr(&[&format!("invalid --root {root:?}"), why]);
+            assert!(!finished.stderr.contains("connect"), "{}", finished.stderr);
+        }
+    }
+}
+
+#[test]
+fn an_unreachable_ensemble_is_a_clear_error_not_a_hang() {
+    let pi = r#"{"kind":"pi","samples":10}"#;
+    for command in [
+        &["run"][..],
+        &["master"],
+        &["worker", "--allow-exec"],
+        &["status"],
+        &["submit", "--wait", pi],
+        &["wait", "task-0000000001"],
+    ] {
+        // `run` fails the test if the command outlives its hang guard.
+        run_owned(&unreachable(command, "/zkdist"))
+            .expect_code(1)
+            .expect_stderr(&[
+                "cannot open a ZooKeeper session on \"127.0.0.1:1\"",
+                "within 1000 ms",
+                "connection refused",
+            ]);
+    }
+}
+
+#[test]
+fn malformed_connection_flags_are_named() {
+    run(&["status", "--zk", "host name:2181"])
+        .expect_code(1)
+        .expect_stderr(&["malformed connect string", "whitespace"]);
+    run(&["status", "--zk", "127.0.0.1:99999"])
+        .expect_code(1)
+        .expect_stderr(&["\"99999\"", "1..=65535"]);
+    run(&["status", "--zk", NOBODY, "--auth", "no-colon"])
+        .expect_code(1)
+        .expect_stderr(&["--auth must be USER:PASSWORD"]);
+    run(&["status", "--zk", NOBODY, "--connect-timeout-ms", "0"])
+        .expect_code(1)
+        .expect_stderr(&["connect_timeout_ms is 0"]);
+}
+
+#[test]
+fn bad_payloads_are_refused_at_submit_before_connecting() {
+    let scratch = Scratch::new("payloads");
+    let submit = |payload: &str| run_owned(&unreachable(&["submit", payload], "/zkdist"));
+    submit(r#"{"kind":"sort","items":[3,1,2]}"#)
+        .expect_code(1)
+        .expect_stderr(&["unknown task kind \"sort\"", "known kinds: exec, pi"]);
+    submit("not json")
+        .expect_code(1)
+        .expect_stderr(&["\"kind\""]);
+    submit(r#"{"kind":"pi","samples":0}"#)
+        .expect_code(1)
+        .expect_stderr(&["invalid pi payload", "samples must be in 1..="]);
+    submit(r#"{"kind":"pi","samples":10,"colour":"red"}"#)
+        .expect_code(1)
+        .expect_stderr(&["invalid pi payload", "colour"]);
+    submit(r#"{"kind":"exec","argv":[]}"#)
+        .expect_code(1)
+        .expect_stderr(&["invalid exec payload", "argv must name a program"]);
+
+    // Over the size limit, whatever the kind and whatever else is wrong
+    // with it: the message names the limit.
+    let limit = format!("over the {MAX_DATA_BYTES}-byte limit");
+    let padding = "x".repeat(MAX_DATA_BYTES);
+    for (name, payload) in [
+        (
+            "exec",
+            format!(r#"{{"kind":"exec","argv":["echo","{padding}"]}}"#),
+        ),
+        (
+            "pi",
+            format!(r#"{{"kind":"pi","samples":10,"pad":"{padding}"}}"#),
+        ),
+        ("unknown", format!(r#"{{"kind":"sort","pad":"{padding}"}}"#)),
+    ] {
+        let file = scratch.path(name);
+        std::fs::write(&file, &payload).unwrap();
+        let size = payload.len().to_string();
+        run_owned(&unreachable(
+            &["submit", "--file", file.to_str().unwrap()],
+            "/zkdist",
+        ))
+        .expect_code(1)
+        .expect_stderr(&["task refused", &limit, &size, "/zkdist/tasks/task-"]);
+    }
+    run(&["submit", "--file", "/nonexistent/zkdist-payload.json"])
+        .expect_code(1)
+        .expect_stderr(&["cannot read the payload file /nonexistent/zkdist-payload.json"]);
+}
+
+#[test]
+fn a_malformed_task_id_is_refused_naming_it() {
+    run_owned(&unreachable(&["wait", "task-7"], "/zkdist"))
+        .expect_code(1)
+        .expect_stderr(&["invalid task id", "task-7"]);
+}

@@ -1,0 +1,257 @@
+//! What the binary's tests share: running `zkdist` as a child process with
+//! a hang guard, and long-running role processes that are always killed
+//! when a test fails.
+
+#![allow(dead_code)] // Each test binary uses its own part of this module.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The binary under test, built by cargo for this test run.
+pub const ZKDIST: &str = env!("CARGO_BIN_EXE_zkdist");
+
+/// The longest a command may run before the test calls it hung: a guard,
+/// not a speed check.
+pub const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// A directory of its own for one test's files; removed when the test
+/// passes, kept (and named) when it fails.
+pub struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_nanos();
+        let dir = std::env::temp_dir().join(format!(
+            "zkdist-cli-test-{name}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+        Scratch { dir }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("test files kept in {}", self.dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// `zkdist ARGS...` with a clean environment: no inherited zkdist settings
+/// or log filter, logs without colour.
+pub fn zkdist(args: &[&str]) -> Command {
+    let mut command = Command::new(ZKDIST);
+    command
+        .args(args)
+        .env_remove("ZKDIST_ZK")
+        .env_remove("ZKDIST_ROOT")
+        .env_remove("ZKDIST_AUTH")
+        .env_remove("RUST_LOG")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    command
+}
+
+/// How a command ended and what it printed.
+#[derive(Debug)]
+pub struct Finished {
+    pub args: Vec<String>,
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Finished {
+    /// Asserts the exit code, showing everything the command printed if it
+    /// is not the expected one.
+    pub fn expect_code(&self, code: i32) -> &Finished {
+        assert_eq!(
+            self.status.code(),
+            Some(code),
+            "zkdist {:?} ended with {}\nstdout:\n{}\nstderr:\n{}",
+            self.args,
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// Asserts that stderr mentions every needle.
+    pub fn expect_stderr(&self, needles: &[&str]) -> &Finished {
+        for needle in needles {
+            assert!(
+                self.stderr.contains(needle),
+                "zkdist {:?}: stderr does not mention {needle:?}:\n{}",
+                self.args,
+                self.stderr
+            );
+        }
+        self
+    }
+
+    pub fn stdout_lines(&self) -> Vec<&str> {
+        self.stdout.lines().collect()
+    }
+}
+
+/// Runs `zkdist ARGS...` to its end, killing it and failing the test if it
+/// runs past [`HANG_GUARD`].
+pub fn run(args: &[&str]) -> Finished {
+    run_with_stdin(args, None)
+}
+
+/// As [`run`], with `stdin` as the command's standard input.
+pub fn run_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Finished {
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let scratch = Scratch::new(&format!("run{call}"));
+    let (out_path, err_path) = (scratch.path("stdout"), scratch.path("stderr"));
+    let mut command = zkdist(args);
+    command
+        .stdout(File::create(&out_path).expect("create the stdout file"))
+        .stderr(File::create(&err_path).expect("create the stderr file"));
+    if stdin.is_some() {
+        command.stdin(Stdio::piped());
+    }
+    let mut child = Guarded(command.spawn().expect("start zkdist"));
+    if let Some(bytes) = stdin {
+        let mut pipe = child.0.stdin.take().expect("stdin is piped");
+        pipe.write_all(bytes).expect("write the command's stdin");
+    }
+    let status = child.wait_within(HANG_GUARD).unwrap_or_else(|| {
+        panic!(
+            "zkdist {args:?} hung past {HANG_GUARD:?}; stderr so far:\n{}",
+            read(&err_path)
+        )
+    });
+    Finished {
+        args: args.iter().map(|s| s.to_string()).collect(),
+        status,
+        stdout: read(&out_path),
+        stderr: read(&err_path),
+    }
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| format!("<cannot read {}: {e}>", path.display()))
+}
+
+/// A child process killed (SIGKILL) and reaped when dropped unless it has
+/// ended, so that a failing test leaves no process behind.
+struct Guarded(Child);
+
+impl Guarded {
+    /// Waits until the process ends, up to `bound`; `None` if it is still
+    /// running then.
+    fn wait_within(&mut self, bound: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + bound;
+        loop {
+            if let Some(status) = self.0.try_wait().expect("poll the child") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// A long-running `zkdist` process (`run`, `master`, `worker`), its output
+/// going to a log file. Killed when dropped if it is still running.
+pub struct Role {
+    pub name: String,
+    child: Guarded,
+    log: PathBuf,
+}
+
+impl Role {
+    pub fn spawn(name: &str, args: &[&str], scratch: &Scratch) -> Role {
+        let log = scratch.path(&format!("{name}.log"));
+        let file = File::create(&log).expect("create the role's log");
+        let child = zkdist(args)
+            .stdout(file.try_clone().expect("clone the log file"))
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start zkdist {args:?}: {e}"));
+        Role {
+            name: name.to_owned(),
+            child: Guarded(child),
+            log,
+        }
+    }
+
+    /// Everything the process printed so far.
+    pub fn log(&self) -> String {
+        read(&self.log)
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.0.try_wait(), Ok(None))
+    }
+
+    /// Sends SIGTERM, by the process's id.
+    pub fn terminate(&self) {
+        let pid = self.child.0.id().to_string();
+        let status = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM {pid} ({}) failed", self.name);
+    }
+
+    /// Waits for the process to end, failing the test if it runs past
+    /// [`HANG_GUARD`].
+    pub fn wait_exit(&mut self) -> ExitStatus {
+        self.child.wait_within(HANG_GUARD).unwrap_or_else(|| {
+            panic!(
+                "{} did not exit within {HANG_GUARD:?}; its log:\n{}",
+                self.name,
+                self.log()
+            )
+        })
+    }
+}
+
+/// Calls `probe` until it returns `Some`, failing the test with `what` if
+/// that takes past [`HANG_GUARD`].
+pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + HANG_GUARD;
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within {HANG_GUARD:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,455 @@
+//! The `zkdist` binary on a real ZooKeeper, as separate OS processes: three
+//! `zkdist run` processes elect one master and become two workers; `submit`,
+//! `wait` and `status` from other processes drive and watch them; SIGTERM
+//! ends every role cleanly and takes its ephemeral nodes with it. Then
+//! `exec` tasks (refused unless a worker allows them), a worker stopped in
+//! the middle of a task, a second master, and bad submissions that must
+//! create nothing.
+//!
+//! `ZKDIST_TEST_ZK` names the server (a connect string). Without it every
+//! test is reported as ignored, never as passed.
+
+mod common;
+
+use libtest_mimic::{Arguments, Trial};
+use serde_json::Value;
+use zkdist_coord::zk::ZkSession;
+use zkdist_coord::zk::testing::{self, server_trial};
+use zkdist_coord::{Coordinator, Layout, MAX_DATA_BYTES, Watch};
+
+use common::{Finished, Role, Scratch, eventually, run, run_with_stdin};
+
+/// The prefix of every root these tests use.
+const ROOT_PREFIX: &str = "zkdist-binary";
+
+fn main() {
+    let mut args = Arguments::from_args();
+    // Each test runs several processes against one server; on a small
+    // machine they are clearer one at a time.
+    args.test_threads = Some(1);
+    let trials: Vec<Trial> = vec![
+        server_trial(
+            "three_run_processes_serve_submit_wait_and_status_then_exit_cleanly",
+            three_run_processes_serve_submit_wait_and_status_then_exit_cleanly,
+        ),
+        server_trial(
+            "exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task",
+            exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task,
+        ),
+        server_trial(
+            "bad_submissions_are_refused_and_create_nothing",
+            bad_submissions_are_refused_and_create_nothing,
+        ),
+    ];
+    testing::note_if_ignored();
+    libtest_mimic::run(&args, trials).exit()
+}
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+/// The connection flags for `root` on the server under test.
+struct Target {
+    connect: String,
+    root: String,
+}
+
+impl Target {
+    /// `zkdist COMMAND... --zk CONNECT --root ROOT`.
+    fn args<'a>(&'a self, command: &[&'a str]) -> Vec<&'a str> {
+        let mut args = command.to_vec();
+        args.extend(["--zk", &self.connect, "--root", &self.root]);
+        args
+    }
+
+    fn run(&self, command: &[&str]) -> Finished {
+        run(&self.args(command))
+    }
+
+    fn spawn(&self, name: &str, command: &[&str], scratch: &Scratch) -> Role {
+        Role::spawn(name, &self.args(command), scratch)
+    }
+
+    /// `zkdist status --json`, parsed.
+    fn status(&self) -> Value {
+        self.try_status()
+            .unwrap_or_else(|| panic!("no zkdist layout at {}", self.root))
+    }
+
+    /// As [`Target::status`], but `None` while nobody has laid out the
+    /// root yet.
+    fn try_status(&self) -> Option<Value> {
+        let status = self.run(&["status", "--json"]);
+        if status.status.code() == Some(1) && status.stderr.contains("no zkdist layout at") {
+            return None;
+        }
+        status.expect_code(0);
+        let parsed = serde_json::from_str(&status.stdout)
+            .unwrap_or_else(|e| panic!("status --json printed {:?}: {e}", status.stdout));
+        Some(parsed)
+    }
+
+    /// Children of a node under the root, read through the library.
+    fn children(&self, path: &str) -> Vec<String> {
+        testing::runtime().block_on(async {
+            let (zk, _events) = ZkSession::connect(&testing::config(&self.connect))
+                .await
+                .expect("connect");
+            let (mut children, _) = zk.get_children(path, Watch::No).await.expect("list");
+            zk.close().await.unwrap();
+            children.sort();
+            children
+        })
+    }
+
+    fn exists(&self, path: &str) -> bool {
+        testing::runtime().block_on(async {
+            let (zk, _events) = ZkSession::connect(&testing::config(&self.connect))
+                .await
+                .expect("connect");
+            let stat = zk.exists(path, Watch::No).await.expect("exists");
+            zk.close().await.unwrap();
+            stat.is_some()
+        })
+    }
+
+    /// Deletes the root and checks that nothing of it is left.
+    fn delete_root(&self) {
+        let config = testing::config(&self.connect);
+        testing::runtime().block_on(testing::delete_tree(&config, &self.root));
+        assert!(!self.exists(&self.root), "{} is cleaned up", self.root);
+    }
+}
+
+fn workers_in(status: &Value) -> usize {
+    status["workers"].as_array().expect("workers").len()
+}
+
+/// The task id a `submit` printed on its first line.
+fn task_id(submit: &Finished) -> String {
+    let first = submit.stdout_lines().first().copied().unwrap_or_default();
+    assert!(
+        first.starts_with("task-") && first.len() == "task-".len() + 10,
+        "submit printed {:?}",
+        submit.stdout
+    );
+    first.to_owned()
+}
+
+/// Checks a `pi` result as a worker prints it.
+fn check_pi(json: &str, samples: u64) {
+    let result: Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("pi result {json:?}: {e}"));
+    assert_eq!(result["samples"].as_u64(), Some(samples), "{json}");
+    let inside = result["inside"].as_u64().expect("inside");
+    let estimate = result["estimate"].as_f64().expect("estimate");
+    assert!(inside <= samples, "{json}");
+    // serde_json reads floats to within an ulp or so, not exactly.
+    let exact = 4.0 * inside as f64 / samples as f64;
+    assert!((estimate - exact).abs() < 1e-12, "{json}");
+    // Ten standard deviations at 20,000 samples: only a broken sampler
+    // misses it.
+    assert!((estimate - std::f64::consts::PI).abs() < 0.12, "{json}");
+}
+
+/// Stops every role with SIGTERM and checks each exits with status 0.
+fn terminate_all(roles: &mut [Role]) {
+    for role in roles.iter() {
+        role.terminate();
+    }
+    for role in roles.iter_mut() {
+        let status = role.wait_exit();
+        assert!(
+            status.success(),
+            "{} ended with {status} after SIGTERM; its log:\n{}",
+            role.name,
+            role.log()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Roles as processes.
+
+fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: String) {
+    let scratch = Scratch::new("run");
+    // A root nobody created: the three processes lay it out concurrently.
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let layout = Layout::new(&target.root).unwrap();
+    let mut roles: Vec<Role> = (1..=3)
+        .map(|i| target.spawn(&format!("run-{i}"), &["run"], &scratch))
+        .collect();
+
+    // Exactly one leads; the others work.
+    let leading = |role: &Role| role.log().contains("leading as master");
+    eventually("one master and two workers", || {
+        let status = target.try_status()?;
+        let ready = status["master_present"] == true
+            && workers_in(&status) == 2
+            && roles.iter().any(leading);
+        ready.then_some(())
+    });
+    let masters: Vec<&str> = roles
+        .iter()
+        .filter(|r| leading(r))
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(masters.len(), 1, "leaders: {masters:?}");
+    let workers = roles
+        .iter()
+        .filter(|r| r.log().contains("running as a worker"))
+        .count();
+    assert_eq!(workers, 2);
+
+    // A task from a fourth process, waited for.
+    let submit = target.run(&["submit", "--wait", r#"{"kind":"pi","samples":100000}"#]);
+    submit.expect_code(0);
+    let lines = submit.stdout_lines();
+    assert_eq!(lines.len(), 2, "{}", submit.stdout);
+    let mut tasks = vec![task_id(&submit)];
+    check_pi(lines[1], 100_000);
+
+    // Several tasks, submitted from an argument, stdin and a file, then
+    // waited for one by one.
+    let mut samples = Vec::new();
+    for seed in 1..=3u64 {
+        let payload = format!(
+            r#"{{"kind":"pi","samples":{},"seed":{seed}}}"#,
+            20_000 * seed
+        );
+        let submit = target.run(&["submit", &payload]);
+        submit.expect_code(0);
+        assert_eq!(submit.stdout_lines().len(), 1, "{}", submit.stdout);
+        tasks.push(task_id(&submit));
+        samples.push(20_000 * seed);
+    }
+    let from_stdin = run_with_stdin(
+        &target.args(&["submit", "-"]),
+        Some(br#"{"kind":"pi","samples":80000,"seed":4}"#),
+    );
+    from_stdin.expect_code(0);
+    tasks.push(task_id(&from_stdin));
+    samples.push(80_000);
+    let file = scratch.path("task.json");
+    std::fs::write(&file, r#"{"kind":"pi","samples":100000,"seed":5}"#).unwrap();
+    let from_file = target.run(&["submit", "--file", file.to_str().unwrap()]);
+    from_file.expect_code(0);
+    tasks.push(task_id(&from_file));
+    samples.push(100_000);
+    for (task, samples) in tasks[1..].iter().zip(&samples) {
+        let wait = target.run(&["wait", task]);
+        wait.expect_code(0);
+        check_pi(wait.stdout.trim_end(), *samples);
+    }
+    let mut sorted = tasks.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted, tasks, "task ids increase with submission");
+
+    // Bad tasks that reach the workers: each gets a failure result (exit
+    // code 2) and no worker dies of it.
+    target
+        .run(&["submit", "--no-check", "--wait", r#"{"kind":"sort"}"#])
+        .expect_code(2)
+        .expect_stderr(&["failed", "unknown task kind \"sort\""]);
+    let witness = scratch.path("exec-ran");
+    let exec = serde_json::json!({"kind": "exec", "argv": ["touch", witness]}).to_string();
+    target
+        .run(&["submit", "--wait", &exec])
+        .expect_code(2)
+        .expect_stderr(&["failed", "not started with --allow-exec"]);
+    assert!(
+        !witness.exists(),
+        "a worker without --allow-exec ran a command"
+    );
+    let after = target.run(&["submit", "--wait", r#"{"kind":"pi","samples":20000}"#]);
+    after.expect_code(0);
+    check_pi(after.stdout_lines()[1], 20_000);
+    let finished_tasks = tasks.len() + 3;
+    for role in roles.iter_mut() {
+        assert!(role.is_running(), "{} died:\n{}", role.name, role.log());
+    }
+
+    // Status shows the workers, idle, and the finished count.
+    let status = eventually("every worker idle", || {
+        let status = target.status();
+        (status["assigned_tasks"] == 0).then_some(status)
+    });
+    assert_eq!(status["master_present"], true);
+    assert_eq!(workers_in(&status), 2);
+    assert_eq!(status["pending_tasks"], 0);
+    assert_eq!(status["finished_tasks"], finished_tasks);
+    assert_eq!(status["root"], target.root.as_str());
+    let text = target.run(&["status"]);
+    text.expect_code(0);
+    assert!(text.stdout.contains("master present"), "{}", text.stdout);
+    assert!(text.stdout.contains("workers 2\n"), "{}", text.stdout);
+    assert_eq!(text.stdout.matches(" idle\n").count(), 2, "{}", text.stdout);
+    assert!(
+        text.stdout.contains(&format!(
+            "tasks pending 0 assigned 0 finished {finished_tasks}"
+        )),
+        "{}",
+        text.stdout
+    );
+
+    // SIGTERM: every role exits with status 0, and its ephemeral nodes go
+    // with it; the results stay.
+    terminate_all(&mut roles);
+    let status = target.status();
+    assert_eq!(status["master_present"], false);
+    assert_eq!(workers_in(&status), 0);
+    assert_eq!(status["finished_tasks"], finished_tasks);
+    assert!(!target.exists(&layout.master()));
+    assert_eq!(target.children(&layout.workers_dir()), Vec::<String>::new());
+    assert_eq!(target.children(&layout.ids_dir()), Vec::<String>::new());
+    target.delete_root();
+}
+
+fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: String) {
+    let scratch = Scratch::new("exec");
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let layout = Layout::new(&target.root).unwrap();
+    let mut master = target.spawn("master", &["master"], &scratch);
+    eventually("the master leads", || {
+        (target.exists(&layout.master()) && master.log().contains("leading as master"))
+            .then_some(())
+    });
+    // A second master is refused, naming the node and its holder.
+    target.run(&["master"]).expect_code(1).expect_stderr(&[
+        "another master leads",
+        &layout.master(),
+        "held by session 0x",
+    ]);
+    assert!(master.is_running());
+
+    let mut worker = target.spawn("worker", &["worker", "--allow-exec"], &scratch);
+    eventually("the worker registers", || {
+        (workers_in(&target.status()) == 1).then_some(())
+    });
+
+    // exec runs, and its exit status and output are the result: the task
+    // succeeded (exit code 0) even though the command exited with 3.
+    let submit = target.run(&[
+        "submit",
+        "--wait",
+        r#"{"kind":"exec","argv":["sh","-c","echo out; echo err >&2; exit 3"]}"#,
+    ]);
+    submit.expect_code(0);
+    let result: Value = serde_json::from_str(submit.stdout_lines()[1]).unwrap();
+    assert_eq!(result["exit_code"], 3, "{result}");
+    assert_eq!(result["stdout"], "out\n");
+    assert_eq!(result["stderr"], "err\n");
+    assert_eq!(result["timed_out"], false);
+    assert_eq!(result["truncated"], false);
+
+    // SIGTERM while a task runs: the worker finishes the task, writes its
+    // result, then exits cleanly. The task waits for a file the test
+    // creates only once the worker has seen the signal.
+    let gate = scratch.path("gate");
+    let script = format!(
+        "while [ ! -e {} ]; do sleep 0.05; done; echo released",
+        gate.display()
+    );
+    let payload = serde_json::json!({"kind": "exec", "argv": ["sh", "-c", script]}).to_string();
+    let submit = target.run(&["submit", &payload]);
+    submit.expect_code(0);
+    let task = task_id(&submit);
+    eventually("the worker starts the task", || {
+        let status = target.status();
+        let busy = status["assignments"]
+            .as_object()
+            .is_some_and(|assignments| assignments.values().any(|t| t == task.as_str()));
+        busy.then_some(())
+    });
+    worker.terminate();
+    eventually("the worker notes the stop request", || {
+        worker.log().contains("stop requested").then_some(())
+    });
+    assert!(worker.is_running(), "the worker finishes its task first");
+    std::fs::write(&gate, b"").unwrap();
+    let status = worker.wait_exit();
+    assert!(status.success(), "worker: {status}\n{}", worker.log());
+    let log = worker.log();
+    let stop = log.find("stop requested").unwrap();
+    let wrote = log
+        .find(&format!("wrote {task} result success"))
+        .unwrap_or_else(|| panic!("the worker wrote no result for {task}:\n{log}"));
+    assert!(stop < wrote, "{log}");
+    let wait = target.run(&["wait", &task]);
+    wait.expect_code(0);
+    let result: Value = serde_json::from_str(wait.stdout.trim_end()).unwrap();
+    assert_eq!(result["stdout"], "released\n", "{result}");
+    assert_eq!(result["exit_code"], 0);
+
+    let status = target.status();
+    assert_eq!(workers_in(&status), 0);
+    assert_eq!(status["master_present"], true);
+    assert_eq!(target.children(&layout.ids_dir()), Vec::<String>::new());
+    terminate_all(std::slice::from_mut(&mut master));
+    assert_eq!(target.status()["master_present"], false);
+    target.delete_root();
+}
+
+// ---------------------------------------------------------------------------
+// Bad input.
+
+fn bad_submissions_are_refused_and_create_nothing(connect: String) {
+    let scratch = Scratch::new("bad-input");
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let nothing_created = |what: &str| {
+        assert!(
+            !target.exists(&target.root),
+            "{what} created {}",
+            target.root
+        );
+    };
+
+    target
+        .run(&["submit", r#"{"kind":"sort"}"#])
+        .expect_code(1)
+        .expect_stderr(&["unknown task kind \"sort\""]);
+    nothing_created("an unknown kind");
+
+    let big = scratch.path("big.json");
+    let padding = "x".repeat(MAX_DATA_BYTES);
+    std::fs::write(
+        &big,
+        format!(r#"{{"kind":"exec","argv":["echo","{padding}"]}}"#),
+    )
+    .unwrap();
+    target
+        .run(&["submit", "--wait", "--file", big.to_str().unwrap()])
+        .expect_code(1)
+        .expect_stderr(&[&format!("over the {MAX_DATA_BYTES}-byte limit")]);
+    nothing_created("an oversized payload");
+
+    target
+        .run(&["submit", r#"{"kind":"pi","samples":0}"#])
+        .expect_code(1)
+        .expect_stderr(&["invalid pi payload"]);
+    nothing_created("an invalid pi payload");
+
+    // Reading a root nobody used: clear errors, and still nothing created.
+    let absent = target.run(&["status"]);
+    absent
+        .expect_code(1)
+        .expect_stderr(&[&format!("no zkdist layout at {}", target.root)]);
+    target
+        .run(&["wait", "task-0000000007"])
+        .expect_code(1)
+        .expect_stderr(&[
+            "task-0000000007",
+            &format!("no node {}/tasks/task-0000000007", target.root),
+        ]);
+    nothing_created("status and wait");
+}

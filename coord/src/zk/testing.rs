@@ -1,0 +1,169 @@
+//! What the real-server tests of every crate share: where the server under
+//! test is (`ZKDIST_TEST_ZK`), how a test that needs it reports itself as
+//! *ignored* (never passed) when it is not named, fresh roots that never
+//! collide between runs, and cleanup.
+//!
+//! The test binaries run with `harness = false` on `libtest-mimic`, so that
+//! whether a server is there is decided at run time, when the binary starts:
+//!
+//! ```text
+//! fn main() {
+//!     let trials = vec![testing::server_trial("my_case", |connect| {
+//!         testing::runtime().block_on(my_case(connect))
+//!     })];
+//!     testing::note_if_ignored();
+//!     libtest_mimic::run(&libtest_mimic::Arguments::from_args(), trials).exit()
+//! }
+//! ```
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use libtest_mimic::Trial;
+
+use super::{ZkConfig, ZkSession};
+use crate::{Coordinator, CreateMode, Watch, ZkError};
+
+/// The variable that names the server under test.
+pub const TEST_ZK_VAR: &str = "ZKDIST_TEST_ZK";
+
+/// Why real-server tests are ignored when no server is named.
+pub const NO_SERVER: &str = "ZKDIST_TEST_ZK is not set: it names a ZooKeeper to test against \
+     (a connect string such as 127.0.0.1:2181; `scripts/test-all` starts servers and sets it)";
+
+/// The session timeout the tests ask for: short enough for expiry tests,
+/// long enough for a loaded machine.
+pub const SESSION_TIMEOUT_MS: u64 = 6_000;
+pub const CONNECT_TIMEOUT_MS: u64 = 15_000;
+
+/// The connect string of the server under test, if any.
+pub fn test_zk() -> Option<String> {
+    std::env::var(TEST_ZK_VAR)
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// The directory of the 3-node ensemble started by `scripts/zk ensemble`,
+/// for tests that kill and restart its nodes.
+pub fn test_ensemble_dir() -> Option<PathBuf> {
+    std::env::var("ZKDIST_TEST_ENSEMBLE_DIR")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .map(PathBuf::from)
+}
+
+/// The configuration tests connect with.
+pub fn config(connect: &str) -> ZkConfig {
+    ZkConfig::new(connect)
+        .with_session_timeout_ms(SESSION_TIMEOUT_MS)
+        .with_connect_timeout_ms(CONNECT_TIMEOUT_MS)
+}
+
+/// A runtime per test; the client does its I/O on its own reactor thread.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("build a tokio runtime")
+}
+
+/// A trial that runs `test` with the connect string of the server under
+/// test. Without one it is reported as ignored; run anyway
+/// (`--include-ignored`), it fails saying why.
+pub fn server_trial<F>(name: impl Into<String>, test: F) -> Trial
+where
+    F: FnOnce(String) + Send + 'static,
+{
+    let server = test_zk();
+    let ignored = server.is_none();
+    Trial::test(name, move || match server {
+        Some(connect) => {
+            test(connect);
+            Ok(())
+        }
+        None => Err(NO_SERVER.into()),
+    })
+    .with_ignored_flag(ignored)
+}
+
+/// Says on stderr why the real-server trials are ignored, if they are.
+pub fn note_if_ignored() {
+    if test_zk().is_none() {
+        eprintln!("real-server tests ignored: {NO_SERVER}");
+    }
+}
+
+/// `/<prefix>-<pid>-<nanos>`, unique per call: for a root that must not
+/// exist yet.
+pub fn unique_root(prefix: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_nanos();
+    format!("/{prefix}-{}-{nanos}", std::process::id())
+}
+
+/// This process's run root, once a case root was made under it.
+static RUN_ROOT: OnceLock<String> = OnceLock::new();
+
+/// `/<prefix>-<pid>-<nanos>`, the same for the whole test process.
+fn run_root(prefix: &str) -> &'static str {
+    RUN_ROOT.get_or_init(|| unique_root(prefix))
+}
+
+/// Creates `/<prefix>-<pid>-<nanos>/<name>`, fresh and empty, and returns it.
+pub async fn fresh_case_root(config: &ZkConfig, prefix: &str, name: &str) -> String {
+    let run_root = run_root(prefix);
+    let (admin, _events) = ZkSession::connect(config)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {} to create the case root: {e}", config.connect));
+    match admin.create(run_root, b"", CreateMode::Persistent).await {
+        Ok(_) | Err(ZkError::NodeExists { .. }) => {}
+        Err(e) => panic!("create {run_root}: {e}"),
+    }
+    let root = format!("{run_root}/{name}");
+    admin
+        .create(&root, b"", CreateMode::Persistent)
+        .await
+        .unwrap_or_else(|e| panic!("create the case root {root}: {e}"));
+    admin.close().await.expect("close the admin session");
+    root
+}
+
+/// Deletes this process's run root if its cases left it empty: a failing
+/// case keeps its nodes, and so the run root, for a look with zkCli or
+/// kazoo.
+pub async fn delete_run_root_if_empty(config: &ZkConfig) {
+    let Some(run_root) = RUN_ROOT.get() else {
+        return;
+    };
+    let Ok((admin, _events)) = ZkSession::connect(config).await else {
+        return;
+    };
+    // `NotEmpty` when a case failed: that is the point.
+    let _ = admin.delete(run_root, None).await;
+    let _ = admin.close().await;
+}
+
+/// Deletes `root` and everything under it (best effort: a node that
+/// vanished meanwhile is fine).
+pub async fn delete_tree(config: &ZkConfig, root: &str) {
+    let Ok((admin, _events)) = ZkSession::connect(config).await else {
+        return;
+    };
+    let mut stack = vec![(root.to_owned(), false)];
+    while let Some((path, children_done)) = stack.pop() {
+        if children_done {
+            let _ = admin.delete(&path, None).await;
+            continue;
+        }
+        stack.push((path.clone(), true));
+        if let Ok((children, _)) = admin.get_children(&path, Watch::No).await {
+            for child in children {
+                stack.push((format!("{path}/{child}"), false));
+            }
+        }
+    }
+    let _ = admin.close().await;
+}

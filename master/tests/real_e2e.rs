@@ -1,0 +1,632 @@
+//! The system end to end on a real ZooKeeper, through the real backend: one
+//! master, four workers and 200 tasks, each actor on a session of its own in
+//! this process, under a fresh root. The run must pass the same checks as
+//! the simulator's seeds (`common::checks`), and the server's tree must
+//! agree at the end. Then the bad input a real deployment meets: a root
+//! that does not exist, one that cannot be created, payloads over the size
+//! limit, and tasks that are not valid for their kind.
+//!
+//! `ZKDIST_TEST_ZK` names the server (a connect string). Without it every
+//! test is reported as ignored, never as passed.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use libtest_mimic::{Arguments, Trial};
+use tokio::time::Instant;
+use zkdist_coord::zk::testing::{self, server_trial};
+use zkdist_coord::zk::{ZkConfig, ZkSession};
+use zkdist_coord::{
+    Client, ClientError, Coordinator, CreateMode, EventStream, Layout, MAX_DATA_BYTES, TaskId,
+    TaskPayload, TaskResult, Watch, WorkerId, ZkError,
+};
+use zkdist_master::{MasterDecision, MasterError};
+use zkdist_worker::{WorkerDecision, WorkerError};
+
+use common::checks::{RunLog, check_run};
+use common::*;
+
+const WORKERS: usize = 4;
+const TASKS: u64 = 200;
+/// Tasks queued, and one worker registered, before the master starts: the
+/// master must adopt them when it initialises.
+const TASKS_BEFORE_MASTER: u64 = 20;
+/// Every this many tasks, one fails on purpose.
+const FAIL_EVERY: u64 = 9;
+/// The longest a test waits for something that must happen: a hang guard,
+/// not a speed check.
+const HANG_GUARD: Duration = Duration::from_secs(120);
+/// The prefix of every root these tests create.
+const ROOT_PREFIX: &str = "zkdist-e2e";
+
+fn main() {
+    let mut args = Arguments::from_args();
+    // One test at a time: each runs several sessions against the same
+    // server, and the figures the end-to-end test prints mean more alone.
+    args.test_threads = Some(1);
+    let trials: Vec<Trial> = vec![
+        server_trial("one_master_four_workers_two_hundred_tasks", |connect| {
+            testing::runtime().block_on(one_master_four_workers_two_hundred_tasks(connect))
+        }),
+        server_trial(
+            "a_root_that_does_not_exist_is_created_on_first_use",
+            |connect| {
+                testing::runtime()
+                    .block_on(a_root_that_does_not_exist_is_created_on_first_use(connect))
+            },
+        ),
+        server_trial(
+            "a_root_that_cannot_be_created_is_a_clear_error",
+            |connect| {
+                testing::runtime().block_on(a_root_that_cannot_be_created_is_a_clear_error(connect))
+            },
+        ),
+        server_trial(
+            "a_payload_over_the_limit_is_refused_at_submit_and_the_largest_allowed_runs",
+            |connect| {
+                testing::runtime().block_on(
+                    a_payload_over_the_limit_is_refused_at_submit_and_the_largest_allowed_runs(
+                        connect,
+                    ),
+                )
+            },
+        ),
+        server_trial(
+            "bad_tasks_get_failure_results_and_the_worker_goes_on",
+            |connect| {
+                testing::runtime().block_on(bad_tasks_get_failure_results_and_the_worker_goes_on(
+                    connect,
+                ))
+            },
+        ),
+    ];
+    testing::note_if_ignored();
+    let conclusion = libtest_mimic::run(&args, trials);
+    if let Some(connect) = testing::test_zk() {
+        testing::runtime().block_on(testing::delete_run_root_if_empty(&testing::config(
+            &connect,
+        )));
+    }
+    conclusion.exit()
+}
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+async fn connect(config: &ZkConfig) -> (ZkSession, EventStream) {
+    ZkSession::connect(config)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {}: {e}", config.connect))
+}
+
+async fn real_client(config: &ZkConfig, layout: &Layout) -> Client<ZkSession> {
+    let (zk, events) = connect(config).await;
+    Client::new(zk, events, layout.clone())
+}
+
+/// Starts a master on a session of its own; returns it with a handle on
+/// the session, to close it at the end.
+async fn real_master(config: &ZkConfig, layout: &Layout) -> (RunningMaster, ZkSession) {
+    let (zk, events) = connect(config).await;
+    (spawn_master(zk.clone(), events, layout).await, zk)
+}
+
+async fn real_worker(config: &ZkConfig, layout: &Layout) -> (RunningWorker, ZkSession) {
+    let (zk, events) = connect(config).await;
+    (spawn_worker(zk.clone(), events, layout, TestHandler), zk)
+}
+
+/// Waits for `task`'s result, failing the test (not hanging) if it never
+/// comes.
+async fn wait_result(client: &mut Client<ZkSession>, task: &TaskId) -> TaskResult {
+    tokio::time::timeout(HANG_GUARD, client.wait(task))
+        .await
+        .unwrap_or_else(|_| panic!("no result for {task} within {HANG_GUARD:?}"))
+        .unwrap_or_else(|e| panic!("wait for {task}: {e}"))
+}
+
+/// Takes `running`'s decisions into `log` until `done(log)` holds.
+async fn collect_until<T, D>(
+    running: &mut Running<T, D>,
+    log: &mut Vec<D>,
+    what: &str,
+    done: impl Fn(&[D]) -> bool,
+) {
+    let deadline = Instant::now() + HANG_GUARD;
+    loop {
+        log.extend(running.decisions_so_far());
+        if done(log) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within {HANG_GUARD:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn children(zk: &ZkSession, path: &str) -> Vec<String> {
+    let (mut children, _) = zk
+        .get_children(path, Watch::No)
+        .await
+        .unwrap_or_else(|e| panic!("list {path}: {e}"));
+    children.sort();
+    children
+}
+
+/// Deletes the root and checks that nothing of it is left.
+async fn delete_root(config: &ZkConfig, root: &str) {
+    testing::delete_tree(config, root).await;
+    let (zk, _events) = connect(config).await;
+    assert_eq!(
+        zk.exists(root, Watch::No).await.unwrap(),
+        None,
+        "{root} is cleaned up"
+    );
+    zk.close().await.unwrap();
+}
+
+fn work_us(n: u64) -> u64 {
+    // A little real work, different per task, so that workers interleave.
+    (n * 7_919) % 2_000
+}
+
+// ---------------------------------------------------------------------------
+// End to end.
+
+async fn one_master_four_workers_two_hundred_tasks(connect_string: String) {
+    let config = testing::config(&connect_string);
+    let root = testing::fresh_case_root(&config, ROOT_PREFIX, "two-hundred-tasks").await;
+    let layout = Layout::new(&root).unwrap();
+    let mut client = real_client(&config, &layout).await;
+
+    let mut submitted = Vec::new();
+    let submit = async |client: &Client<ZkSession>, n: u64| {
+        let kind = if n % FAIL_EVERY == FAIL_EVERY - 1 {
+            "fail"
+        } else {
+            "echo"
+        };
+        let task = client
+            .submit(&payload(kind, n, work_us(n)))
+            .await
+            .unwrap_or_else(|e| panic!("submit task {n}: {e}"));
+        (task, expected_result(kind, n))
+    };
+    for n in 0..TASKS_BEFORE_MASTER {
+        submitted.push(submit(&client, n).await);
+    }
+    let mut workers = Vec::new();
+    let mut sessions = Vec::new();
+    let mut worker_decisions: Vec<Vec<WorkerDecision>> = vec![Vec::new(); WORKERS];
+    let (mut first, first_session) = real_worker(&config, &layout).await;
+    collect_until(
+        &mut first,
+        &mut worker_decisions[0],
+        "the first worker registers",
+        |log| {
+            log.iter()
+                .any(|d| matches!(d, WorkerDecision::Registered { .. }))
+        },
+    )
+    .await;
+    workers.push(first);
+    sessions.push(first_session);
+
+    let started = Instant::now();
+    let (mut master, master_session) = real_master(&config, &layout).await;
+    // The master adopts the worker and the tasks it finds when it
+    // initialises.
+    let mut master_decisions = Vec::new();
+    collect_until(
+        &mut master,
+        &mut master_decisions,
+        "the master initialises",
+        |log| {
+            log.iter()
+                .any(|d| matches!(d, MasterDecision::Initialised { .. }))
+        },
+    )
+    .await;
+    assert_eq!(
+        master_decisions
+            .iter()
+            .find(|d| matches!(d, MasterDecision::Initialised { .. })),
+        Some(&MasterDecision::Initialised {
+            workers: 1,
+            pending_tasks: TASKS_BEFORE_MASTER as usize,
+            busy_workers: 0,
+        })
+    );
+    for _ in 1..WORKERS {
+        let (worker, session) = real_worker(&config, &layout).await;
+        workers.push(worker);
+        sessions.push(session);
+    }
+    for n in TASKS_BEFORE_MASTER..TASKS {
+        submitted.push(submit(&client, n).await);
+    }
+    let mut results = Vec::new();
+    for (task, _) in &submitted {
+        results.push(wait_result(&mut client, task).await);
+    }
+    let elapsed = started.elapsed();
+    eprintln!(
+        "real_e2e: {TASKS} tasks through {WORKERS} workers on {connect_string}: \
+         master start to last result {:.2} s, {:.0} tasks/s",
+        elapsed.as_secs_f64(),
+        TASKS as f64 / elapsed.as_secs_f64()
+    );
+
+    // Quiescence: the master has seen every worker go idle.
+    collect_until(
+        &mut master,
+        &mut master_decisions,
+        "the master sees every task finished",
+        |log| {
+            log.iter()
+                .filter(|d| matches!(d, MasterDecision::WorkerIdle { .. }))
+                .count()
+                == TASKS as usize
+        },
+    )
+    .await;
+
+    // The server's tree agrees: the submitted tasks and nothing else, each
+    // with exactly one child, its result; no assignment left; every worker
+    // registered.
+    let zk = client.session();
+    let task_names: Vec<String> = submitted.iter().map(|(t, _)| t.to_string()).collect();
+    assert_eq!(children(zk, &layout.tasks_dir()).await, task_names);
+    for (task, expected) in &submitted {
+        assert_eq!(
+            children(zk, &layout.task(task)).await,
+            ["result"],
+            "{task} has one result"
+        );
+        let (data, stat) = zk.get_data(&layout.result(task), Watch::No).await.unwrap();
+        assert_eq!(&TaskResult::decode(&data).unwrap(), expected, "{task}");
+        assert_eq!(stat.version, 0, "{task}'s result was written once");
+    }
+    assert_eq!(
+        children(zk, &layout.assignments_dir()).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(children(zk, &layout.workers_dir()).await.len(), WORKERS);
+
+    let (final_state, rest) = master.stop().await;
+    master_decisions.extend(rest);
+    let final_state = final_state.expect("the master ran until stopped");
+    for (worker, log) in workers.into_iter().zip(&mut worker_decisions) {
+        let (outcome, rest) = worker.stop().await;
+        outcome.expect("the worker ran until stopped");
+        log.extend(rest);
+    }
+    let all_worker_decisions: Vec<WorkerDecision> =
+        worker_decisions.iter().flatten().cloned().collect();
+    let run = RunLog {
+        submitted: &submitted,
+        results: &results,
+        master_decisions: &master_decisions,
+        worker_decisions: &all_worker_decisions,
+        final_state: &final_state,
+        workers: WORKERS,
+    };
+    if let Err(what) = check_run(&run) {
+        panic!("real server {connect_string}: {what}");
+    }
+    // How the work was spread (printed, not checked: it depends on timing).
+    for (index, log) in worker_decisions.iter().enumerate() {
+        let ran = log
+            .iter()
+            .filter(|d| matches!(d, WorkerDecision::ResultWritten { .. }))
+            .count();
+        eprintln!("real_e2e: worker {index} ran {ran} tasks");
+    }
+
+    // Stopped workers deregister; closed sessions take their ephemerals
+    // (the master node, the worker ids) with them.
+    assert_eq!(
+        children(zk, &layout.workers_dir()).await,
+        Vec::<String>::new()
+    );
+    master_session.close().await.unwrap();
+    for session in sessions {
+        session.close().await.unwrap();
+    }
+    assert_eq!(zk.exists(&layout.master(), Watch::No).await.unwrap(), None);
+    assert_eq!(children(zk, &layout.ids_dir()).await, Vec::<String>::new());
+    client.session().close().await.unwrap();
+    delete_root(&config, &root).await;
+}
+
+// ---------------------------------------------------------------------------
+// Bad input.
+
+async fn a_root_that_does_not_exist_is_created_on_first_use(connect_string: String) {
+    let config = testing::config(&connect_string);
+    let parent = testing::fresh_case_root(&config, ROOT_PREFIX, "missing-root").await;
+    let root = format!("{parent}/not/there/yet");
+    let layout = Layout::new(&root).unwrap();
+    let mut client = real_client(&config, &layout).await;
+    let zk = client.session().clone();
+    assert_eq!(
+        zk.exists(&format!("{parent}/not"), Watch::No)
+            .await
+            .unwrap(),
+        None
+    );
+
+    // Reading the status of a root nobody used is a clear error naming it,
+    // and creates nothing.
+    match client.status().await {
+        Err(error @ ClientError::NoLayout { .. }) => {
+            assert!(error.to_string().contains(&root), "{error}");
+        }
+        other => panic!("status of a missing root gave {other:?}"),
+    }
+    assert_eq!(
+        zk.exists(&format!("{parent}/not"), Watch::No)
+            .await
+            .unwrap(),
+        None
+    );
+
+    // The first submit creates the root, its missing parents and the four
+    // directories.
+    let task = client.submit(&payload("echo", 1, 0)).await.unwrap();
+    for dir in [
+        layout.root().to_owned(),
+        layout.workers_dir(),
+        layout.tasks_dir(),
+        layout.assignments_dir(),
+        layout.ids_dir(),
+    ] {
+        assert!(
+            zk.exists(&dir, Watch::No).await.unwrap().is_some(),
+            "{dir} was created"
+        );
+    }
+    let (master, master_session) = real_master(&config, &layout).await;
+    let (worker, worker_session) = real_worker(&config, &layout).await;
+    assert_eq!(
+        wait_result(&mut client, &task).await,
+        expected_result("echo", 1)
+    );
+    master.stop().await.0.expect("the master ran until stopped");
+    worker.stop().await.0.expect("the worker ran until stopped");
+    master_session.close().await.unwrap();
+    worker_session.close().await.unwrap();
+    zk.close().await.unwrap();
+    delete_root(&config, &parent).await;
+}
+
+async fn a_root_that_cannot_be_created_is_a_clear_error(connect_string: String) {
+    let config = testing::config(&connect_string);
+    let parent = testing::fresh_case_root(&config, ROOT_PREFIX, "uncreatable-root").await;
+    // Ephemeral nodes cannot have children: nothing can be laid out under
+    // this one.
+    let ephemeral = format!("{parent}/ephemeral");
+    let (owner, _owner_events) = connect(&config).await;
+    owner
+        .create(&ephemeral, b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let root = format!("{ephemeral}/zkdist");
+    let layout = Layout::new(&root).unwrap();
+
+    let client = real_client(&config, &layout).await;
+    let error = client
+        .submit(&payload("echo", 1, 0))
+        .await
+        .expect_err("nothing can be created under an ephemeral node");
+    assert!(
+        matches!(
+            &error,
+            ClientError::Zk(ZkError::NoChildrenForEphemerals { path }) if path == &root
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains(&root), "{error}");
+
+    match run_master_unclaimed(&config, &layout).await {
+        Err(error @ MasterError::Layout { .. }) => {
+            assert!(error.to_string().contains(&root), "{error}");
+        }
+        other => panic!("a master under {root} gave {other:?}"),
+    }
+    let (zk, events) = connect(&config).await;
+    let worker = zkdist_worker::Worker::new(zk.clone(), events, layout.clone(), TestHandler)
+        .run()
+        .await;
+    match worker {
+        Err(error @ WorkerError::Layout { .. }) => {
+            assert!(error.to_string().contains(&root), "{error}");
+        }
+        other => panic!("a worker under {root} gave {other:?}"),
+    }
+    zk.close().await.unwrap();
+    client.session().close().await.unwrap();
+    owner.close().await.unwrap();
+    delete_root(&config, &parent).await;
+}
+
+/// Runs a master without claiming the master node first (the claim itself
+/// would fail under a root that cannot be created), to see how it fails.
+async fn run_master_unclaimed(
+    config: &ZkConfig,
+    layout: &Layout,
+) -> Result<zkdist_master::MasterState, MasterError> {
+    let (zk, events) = connect(config).await;
+    let outcome = tokio::time::timeout(
+        HANG_GUARD,
+        zkdist_master::Master::new(zk.clone(), events, layout.clone()).run(),
+    )
+    .await
+    .expect("a master that cannot lay out its tree stops at once");
+    zk.close().await.unwrap();
+    outcome
+}
+
+/// A payload of kind `echo` for task `n`, padded to exactly `len` bytes.
+fn padded_payload(n: u64, len: usize) -> Vec<u8> {
+    let bare = TaskPayload::new("echo")
+        .with("n", n)
+        .with("work_us", 0)
+        .with("pad", "")
+        .encode()
+        .unwrap();
+    assert!(len >= bare.len());
+    let padded = TaskPayload::new("echo")
+        .with("n", n)
+        .with("work_us", 0)
+        .with("pad", "x".repeat(len - bare.len()))
+        .encode()
+        .unwrap();
+    assert_eq!(padded.len(), len);
+    padded
+}
+
+async fn a_payload_over_the_limit_is_refused_at_submit_and_the_largest_allowed_runs(
+    connect_string: String,
+) {
+    let config = testing::config(&connect_string);
+    let root = testing::fresh_case_root(&config, ROOT_PREFIX, "payload-limit").await;
+    let layout = Layout::new(&root).unwrap();
+    let mut client = real_client(&config, &layout).await;
+    let zk = client.session().clone();
+
+    let too_big = padded_payload(1, MAX_DATA_BYTES + 1);
+    match client.submit(&too_big).await {
+        Err(error @ ClientError::PayloadTooLarge(_)) => {
+            let message = error.to_string();
+            assert!(
+                message.contains(&format!("{MAX_DATA_BYTES}-byte limit")),
+                "{message}"
+            );
+            assert!(
+                message.contains(&(MAX_DATA_BYTES + 1).to_string()),
+                "{message}"
+            );
+        }
+        other => panic!("an oversized payload gave {other:?}"),
+    }
+    assert_eq!(
+        children(&zk, &root).await,
+        Vec::<String>::new(),
+        "nothing was sent for the refused payload"
+    );
+
+    // The largest payload zkdist allows is one the real server accepts, and
+    // a worker can read and run it.
+    let largest = padded_payload(2, MAX_DATA_BYTES);
+    let task = client.submit(&largest).await.unwrap();
+    let (stored, _) = zk.get_data(&layout.task(&task), Watch::No).await.unwrap();
+    assert_eq!(stored.len(), MAX_DATA_BYTES);
+    let (master, master_session) = real_master(&config, &layout).await;
+    let (worker, worker_session) = real_worker(&config, &layout).await;
+    assert_eq!(
+        wait_result(&mut client, &task).await,
+        expected_result("echo", 2)
+    );
+    master.stop().await.0.expect("the master ran until stopped");
+    worker.stop().await.0.expect("the worker ran until stopped");
+    master_session.close().await.unwrap();
+    worker_session.close().await.unwrap();
+    zk.close().await.unwrap();
+    delete_root(&config, &root).await;
+}
+
+async fn bad_tasks_get_failure_results_and_the_worker_goes_on(connect_string: String) {
+    let config = testing::config(&connect_string);
+    let root = testing::fresh_case_root(&config, ROOT_PREFIX, "bad-tasks").await;
+    let layout = Layout::new(&root).unwrap();
+    let mut client = real_client(&config, &layout).await;
+
+    // Not a payload at all: refused at submit, naming what is missing.
+    match client.submit(b"not json").await {
+        Err(error @ ClientError::InvalidPayload(_)) => {
+            assert!(error.to_string().contains("\"kind\""), "{error}");
+        }
+        other => panic!("a payload that is not JSON gave {other:?}"),
+    }
+
+    let (master, master_session) = real_master(&config, &layout).await;
+    let (mut worker, worker_session) = real_worker(&config, &layout).await;
+    let no_n = TaskPayload::new("echo")
+        .with("work_us", 0)
+        .encode()
+        .unwrap();
+    let cases: [(Vec<u8>, TaskResult); 4] = [
+        (
+            payload("sort", 1, 0),
+            TaskResult::failure("unknown kind \"sort\""),
+        ),
+        (no_n, TaskResult::failure("payload has no numeric \"n\"")),
+        (payload("panic", 3, 0), expected_result("panic", 3)),
+        (payload("echo", 4, 0), expected_result("echo", 4)),
+    ];
+    let mut tasks = Vec::new();
+    for (payload, expected) in &cases {
+        tasks.push((client.submit(payload).await.unwrap(), expected.clone()));
+    }
+    for (task, expected) in &tasks {
+        assert_eq!(&wait_result(&mut client, task).await, expected, "{task}");
+    }
+
+    // One worker did all four, and is still registered and idle.
+    let mut worker_log = Vec::new();
+    collect_until(
+        &mut worker,
+        &mut worker_log,
+        "the worker releases the last task",
+        |log| {
+            log.iter()
+                .filter(|d| matches!(d, WorkerDecision::AssignmentReleased { .. }))
+                .count()
+                == tasks.len()
+        },
+    )
+    .await;
+    let worker_id: WorkerId = match worker_log.first() {
+        Some(WorkerDecision::Registered { worker }) => worker.clone(),
+        other => panic!("the worker's first decision is {other:?}"),
+    };
+    let status = client.status().await.unwrap();
+    assert_eq!(status.workers, std::slice::from_ref(&worker_id));
+    assert_eq!(status.finished_tasks, tasks.len());
+    assert_eq!(status.pending_tasks + status.assigned_tasks, 0);
+    let (outcome, rest) = worker.stop().await;
+    assert_eq!(outcome.expect("the worker never died"), worker_id);
+    worker_log.extend(rest);
+    let written: Vec<(TaskId, bool)> = worker_log
+        .iter()
+        .filter_map(|d| match d {
+            WorkerDecision::ResultWritten {
+                task,
+                success,
+                worker,
+            } => {
+                assert_eq!(worker, &worker_id);
+                Some((task.clone(), *success))
+            }
+            _ => None,
+        })
+        .collect();
+    let expected_written: Vec<(TaskId, bool)> = tasks
+        .iter()
+        .map(|(task, result)| (task.clone(), result.is_success()))
+        .collect();
+    assert_eq!(written, expected_written);
+    let distinct: BTreeSet<&TaskId> = written.iter().map(|(t, _)| t).collect();
+    assert_eq!(distinct.len(), tasks.len());
+
+    master.stop().await.0.expect("the master ran until stopped");
+    master_session.close().await.unwrap();
+    worker_session.close().await.unwrap();
+    client.session().close().await.unwrap();
+    delete_root(&config, &root).await;
+}

@@ -1,0 +1,279 @@
+//! The explorer: runs the whole system on many seeds, each a different
+//! random schedule (latencies, who starts when, how long tasks take and,
+//! when asked, faults), with the checker on. The same seed and the same
+//! config run the same schedule, byte for byte, which is what `zkdist
+//! replay` relies on.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::checker::Violation;
+use crate::harness::{Harness, HarnessConfig, RunReport};
+use crate::plan::{FaultKind, Plan, PlannedFault, Target};
+
+/// The session timeout of every explorer run. Short, so that a cut past it
+/// (and a crash) ends a session soon; simulated time costs nothing anyway.
+pub const SESSION_TIMEOUT_MS: u64 = 2_000;
+/// How long, in simulated time, a run waits for every task's result once
+/// the workload is in. A task without a result by then is lost.
+pub const RESULT_LIMIT: Duration = Duration::from_secs(60);
+/// Bounds that keep a run small enough to be a unit of exploration.
+pub const MAX_WORKERS: usize = 64;
+pub const MAX_TASKS: usize = 10_000;
+
+/// Which sources of trouble a run draws from its seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Faults {
+    /// Zero latency: only the seeded tie-breaks between simultaneous
+    /// messages, the order of listings and the workload vary.
+    #[default]
+    None,
+    /// Random latency distributions too (uniform, fixed, heavy-tailed).
+    Latency,
+    /// Random latency plus one to three faults: link cuts (short, or past
+    /// the session timeout), session expiries and process crashes, on the
+    /// master or a worker, at random times.
+    All,
+}
+
+impl Faults {
+    pub const ALL: [Faults; 3] = [Faults::None, Faults::Latency, Faults::All];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Faults::None => "none",
+            Faults::Latency => "latency",
+            Faults::All => "all",
+        }
+    }
+}
+
+impl fmt::Display for Faults {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Faults {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Faults, String> {
+        Faults::ALL
+            .into_iter()
+            .find(|faults| faults.name() == text)
+            .ok_or_else(|| format!("unknown fault mode {text:?}: expected none, latency or all"))
+    }
+}
+
+/// What every seed of one exploration runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExploreConfig {
+    pub workers: usize,
+    pub tasks: usize,
+    pub faults: Faults,
+    /// A planted bug, for the tests that show the explorer catches it.
+    #[cfg(feature = "mutants")]
+    pub mutant: Option<crate::mutant::Mutant>,
+}
+
+impl Default for ExploreConfig {
+    fn default() -> ExploreConfig {
+        ExploreConfig {
+            workers: 3,
+            tasks: 20,
+            faults: Faults::None,
+            #[cfg(feature = "mutants")]
+            mutant: None,
+        }
+    }
+}
+
+impl ExploreConfig {
+    /// Refuses sizes the explorer cannot run, naming the bound.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=MAX_WORKERS).contains(&self.workers) {
+            return Err(format!(
+                "--workers must be between 1 and {MAX_WORKERS}, got {}",
+                self.workers
+            ));
+        }
+        if !(1..=MAX_TASKS).contains(&self.tasks) {
+            return Err(format!(
+                "--tasks must be between 1 and {MAX_TASKS}, got {}",
+                self.tasks
+            ));
+        }
+        Ok(())
+    }
+
+    /// The command that replays `seed` under this config.
+    pub fn replay_command(&self, seed: u64) -> String {
+        format!(
+            "zkdist replay --seed {seed} --workers {} --tasks {} --faults {}",
+            self.workers, self.tasks, self.faults
+        )
+    }
+}
+
+/// One seed's run, as the explorer reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeedOutcome {
+    pub seed: u64,
+    pub steps: u64,
+    pub trace_lines: usize,
+    /// [`crate::trace::digest`] of the whole trace.
+    pub trace_digest: u64,
+    pub violation: Option<Violation>,
+    /// The whole trace, when the caller asked to keep it.
+    pub trace: Option<Vec<String>>,
+}
+
+impl SeedOutcome {
+    fn of(report: RunReport, keep_trace: bool) -> SeedOutcome {
+        SeedOutcome {
+            seed: report.seed,
+            steps: report.steps,
+            trace_lines: report.trace.len(),
+            trace_digest: crate::trace::digest(&report.trace),
+            violation: report.violation,
+            trace: keep_trace.then_some(report.trace),
+        }
+    }
+}
+
+/// Runs one seed's schedule to the end (or to its first violation) on a
+/// fresh simulation runtime.
+///
+/// # Panics
+/// If `config` is invalid (see [`ExploreConfig::validate`]).
+pub fn run_seed(seed: u64, config: &ExploreConfig) -> RunReport {
+    if let Err(error) = config.validate() {
+        panic!("{error}");
+    }
+    let plan = Plan::draw(seed, config);
+    zkdist_sim::runtime::block_on(seed, run_plan(seed, config.clone(), plan))
+}
+
+async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan) -> RunReport {
+    let mut harness_config = HarnessConfig::new(seed, plan.latency);
+    harness_config.session_timeout_ms = SESSION_TIMEOUT_MS;
+    #[cfg(feature = "mutants")]
+    {
+        harness_config.mutant = config.mutant;
+    }
+    let _ = &config;
+    let h = Harness::start(harness_config).await;
+    let all_finished = h
+        .guard(async {
+            for &work_us in &plan.work_us[..plan.tasks_before_master] {
+                h.submit(work_us).await;
+            }
+            for _ in 0..plan.workers_before_master {
+                h.start_worker().await;
+            }
+            h.start_master().await;
+            let master_started = Instant::now();
+            let workers = async {
+                for &gap_us in &plan.worker_gaps_us {
+                    tokio::time::sleep(Duration::from_micros(gap_us)).await;
+                    h.start_worker().await;
+                }
+            };
+            let tasks = async {
+                let later = &plan.work_us[plan.tasks_before_master..];
+                for (&gap_us, &work_us) in plan.task_gaps_us.iter().zip(later) {
+                    tokio::time::sleep(Duration::from_micros(gap_us)).await;
+                    h.submit(work_us).await;
+                }
+            };
+            let faults = async {
+                for fault in &plan.faults {
+                    let at = master_started + Duration::from_micros(fault.at_us);
+                    tokio::time::sleep_until(at).await;
+                    inject(&h, fault).await;
+                }
+            };
+            tokio::join!(workers, tasks, faults);
+            h.all_finished(RESULT_LIMIT).await
+        })
+        .await;
+    match all_finished {
+        // The checker's end-of-run check names whatever did not finish.
+        Some(_) => h.finish().await,
+        None => h.report().await,
+    }
+}
+
+async fn inject(h: &Harness, fault: &PlannedFault) {
+    let session = match fault.target {
+        Target::Master => h.master_session(),
+        Target::Worker(n) if n <= h.workers_started() => h.worker_session(n),
+        Target::Worker(n) => {
+            h.sim()
+                .note(format!("harness: no fault on w{n}, which has not started"));
+            return;
+        }
+    };
+    match fault.kind {
+        FaultKind::CutShort { ms } | FaultKind::CutLong { ms } => {
+            h.cut(session, Duration::from_millis(ms)).await
+        }
+        FaultKind::Expire => h.expire(session).await,
+        FaultKind::Crash => h.crash(session).await,
+    }
+}
+
+/// Runs `seeds` under `config` on `jobs` threads (each seed on its own
+/// runtime) and hands every outcome to `on_outcome` in seed order. With
+/// `keep_traces`, outcomes carry their whole trace.
+pub fn explore(
+    seeds: Range<u64>,
+    config: &ExploreConfig,
+    jobs: usize,
+    keep_traces: bool,
+    mut on_outcome: impl FnMut(SeedOutcome),
+) {
+    let jobs = jobs.clamp(1, 64);
+    let next_seed = AtomicU64::new(seeds.start);
+    let (outcomes_tx, outcomes) = mpsc::channel::<SeedOutcome>();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let outcomes_tx = outcomes_tx.clone();
+            let next_seed = &next_seed;
+            let end = seeds.end;
+            scope.spawn(move || {
+                loop {
+                    let seed = next_seed.fetch_add(1, Ordering::Relaxed);
+                    if seed >= end {
+                        return;
+                    }
+                    let outcome = SeedOutcome::of(run_seed(seed, config), keep_traces);
+                    if outcomes_tx.send(outcome).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(outcomes_tx);
+        // Threads finish seeds out of order; hand them over in order.
+        let mut waiting: BTreeMap<u64, SeedOutcome> = BTreeMap::new();
+        let mut next_to_report = seeds.start;
+        for outcome in outcomes {
+            waiting.insert(outcome.seed, outcome);
+            while let Some(outcome) = waiting.remove(&next_to_report) {
+                on_outcome(outcome);
+                next_to_report += 1;
+            }
+        }
+        assert!(
+            waiting.is_empty() && next_to_report >= seeds.end,
+            "every seed was reported, in order"
+        );
+    });
+}

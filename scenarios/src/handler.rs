@@ -1,0 +1,41 @@
+//! The task handler the testbed's workers run: it takes a seeded amount of
+//! simulated time and answers deterministically, so a run depends on the
+//! seed alone.
+
+use std::time::Duration;
+
+use zkdist_coord::TaskPayload;
+use zkdist_worker::{TaskError, TaskHandler};
+
+/// Runs `work` tasks: sleeps `work_us` microseconds of simulated time, then
+/// answers `done <n>`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WorkHandler;
+
+/// A `work` task's payload: task number `n`, taking `work_us` to run.
+pub fn task_payload(n: u64, work_us: u64) -> Vec<u8> {
+    TaskPayload::new("work")
+        .with("n", n)
+        .with("work_us", work_us)
+        .encode()
+        .expect("the kind is not empty")
+}
+
+impl TaskHandler for WorkHandler {
+    async fn run(&self, task: &[u8]) -> Result<Vec<u8>, TaskError> {
+        let payload = TaskPayload::decode(task).map_err(|error| TaskError::from_display(&error))?;
+        let field = |name: &str| {
+            payload
+                .fields
+                .get(name)
+                .and_then(|value| value.as_u64())
+                .ok_or_else(|| TaskError::new(format!("payload has no numeric {name:?}")))
+        };
+        let n = field("n")?;
+        tokio::time::sleep(Duration::from_micros(field("work_us")?)).await;
+        match payload.kind.as_str() {
+            "work" => Ok(format!("done {n}").into_bytes()),
+            other => Err(TaskError::new(format!("unknown kind {other:?}"))),
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Test-only mutants: the real master and worker, each run on a session
+//! that plants one known bug, so the tests can show that the checker and
+//! the explorer catch it. Built only with the `mutants` feature, which only
+//! this crate's own tests turn on.
+//!
+//! A mutant is a [`Coordinator`] wrapped around the actor's session: the
+//! actor's code is untouched, but what it sees or does through ZooKeeper
+//! is what the bug would make it see or do.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use zkdist_coord::{
+    Coordinator, CreateMode, Layout, Op, OpResult, SessionId, Stat, TaskId, Watch, WorkerId,
+    ZkResult, path,
+};
+
+use crate::checker::Invariant;
+
+/// One planted bug.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mutant {
+    /// The master's assignments listing always comes back empty: it takes
+    /// every busy worker for idle (it assigns without checking idleness).
+    MasterAssignsBusyWorkers,
+    /// The master's tasks loop skips its diff after the first listing: it
+    /// keeps seeing the first listing, so later tasks are never queued.
+    MasterSkipsTasksDiff,
+    /// The master lists the worker-id scratch directory instead of the
+    /// registrations: it sees workers before they register.
+    MasterListsIdsAsWorkers,
+    /// The master sends the assignment create of every even-numbered task a
+    /// few milliseconds late, from a task of its own: creates overtake each
+    /// other.
+    MasterReordersCreates,
+    /// The worker arms its assignment watch only after registering (a few
+    /// milliseconds later), and ignores an assignment already there.
+    WorkerArmsAfterRegistering,
+    /// The worker deletes its assignment before writing the task's result.
+    WorkerReleasesBeforeResult,
+}
+
+impl Mutant {
+    pub const ALL: [Mutant; 6] = [
+        Mutant::MasterAssignsBusyWorkers,
+        Mutant::MasterSkipsTasksDiff,
+        Mutant::MasterListsIdsAsWorkers,
+        Mutant::MasterReordersCreates,
+        Mutant::WorkerArmsAfterRegistering,
+        Mutant::WorkerReleasesBeforeResult,
+    ];
+
+    /// Whether the master carries the bug (else every worker does).
+    pub fn is_master(self) -> bool {
+        matches!(
+            self,
+            Mutant::MasterAssignsBusyWorkers
+                | Mutant::MasterSkipsTasksDiff
+                | Mutant::MasterListsIdsAsWorkers
+                | Mutant::MasterReordersCreates
+        )
+    }
+
+    /// The invariant the bug characteristically breaks (on some seeds
+    /// another may break first).
+    pub fn breaks(self) -> Invariant {
+        match self {
+            Mutant::MasterAssignsBusyWorkers => Invariant::WorkerAssignedTwice,
+            Mutant::MasterListsIdsAsWorkers => Invariant::AssignedToUnregistered,
+            Mutant::MasterReordersCreates => Invariant::FifoOrder,
+            Mutant::MasterSkipsTasksDiff
+            | Mutant::WorkerArmsAfterRegistering
+            | Mutant::WorkerReleasesBeforeResult => Invariant::FinishedExactlyOnce,
+        }
+    }
+}
+
+/// How late the reordering master sends a delayed create.
+const REORDER_DELAY: Duration = Duration::from_millis(3);
+/// How long after registering the late-arming worker arms its watch.
+const LATE_ARM_DELAY: Duration = Duration::from_millis(5);
+
+/// What a mutant remembers between calls.
+#[derive(Debug, Default)]
+struct Memory {
+    first_tasks_listing: Option<Vec<String>>,
+    /// The worker's id, once its id node is created.
+    worker: Option<WorkerId>,
+    /// The late-arming worker's first arm was skipped.
+    first_arm_skipped: bool,
+}
+
+/// A session that plants `mutant`'s bug. Clones share the memory.
+#[derive(Debug, Clone)]
+pub struct MutantSession<C> {
+    inner: C,
+    mutant: Mutant,
+    layout: Layout,
+    memory: Arc<Mutex<Memory>>,
+}
+
+impl<C: Coordinator> MutantSession<C> {
+    pub fn new(inner: C, mutant: Mutant, layout: &Layout) -> MutantSession<C> {
+        MutantSession {
+            inner,
+            mutant,
+            layout: layout.clone(),
+            memory: Arc::new(Mutex::new(Memory::default())),
+        }
+    }
+
+    fn remember<T>(&self, use_memory: impl FnOnce(&mut Memory) -> T) -> T {
+        use_memory(&mut self.memory.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn own_assignment(&self) -> Option<String> {
+        self.remember(|memory| memory.worker.clone())
+            .map(|worker| self.layout.assignment(&worker))
+    }
+
+    /// Whether `path`, created with `data`, is an assignment of an
+    /// even-numbered task.
+    fn delayed_create(&self, path: &str, data: &[u8]) -> bool {
+        self.mutant == Mutant::MasterReordersCreates
+            && path::parent(path) == self.layout.assignments_dir()
+            && std::str::from_utf8(data)
+                .ok()
+                .and_then(|name| TaskId::parse(name).ok())
+                .is_some_and(|task| task.sequence() % 2 == 0)
+    }
+}
+
+impl<C: Coordinator> Coordinator for MutantSession<C> {
+    fn session_id(&self) -> SessionId {
+        self.inner.session_id()
+    }
+
+    fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> impl Future<Output = ZkResult<String>> + Send {
+        let path = path.to_owned();
+        let data = data.to_vec();
+        async move {
+            if self.delayed_create(&path, &data) {
+                tokio::time::sleep(REORDER_DELAY).await;
+            }
+            let is_result = path.ends_with("/result");
+            if self.mutant == Mutant::WorkerReleasesBeforeResult
+                && is_result
+                && let Some(assignment) = self.own_assignment()
+            {
+                let _ = self.inner.delete(&assignment, None).await;
+            }
+            let created = self.inner.create(&path, &data, mode).await?;
+            if path == self.layout.worker_id_prefix() {
+                let worker = WorkerId::parse(path::name(&created)).ok();
+                self.remember(|memory| memory.worker = worker);
+            }
+            let registered = self
+                .remember(|memory| memory.worker.clone())
+                .is_some_and(|worker| created == self.layout.worker(&worker));
+            if self.mutant == Mutant::WorkerArmsAfterRegistering
+                && registered
+                && let Some(assignment) = self.own_assignment()
+            {
+                tokio::time::sleep(LATE_ARM_DELAY).await;
+                // Armed now; what the read says is ignored.
+                let _ = self.inner.exists(&assignment, Watch::Yes).await;
+            }
+            Ok(created)
+        }
+    }
+
+    fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = ZkResult<()>> + Send {
+        self.inner.delete(path, version)
+    }
+
+    fn exists(
+        &self,
+        path: &str,
+        watch: Watch,
+    ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send {
+        let path = path.to_owned();
+        async move {
+            let first_arm = self.mutant == Mutant::WorkerArmsAfterRegistering
+                && self.own_assignment().as_deref() == Some(path.as_str())
+                && !self.remember(|memory| std::mem::replace(&mut memory.first_arm_skipped, true));
+            if first_arm {
+                // Not armed yet: that happens after registering.
+                return Ok(None);
+            }
+            self.inner.exists(&path, watch).await
+        }
+    }
+
+    fn get_data(
+        &self,
+        path: &str,
+        watch: Watch,
+    ) -> impl Future<Output = ZkResult<(Vec<u8>, Stat)>> + Send {
+        self.inner.get_data(path, watch)
+    }
+
+    fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> impl Future<Output = ZkResult<Stat>> + Send {
+        self.inner.set_data(path, data, version)
+    }
+
+    fn get_children(
+        &self,
+        path: &str,
+        watch: Watch,
+    ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send {
+        let path = path.to_owned();
+        async move {
+            let (children, stat) = self.inner.get_children(&path, watch).await?;
+            let children = match self.mutant {
+                Mutant::MasterAssignsBusyWorkers if path == self.layout.assignments_dir() => {
+                    Vec::new()
+                }
+                Mutant::MasterSkipsTasksDiff if path == self.layout.tasks_dir() => {
+                    self.remember(|memory| {
+                        memory
+                            .first_tasks_listing
+                            .get_or_insert_with(|| children.clone())
+                            .clone()
+                    })
+                }
+                Mutant::MasterListsIdsAsWorkers if path == self.layout.workers_dir() => {
+                    self.inner
+                        .get_children(&self.layout.ids_dir(), Watch::No)
+                        .await?
+                        .0
+                }
+                _ => children,
+            };
+            Ok((children, stat))
+        }
+    }
+
+    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
+        self.inner.multi(ops)
+    }
+
+    fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {
+        self.inner.sync(path)
+    }
+
+    fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {
+        self.inner.close()
+    }
+}

@@ -1,0 +1,185 @@
+//! One explorer run's random choices, all drawn from its seed up front:
+//! the link latency, the workload (who starts when, how long each task
+//! runs) and, when asked, the faults. The simulator draws its own choices
+//! from the same seed with a generator of its own, so the two never shift
+//! each other.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use zkdist_sim::Latency;
+
+use crate::explore::{ExploreConfig, Faults};
+
+/// Separates the plan's generator from the simulator's (same seed).
+const PLAN_STREAM: u64 = 0x5ce0_a210_0e5a_c0de;
+
+/// Whom a fault hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    Master,
+    /// Worker `w<n>`, from 1.
+    Worker(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FaultKind {
+    /// The link is down for this long (shorter than the session timeout:
+    /// the session survives, in-flight requests fail with ConnectionLoss).
+    CutShort {
+        ms: u64,
+    },
+    /// Down past the session timeout: the session expires meanwhile.
+    CutLong {
+        ms: u64,
+    },
+    Expire,
+    Crash,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PlannedFault {
+    /// When, after the master started.
+    pub at_us: u64,
+    pub target: Target,
+    pub kind: FaultKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub latency: Latency,
+    pub workers_before_master: usize,
+    pub tasks_before_master: usize,
+    /// How long each task runs, in submission order.
+    pub work_us: Vec<u64>,
+    /// The pause before starting each worker that starts after the master.
+    pub worker_gaps_us: Vec<u64>,
+    /// The pause before submitting each task that comes after the master.
+    pub task_gaps_us: Vec<u64>,
+    pub faults: Vec<PlannedFault>,
+}
+
+impl Plan {
+    pub(crate) fn draw(seed: u64, config: &ExploreConfig) -> Plan {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ PLAN_STREAM);
+        let latency = match config.faults {
+            Faults::None => Latency::Zero,
+            Faults::Latency | Faults::All => draw_latency(&mut rng),
+        };
+        let workers_before_master = rng.random_range(0..=config.workers);
+        let tasks_before_master = rng.random_range(0..=config.tasks / 3);
+        // Zero-length tasks make finishes coincide with other events.
+        let work_us = (0..config.tasks)
+            .map(|_| match rng.random_range(0..4) {
+                0 => 0,
+                _ => rng.random_range(1..=20_000),
+            })
+            .collect();
+        let worker_gaps_us = (workers_before_master..config.workers)
+            .map(|_| rng.random_range(0..=3_000))
+            .collect();
+        let task_gaps_us = (tasks_before_master..config.tasks)
+            .map(|_| match rng.random_range(0..3) {
+                0 => 0,
+                _ => rng.random_range(1..=4_000),
+            })
+            .collect();
+        let faults = match config.faults {
+            Faults::All => draw_faults(&mut rng, config, crate::explore::SESSION_TIMEOUT_MS),
+            Faults::None | Faults::Latency => Vec::new(),
+        };
+        Plan {
+            latency,
+            workers_before_master,
+            tasks_before_master,
+            work_us,
+            worker_gaps_us,
+            task_gaps_us,
+            faults,
+        }
+    }
+}
+
+fn draw_latency(rng: &mut ChaCha8Rng) -> Latency {
+    match rng.random_range(0..3) {
+        0 => Latency::Fixed {
+            ms: rng.random_range(0..=2),
+        },
+        1 => Latency::Uniform {
+            min_us: rng.random_range(0..=300),
+            max_us: rng.random_range(500..=5_000),
+        },
+        _ => Latency::HeavyTail {
+            base_us: rng.random_range(200..=1_500),
+            tail_probability_pct: rng.random_range(2..=10),
+            tail_max_us: rng.random_range(20_000..=200_000),
+        },
+    }
+}
+
+fn draw_faults(
+    rng: &mut ChaCha8Rng,
+    config: &ExploreConfig,
+    session_timeout_ms: u64,
+) -> Vec<PlannedFault> {
+    let count = rng.random_range(1..=3);
+    let mut faults: Vec<PlannedFault> = (0..count)
+        .map(|_| {
+            // The master is one process among workers + 1.
+            let target = match rng.random_range(0..=config.workers) {
+                0 => Target::Master,
+                n => Target::Worker(n),
+            };
+            let kind = match rng.random_range(0..4) {
+                0 => FaultKind::CutShort {
+                    ms: rng.random_range(1..=session_timeout_ms / 2),
+                },
+                1 => FaultKind::CutLong {
+                    ms: rng.random_range(session_timeout_ms..=2 * session_timeout_ms),
+                },
+                2 => FaultKind::Expire,
+                _ => FaultKind::Crash,
+            };
+            PlannedFault {
+                at_us: rng.random_range(0..=80_000),
+                target,
+                kind,
+            }
+        })
+        .collect();
+    faults.sort_by_key(|fault| fault.at_us);
+    faults
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_follow_the_seed_and_the_mode() {
+        let config = ExploreConfig::default();
+        assert_eq!(Plan::draw(7, &config), Plan::draw(7, &config));
+        assert_ne!(Plan::draw(7, &config), Plan::draw(8, &config));
+        let none = Plan::draw(7, &config);
+        assert_eq!(none.latency, Latency::Zero);
+        assert!(none.faults.is_empty());
+        assert_eq!(none.work_us.len(), config.tasks);
+        assert_eq!(
+            none.task_gaps_us.len(),
+            config.tasks - none.tasks_before_master
+        );
+        let all = ExploreConfig {
+            faults: Faults::All,
+            ..ExploreConfig::default()
+        };
+        let with_faults = (0..20).map(|seed| Plan::draw(seed, &all));
+        for plan in with_faults {
+            assert!((1..=3).contains(&plan.faults.len()));
+            assert!(plan.faults.windows(2).all(|w| w[0].at_us <= w[1].at_us));
+            for fault in &plan.faults {
+                if let Target::Worker(n) = fault.target {
+                    assert!((1..=all.workers).contains(&n));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! What the scenario scripts share: the simulation they run on, waits on
+//! the tree and on the trace, and assertions on the trace.
+
+use std::time::Duration;
+
+use zkdist_coord::{TaskId, WorkerId};
+use zkdist_sim::{Latency, Tree};
+
+use crate::harness::{Harness, HarnessConfig, RunReport};
+
+/// Every message takes exactly one millisecond: the trace's timestamps
+/// then count hops, and a script knows what is due when.
+pub(crate) const LATENCY: Latency = Latency::Fixed { ms: 1 };
+
+/// Far more simulated time than any step of a scenario takes.
+const STEP_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs a scenario's script on a fresh simulation runtime seeded with
+/// `seed`: starts the harness, runs the script until it ends or a rule
+/// breaks, and reports. The script ends the run itself (usually with
+/// [`Harness::finish`]).
+pub(crate) fn run<F>(seed: u64, script: F) -> RunReport
+where
+    F: AsyncFnOnce(&Harness) -> RunReport,
+{
+    zkdist_sim::runtime::block_on(seed, async move {
+        let h = Harness::start(HarnessConfig::new(seed, LATENCY)).await;
+        match h.guard(script(&h)).await {
+            Some(report) => report,
+            None => h.report().await,
+        }
+    })
+}
+
+/// Lets every actor react to what happened so far (a few hops).
+pub(crate) async fn settle() {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+}
+
+/// Waits until `predicate` holds on the tree.
+///
+/// # Panics
+/// If it does not hold within a simulated minute; `what` says what was
+/// awaited.
+pub(crate) async fn until(
+    h: &Harness,
+    what: &str,
+    predicate: impl FnMut(&Tree) -> bool + Send + 'static,
+) {
+    tokio::time::timeout(STEP_LIMIT, h.sim().run_until(predicate))
+        .await
+        .unwrap_or_else(|_| panic!("scenario: timed out waiting until {what}"));
+}
+
+/// With the simulation paused, runs the agenda one item at a time, letting
+/// the actors react after each, until an item leaves a line containing
+/// `needle`. Returns that line.
+///
+/// # Panics
+/// If the agenda stays empty for a simulated second.
+pub(crate) async fn step_until(h: &Harness, needle: &str) -> String {
+    let mut idle_steps = 0;
+    loop {
+        match h.sim().step().await {
+            Some(lines) => {
+                idle_steps = 0;
+                if let Some(line) = lines.lines().find(|line| line.contains(needle)) {
+                    return line.to_owned();
+                }
+            }
+            None => {
+                idle_steps += 1;
+                assert!(
+                    idle_steps < 1000,
+                    "scenario: nothing left to step before a line with {needle:?}"
+                );
+            }
+        }
+        // Time only passes once every task waits: the actors react first.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+pub(crate) fn assignment_exists(
+    h: &Harness,
+    worker: &WorkerId,
+) -> impl FnMut(&Tree) -> bool + Send + 'static {
+    let path = h.layout().assignment(worker);
+    move |tree| tree.exists(&path)
+}
+
+pub(crate) fn assignment_gone(
+    h: &Harness,
+    worker: &WorkerId,
+) -> impl FnMut(&Tree) -> bool + Send + 'static {
+    let path = h.layout().assignment(worker);
+    move |tree| !tree.exists(&path)
+}
+
+pub(crate) fn assignment_holds(
+    h: &Harness,
+    worker: &WorkerId,
+    task: &TaskId,
+) -> impl FnMut(&Tree) -> bool + Send + 'static {
+    let path = h.layout().assignment(worker);
+    let task = task.as_str().as_bytes().to_vec();
+    move |tree| tree.data(&path) == Some(task.as_slice())
+}
+
+/// The index of the first line at or after `from` containing `needle`.
+///
+/// # Panics
+/// If there is none, showing the trace from `from`.
+pub(crate) fn find(trace: &[String], from: usize, needle: &str) -> usize {
+    trace[from..]
+        .iter()
+        .position(|line| line.contains(needle))
+        .map(|offset| from + offset)
+        .unwrap_or_else(|| {
+            panic!(
+                "scenario: no line with {needle:?} after line {}:\n{}",
+                from + 1,
+                trace[from..].join("\n")
+            )
+        })
+}
+
+/// Whether any line at or after `from` contains `needle`.
+pub(crate) fn contains(trace: &[String], from: usize, needle: &str) -> bool {
+    trace[from..].iter().any(|line| line.contains(needle))
+}
+
+/// The tasks the master's rounds assigned, in order, from the trace.
+pub(crate) fn assigned_in_rounds(trace: &[String]) -> Vec<String> {
+    trace
+        .iter()
+        .filter_map(|line| crate::trace::message(line).strip_prefix("decide master: round "))
+        .flat_map(|round| round.split(' ').skip(2))
+        .filter_map(|pair| pair.split_once("->").map(|(task, _)| task.to_owned()))
+        .collect()
+}
+
+/// How many of the master's rounds assigned `task`.
+pub(crate) fn rounds_assigning(trace: &[String], task: &TaskId) -> usize {
+    assigned_in_rounds(trace)
+        .iter()
+        .filter(|assigned| assigned.as_str() == task.as_str())
+        .count()
+}

@@ -1,0 +1,436 @@
+//! The checker has teeth: for each invariant, a crafted sequence that
+//! breaks it is caught (and the same sequence without the bug is not).
+//! Decision rules are fed decisions directly; tree rules run on the
+//! simulator, with the test playing a buggy master or worker by hand
+//! through raw sessions; the end-of-run rules get crafted tree facts and a
+//! master state built through its public inputs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::pending;
+use std::time::Duration;
+
+use zkdist_coord::{Coordinator, CreateMode, Layout, TaskId, WorkerId};
+use zkdist_master::{MasterDecision, MasterState, Trigger};
+use zkdist_scenarios::{
+    Checker, Harness, HarnessConfig, Invariant, RunReport, Step, TreeFacts, trace,
+};
+use zkdist_sim::{Latency, SimSession};
+use zkdist_worker::WorkerDecision;
+
+fn worker(n: u32) -> WorkerId {
+    WorkerId::parse(&format!("worker-{n:010}")).unwrap()
+}
+
+fn task(n: i32) -> TaskId {
+    TaskId::from_sequence(n)
+}
+
+fn round(n: u64, assigned: &[(u32, i32)]) -> MasterDecision {
+    MasterDecision::Round {
+        round: n,
+        triggers: vec![Trigger::NewTask],
+        assigned: assigned
+            .iter()
+            .map(|&(w, t)| (worker(w), task(t)))
+            .collect(),
+    }
+}
+
+fn checker() -> Checker {
+    Checker::new(&Layout::default())
+}
+
+/// Feeds master decisions; returns the invariant of the first violation.
+fn master_log(decisions: &[MasterDecision]) -> Option<Invariant> {
+    let mut checker = checker();
+    for decision in decisions {
+        checker.on_master_decision("master", decision);
+    }
+    checker.violation().map(|violation| {
+        assert!(matches!(violation.step, Step::Decision { .. }));
+        violation.invariant
+    })
+}
+
+fn worker_log(decisions: &[(&str, WorkerDecision)]) -> Option<Invariant> {
+    let mut checker = checker();
+    for (actor, decision) in decisions {
+        checker.on_worker_decision(actor, decision);
+    }
+    checker.violation().map(|violation| violation.invariant)
+}
+
+#[test]
+fn a_round_that_assigns_a_busy_worker_is_caught() {
+    assert_eq!(
+        master_log(&[round(1, &[(1, 0)]), round(2, &[(1, 1)])]),
+        Some(Invariant::WorkerAssignedTwice)
+    );
+    let idle_between = MasterDecision::WorkerIdle {
+        worker: worker(1),
+        finished_task: task(0),
+    };
+    assert_eq!(
+        master_log(&[round(1, &[(1, 0)]), idle_between, round(2, &[(1, 1)])]),
+        None
+    );
+}
+
+#[test]
+fn a_task_assigned_to_two_workers_is_caught() {
+    assert_eq!(
+        master_log(&[round(1, &[(1, 0), (2, 0)])]),
+        Some(Invariant::TaskAssignedTwice)
+    );
+    let started = |w: u32, t: i32| WorkerDecision::TaskStarted {
+        worker: worker(w),
+        task: task(t),
+    };
+    assert_eq!(
+        worker_log(&[("w1", started(1, 0)), ("w2", started(2, 0))]),
+        Some(Invariant::TaskAssignedTwice)
+    );
+    assert_eq!(
+        worker_log(&[("w1", started(1, 0)), ("w2", started(2, 1))]),
+        None
+    );
+}
+
+#[test]
+fn rounds_out_of_submission_order_break_fifo_unless_a_failure_came_first() {
+    let out_of_order = [round(1, &[(1, 1)]), round(2, &[(2, 0)])];
+    assert_eq!(master_log(&out_of_order), Some(Invariant::FifoOrder));
+    let mut after_a_fault = checker();
+    after_a_fault.on_failure("cut master");
+    for decision in &out_of_order {
+        after_a_fault.on_master_decision("master", decision);
+    }
+    assert_eq!(after_a_fault.violation(), None);
+    assert_eq!(after_a_fault.first_failure(), Some("cut master"));
+    assert_eq!(master_log(&[round(1, &[(1, 0), (2, 1)])]), None);
+}
+
+#[test]
+fn a_task_finished_twice_is_caught() {
+    let written = |w: u32| WorkerDecision::ResultWritten {
+        worker: worker(w),
+        task: task(0),
+        success: true,
+    };
+    let started = |w: u32| WorkerDecision::TaskStarted {
+        worker: worker(w),
+        task: task(0),
+    };
+    let released = |w: u32| WorkerDecision::AssignmentReleased {
+        worker: worker(w),
+        task: Some(task(0)),
+    };
+    assert_eq!(
+        worker_log(&[
+            ("w1", started(1)),
+            ("w1", written(1)),
+            ("w1", released(1)),
+            ("w2", started(2)),
+        ]),
+        Some(Invariant::FinishedExactlyOnce)
+    );
+    assert_eq!(
+        worker_log(&[(
+            "w2",
+            WorkerDecision::ResultAlreadyPresent {
+                worker: worker(2),
+                task: task(0)
+            }
+        )]),
+        Some(Invariant::FinishedExactlyOnce)
+    );
+    assert_eq!(
+        worker_log(&[("w1", started(1)), ("w1", written(1)), ("w1", released(1))]),
+        None
+    );
+}
+
+/// A master state built through the core's public inputs: `workers` are
+/// registered, tasks 0 and 1 exist (0 without a result, 1 with one), and
+/// the first round gave task 0 to `worker(1)`, confirmed.
+fn master_after_one_round() -> MasterState {
+    let mut state = MasterState::new();
+    state.start();
+    state.on_workers_listed(vec![worker(1).to_string(), worker(2).to_string()]);
+    state.on_tasks_listed(vec![task(0).to_string(), task(1).to_string()]);
+    state.on_task_checked(task(0), false);
+    state.on_task_checked(task(1), true);
+    let step = state.on_assignments_listed(vec![]);
+    assert!(state.is_initialised(), "{step:?}");
+    state.on_assignment_created(worker(1), task(0), Ok(()));
+    state
+}
+
+fn facts(workers: &[u32], assignments: &[(u32, &str)], tasks: &[(i32, bool)]) -> TreeFacts {
+    TreeFacts {
+        workers: workers.iter().map(|&w| worker(w)).collect::<BTreeSet<_>>(),
+        assignments: assignments
+            .iter()
+            .map(|&(w, data)| (worker(w), data.to_owned()))
+            .collect::<BTreeMap<_, _>>(),
+        tasks: tasks
+            .iter()
+            .map(|&(t, finished)| (task(t), finished))
+            .collect::<BTreeMap<_, _>>(),
+    }
+}
+
+fn at_end(facts: &TreeFacts, master: Option<&MasterState>) -> Option<(Invariant, String)> {
+    let mut checker = checker();
+    checker.on_end(facts, master);
+    checker.violation().map(|violation| {
+        assert_eq!(violation.step, Step::EndOfRun);
+        (violation.invariant, violation.detail.clone())
+    })
+}
+
+#[test]
+fn the_master_view_must_match_zookeeper_at_the_end() {
+    let state = master_after_one_round();
+    let task0 = task(0).to_string();
+    // Matches: worker 1's assignment node holds task 0, as the master
+    // believes (the task has its result; the worker has not released it).
+    let same = facts(&[1, 2], &[(1, &task0)], &[(0, true), (1, true)]);
+    assert_eq!(at_end(&same, Some(&state)), None);
+
+    let no_assignment = facts(&[1, 2], &[], &[(0, true), (1, true)]);
+    let (invariant, detail) = at_end(&no_assignment, Some(&state)).expect("a difference");
+    assert_eq!(invariant, Invariant::MasterViewMatches);
+    assert!(
+        detail.contains(&format!(
+            "the master believes {} holds {}, but it has no assignment node",
+            worker(1),
+            task(0)
+        )),
+        "{detail}"
+    );
+
+    let stranger = facts(
+        &[1, 2, 3],
+        &[(1, &task0)],
+        &[(0, true), (1, true), (2, true)],
+    );
+    let (invariant, detail) = at_end(&stranger, Some(&state)).expect("differences");
+    assert_eq!(invariant, Invariant::MasterViewMatches);
+    assert!(detail.contains(&format!(
+        "{} is registered, but the master does not know it",
+        worker(3)
+    )));
+    assert!(detail.contains(&format!("{} exists, but the master never saw it", task(2))));
+}
+
+#[test]
+fn a_task_without_a_result_at_the_end_is_lost() {
+    let state = master_after_one_round();
+    let unfinished = facts(
+        &[1, 2],
+        &[(1, &task(0).to_string())],
+        &[(0, false), (1, true)],
+    );
+    let (invariant, detail) = at_end(&unfinished, Some(&state)).expect("lost");
+    assert_eq!(invariant, Invariant::FinishedExactlyOnce);
+    assert_eq!(
+        detail,
+        format!(
+            "{} never finished: it is still assigned to {}",
+            task(0),
+            worker(1)
+        )
+    );
+    let orphaned = facts(&[2], &[(1, &task(0).to_string())], &[(0, false)]);
+    let (_, detail) = at_end(&orphaned, None).expect("lost");
+    assert!(detail.ends_with("is no longer registered"), "{detail}");
+}
+
+/// The simulator with the checker on and a rogue session that the test
+/// drives by hand, after the layout and tasks 0 and 1 exist.
+async fn rogue(h: &Harness) -> SimSession {
+    for _ in 0..2 {
+        h.submit(0).await;
+    }
+    let (rogue, _events) = h.sim().connect("rogue").await.unwrap();
+    rogue
+}
+
+async fn create(zk: &SimSession, path: &str, data: &str) {
+    let _ = zk
+        .create(path, data.as_bytes(), CreateMode::Persistent)
+        .await;
+}
+
+/// Runs `script` with the checker on; requires that it is stopped by a
+/// violation (the script itself never ends) and returns the report.
+fn caught(script: impl AsyncFnOnce(&Harness)) -> RunReport {
+    zkdist_sim::runtime::block_on(7, async {
+        let h = Harness::start(HarnessConfig::new(7, Latency::Fixed { ms: 1 })).await;
+        let ended = h
+            .guard(async {
+                script(&h).await;
+                // A violation stops the run: this never ends otherwise.
+                tokio::time::timeout(Duration::from_secs(60), pending::<()>()).await
+            })
+            .await;
+        assert!(ended.is_none(), "the run was not stopped by a violation");
+        h.report().await
+    })
+}
+
+/// The report names the seed, the zxid, and ends its excerpt at the
+/// transaction's line.
+fn check_report(report: &RunReport, invariant: Invariant, detail: &str) {
+    let violation = report.violation.as_ref().expect("a violation");
+    assert_eq!(report.seed, 7);
+    assert_eq!(violation.invariant, invariant, "{violation}");
+    assert!(violation.detail.contains(detail), "{violation}");
+    let Step::Transaction { zxid, line } = &violation.step else {
+        panic!("not found on a transaction: {violation}");
+    };
+    assert!(line.contains(&format!("zxid=0x{zxid:x} ")), "{line}");
+    let at = violation.trace_line.expect("located") - 1;
+    assert_eq!(&report.trace[at], line);
+    assert_eq!(violation.excerpt.last(), Some(line));
+    assert!(violation.excerpt.len() <= trace::EXCERPT_LINES);
+    assert!(
+        report
+            .trace
+            .last()
+            .is_some_and(|last| last.contains(&format!("violation: {invariant}"))),
+        "the trace ends with the violation"
+    );
+    let shown = violation.to_string();
+    assert!(
+        shown.starts_with(&format!(
+            "violation: {invariant} at zxid 0x{zxid:x} (trace line {})",
+            at + 1
+        )),
+        "{shown}"
+    );
+}
+
+#[test]
+fn an_assignment_to_an_unregistered_worker_is_caught() {
+    let report = caught(async |h| {
+        let rogue = rogue(h).await;
+        create(
+            &rogue,
+            &h.layout().assignment(&worker(9)),
+            "task-0000000000",
+        )
+        .await;
+    });
+    check_report(
+        &report,
+        Invariant::AssignedToUnregistered,
+        "task-0000000000 assigned to worker-0000000009, which is not registered",
+    );
+}
+
+#[test]
+fn one_task_in_two_assignment_nodes_is_caught() {
+    let report = caught(async |h| {
+        let rogue = rogue(h).await;
+        for w in [1, 2] {
+            let registration = h.layout().worker(&worker(w));
+            rogue
+                .create(&registration, b"", CreateMode::Ephemeral)
+                .await
+                .unwrap();
+        }
+        create(
+            &rogue,
+            &h.layout().assignment(&worker(1)),
+            "task-0000000000",
+        )
+        .await;
+        create(
+            &rogue,
+            &h.layout().assignment(&worker(2)),
+            "task-0000000000",
+        )
+        .await;
+    });
+    check_report(
+        &report,
+        Invariant::TaskAssignedTwice,
+        "task-0000000000 assigned to worker-0000000002 while worker-0000000001's assignment names it too",
+    );
+}
+
+#[test]
+fn a_second_assignment_for_a_busy_worker_is_caught_though_refused() {
+    let report = caught(async |h| {
+        let rogue = rogue(h).await;
+        let registration = h.layout().worker(&worker(1));
+        rogue
+            .create(&registration, b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        let assignment = h.layout().assignment(&worker(1));
+        create(&rogue, &assignment, "task-0000000000").await;
+        create(&rogue, &assignment, "task-0000000001").await;
+    });
+    check_report(
+        &report,
+        Invariant::WorkerAssignedTwice,
+        "rogue tried to create /zkdist/assignments/worker-0000000001 while it exists (holding task-0000000000)",
+    );
+}
+
+#[test]
+fn skipping_an_older_waiting_task_breaks_fifo() {
+    let report = caught(async |h| {
+        let rogue = rogue(h).await;
+        let registration = h.layout().worker(&worker(1));
+        rogue
+            .create(&registration, b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        create(
+            &rogue,
+            &h.layout().assignment(&worker(1)),
+            "task-0000000001",
+        )
+        .await;
+    });
+    check_report(
+        &report,
+        Invariant::FifoOrder,
+        "task-0000000001 assigned while the older task-0000000000 still waits",
+    );
+}
+
+#[test]
+fn a_worker_releasing_before_its_result_is_caught() {
+    let report = caught(async |h| {
+        let master = rogue(h).await;
+        let (worker_zk, _events) = h.sim().connect("rogue-worker").await.unwrap();
+        let id = worker_zk
+            .create(
+                &h.layout().worker_id_prefix(),
+                b"",
+                CreateMode::EphemeralSequential,
+            )
+            .await
+            .unwrap();
+        let id = WorkerId::parse(zkdist_coord::path::name(&id)).unwrap();
+        worker_zk
+            .create(&h.layout().worker(&id), b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        create(&master, &h.layout().assignment(&id), "task-0000000000").await;
+        worker_zk
+            .delete(&h.layout().assignment(&id), None)
+            .await
+            .unwrap();
+    });
+    check_report(
+        &report,
+        Invariant::FinishedExactlyOnce,
+        "worker-0000000000 released task-0000000000 before writing its result",
+    );
+}
