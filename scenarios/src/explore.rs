@@ -153,11 +153,20 @@ impl SeedOutcome {
 /// # Panics
 /// If `config` is invalid (see [`ExploreConfig::validate`]).
 pub fn run_seed(seed: u64, config: &ExploreConfig) -> RunReport {
+    zkdist_sim::runtime::block_on(seed, run_seed_here(seed, config.clone()))
+}
+
+/// Runs one seed's schedule on the simulation runtime the caller is already
+/// on: the madsim lane's determinism check builds that runtime itself.
+///
+/// # Panics
+/// If `config` is invalid (see [`ExploreConfig::validate`]).
+pub async fn run_seed_here(seed: u64, config: ExploreConfig) -> RunReport {
     if let Err(error) = config.validate() {
         panic!("{error}");
     }
-    let plan = Plan::draw(seed, config);
-    zkdist_sim::runtime::block_on(seed, run_plan(seed, config.clone(), plan))
+    let plan = Plan::draw(seed, &config);
+    run_plan(seed, config, plan).await
 }
 
 async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan) -> RunReport {

@@ -27,7 +27,7 @@ pub mod scenarios;
 pub mod trace;
 
 pub use checker::{Checker, Invariant, Step, TreeFacts, Violation};
-pub use explore::{ExploreConfig, Faults, SeedOutcome, explore, run_seed};
+pub use explore::{ExploreConfig, Faults, SeedOutcome, explore, run_seed, run_seed_here};
 pub use handler::{WorkHandler, task_payload};
 pub use harness::{Harness, HarnessConfig, RunReport};
 pub use scenarios::Scenario;
