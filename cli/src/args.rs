@@ -12,8 +12,8 @@ use clap::{Args, Parser, Subcommand};
 )]
 pub struct Cli {
     /// Log filter (tracing's env-filter syntax); RUST_LOG overrides it.
-    /// Default: info; warn for explore and replay, whose simulated actors
-    /// would log every decision of every seed.
+    /// Default: info; warn for explore, replay and bench, whose actors
+    /// would log every decision of every seed or task.
     #[arg(long, global = true)]
     pub log: Option<String>,
     #[command(subcommand)]
@@ -43,7 +43,17 @@ pub enum Command {
     /// Re-run one seed's schedule exactly and print its whole trace (and
     /// its violation, if any).
     Replay(ReplayArgs),
+    /// Measure zkdist on a real ensemble: the server's raw write ceiling,
+    /// then a master, workers and a client in this process working through
+    /// tasks; prints tasks/s, latencies, writes per task and the
+    /// efficiency. Works under a root of its own (default /zkdist-bench),
+    /// which must not exist and is deleted afterwards.
+    #[command(mut_arg("root", |root| root.default_value(BENCH_ROOT)))]
+    Bench(BenchArgs),
 }
+
+/// Where `zkdist bench` works unless told otherwise.
+pub const BENCH_ROOT: &str = "/zkdist-bench";
 
 #[derive(Debug, Args, Clone)]
 pub struct ConnectArgs {
@@ -111,6 +121,36 @@ pub struct StatusArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Tasks in the measured stream.
+    #[arg(long, default_value_t = 5_000)]
+    pub tasks: u64,
+    /// Workers, each on a session of its own.
+    #[arg(long, default_value_t = 8)]
+    pub workers: usize,
+    /// Tasks queued before the master and the workers start; their drain
+    /// is measured on its own, before the stream.
+    #[arg(long, default_value_t = 0)]
+    pub backlog: u64,
+    /// Tasks the client keeps submitted but unfinished [default: twice
+    /// --workers].
+    #[arg(long)]
+    pub in_flight: Option<u64>,
+    /// Nodes the raw ceiling creates, then deletes.
+    #[arg(long, default_value_t = 10_000)]
+    pub raw_nodes: u64,
+    /// Requests in flight on the raw ceiling's session (and while queueing
+    /// the backlog and cleaning up).
+    #[arg(long, default_value_t = 1_000)]
+    pub raw_in_flight: usize,
+    /// Print a machine-readable report (JSON) instead of text.
     #[arg(long)]
     pub json: bool,
 }

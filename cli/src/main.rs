@@ -18,7 +18,8 @@ use commands::Outcome;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let default_log = match cli.command {
-        Command::Explore(_) | Command::Replay(_) => "warn",
+        // A bench's actors would log every decision of every task.
+        Command::Explore(_) | Command::Replay(_) | Command::Bench(_) => "warn",
         _ => "info",
     };
     let log = cli.log.as_deref().unwrap_or(default_log);
@@ -62,6 +63,7 @@ fn execute(command: Command) -> anyhow::Result<Outcome> {
             Command::Submit(args) => commands::submit::submit(args).await,
             Command::Wait(args) => commands::submit::wait(args).await,
             Command::Status(args) => commands::status::status(args).await.map(|()| Outcome::Done),
+            Command::Bench(args) => commands::bench::bench(args).await.map(|()| Outcome::Done),
             Command::Demo(_) | Command::Explore(_) | Command::Replay(_) => {
                 unreachable!("simulations run on their own runtimes")
             }

@@ -132,6 +132,7 @@ fn an_invalid_root_is_refused_by_every_command_naming_it() {
             &["status"],
             &["submit", pi],
             &["wait", "task-0000000001"],
+            &["bench"],
         ] {
             let finished = run_owned(&unreachable(command, root));
             finished
@@ -152,6 +153,7 @@ fn an_unreachable_ensemble_is_a_clear_error_not_a_hang() {
         &["status"],
         &["submit", "--wait", pi],
         &["wait", "task-0000000001"],
+        &["bench", "--tasks", "10"],
     ] {
         // `run` fails the test if the command outlives its hang guard.
         run_owned(&unreachable(command, "/zkdist"))
@@ -161,6 +163,27 @@ fn an_unreachable_ensemble_is_a_clear_error_not_a_hang() {
                 "within 1000 ms",
                 "connection refused",
             ]);
+    }
+}
+
+#[test]
+fn bench_refuses_sizes_it_cannot_run_before_connecting() {
+    for (flags, message) in [
+        (&["--tasks", "0"][..], "--tasks must be at least 1"),
+        (&["--workers", "0"], "--workers must be at least 1"),
+        (&["--workers", "5000"], "--workers is 5000, more than 1024"),
+        (&["--in-flight", "0"], "--in-flight must be at least 1"),
+        (&["--raw-nodes", "0"], "--raw-nodes must be at least 1"),
+        (
+            &["--backlog", "3000000000"],
+            "more than ZooKeeper's sequence counter",
+        ),
+    ] {
+        let mut command = vec!["bench"];
+        command.extend(flags);
+        let finished = run_owned(&unreachable(&command, "/zkdist-bench"));
+        finished.expect_code(1).expect_stderr(&[message]);
+        assert!(!finished.stderr.contains("connect"), "{}", finished.stderr);
     }
 }
 

@@ -40,6 +40,10 @@ fn main() {
             "bad_submissions_are_refused_and_create_nothing",
             bad_submissions_are_refused_and_create_nothing,
         ),
+        server_trial(
+            "bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root",
+            bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root,
+        ),
     ];
     testing::note_if_ignored();
     libtest_mimic::run(&args, trials).exit()
@@ -452,4 +456,69 @@ fn bad_submissions_are_refused_and_create_nothing(connect: String) {
             &format!("no node {}/tasks/task-0000000007", target.root),
         ]);
     nothing_created("status and wait");
+}
+
+// ---------------------------------------------------------------------------
+// bench
+
+fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(connect: String) {
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let bench = target.run(&[
+        "bench",
+        "--tasks",
+        "200",
+        "--workers",
+        "3",
+        "--backlog",
+        "100",
+        "--raw-nodes",
+        "500",
+    ]);
+    bench.expect_code(0);
+    let lines = bench.stdout_lines();
+    for prefix in [
+        "zkdist bench on ",
+        "raw ceiling: 500 creates at ",
+        "backlog: 100 tasks drained in ",
+        "tasks: 200 in ",
+        "latency (submit to result written): p50 ",
+        // The founding design: submit, assign and result are creates, and
+        // the worker deletes its assignment.
+        "writes per task: 4.00 (creates 3.00, deletes 1.00, set_data 0.00, multi 0.00)",
+    ] {
+        assert!(
+            lines.iter().any(|line| line.starts_with(prefix)),
+            "no line starting {prefix:?} in:\n{}",
+            bench.stdout
+        );
+    }
+    let last = lines.last().copied().unwrap_or_default();
+    let percent: f64 = last
+        .strip_prefix("efficiency ")
+        .and_then(|rest| rest.strip_suffix('%'))
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("the last line is not the efficiency: {last:?}"));
+    assert!(percent > 0.0, "{last}");
+    assert!(
+        !target.exists(&target.root),
+        "the bench deletes {}",
+        target.root
+    );
+
+    // A root that exists is refused, and left as it was.
+    let status_before = {
+        target
+            .run(&["submit", r#"{"kind":"pi","samples":10}"#])
+            .expect_code(0);
+        target.status()
+    };
+    target
+        .run(&["bench", "--tasks", "10"])
+        .expect_code(1)
+        .expect_stderr(&[&format!("{} already exists", target.root)]);
+    assert_eq!(target.status(), status_before);
+    target.delete_root();
 }

@@ -57,6 +57,21 @@ pub struct Status {
     pub assigned_tasks: usize,
     /// Tasks with a result.
     pub finished_tasks: usize,
+    /// Nodes that are not zkdist's, skipped rather than failing the whole
+    /// status: a name under `tasks/` that is not a task name, an assignment
+    /// whose data is not a task name (or, under `workers/` and
+    /// `assignments/`, a name that is not a worker id).
+    pub ignored_nodes: usize,
+}
+
+/// What ended a wait for a task's child watch.
+enum TaskChange {
+    /// The task's children changed: its result may be there.
+    Children,
+    /// The task node was deleted.
+    Deleted,
+    /// The session reconnected after a disconnection.
+    Reconnected,
 }
 
 /// One client session. `wait` reads the session's event stream, so it takes
@@ -110,35 +125,64 @@ impl<C: Coordinator> Client<C> {
         Ok(TaskId::parse(path::name(&created))?)
     }
 
-    /// Waits for a task's result: arms an exists watch on the result node
-    /// and reads it once it is created. No polling: between the watch and
-    /// the result nothing is sent.
+    /// Waits for a task's result. The result node is the task node's only
+    /// child, so one child watch on the task node covers both ways the wait
+    /// can end: the result's creation (`NodeChildrenChanged`) and the task's
+    /// deletion (`NodeDeleted`, then [`ClientError::NoSuchTask`]). No
+    /// polling: between the watch and the result nothing is sent. A task
+    /// that does not exist fails at once and leaves no watch behind (a
+    /// listing of a missing node sets none); the watch left on a finished
+    /// task fires once, when the task is cleaned up, and later waits skip
+    /// that event.
     pub async fn wait(&mut self, task: &TaskId) -> Result<TaskResult, ClientError> {
+        let task_path = self.layout.task(task);
         let result_path = self.layout.result(task);
-        if self.zk.exists(&result_path, Watch::Yes).await?.is_none() {
-            let task_path = self.layout.task(task);
-            if self.zk.exists(&task_path, Watch::No).await?.is_none() {
-                return Err(ClientError::NoSuchTask {
-                    task: task.clone(),
-                    path: task_path,
-                });
-            }
-            self.wait_for_creation(task, &result_path).await?;
-        }
-        let (bytes, _) = self.zk.get_data(&result_path, Watch::No).await?;
-        TaskResult::decode(&bytes).map_err(|error| ClientError::InvalidResult {
+        let no_such_task = || ClientError::NoSuchTask {
             task: task.clone(),
-            error,
-        })
+            path: task_path.clone(),
+        };
+        loop {
+            // Arms the watch and looks for the result in the same reply.
+            let has_result = match self.zk.get_children(&task_path, Watch::Yes).await {
+                Ok((children, _)) => children
+                    .iter()
+                    .any(|name| *name == path::name(&result_path)),
+                Err(ZkError::NoNode { .. }) => return Err(no_such_task()),
+                Err(error) => return Err(error.into()),
+            };
+            if !has_result {
+                match self.wait_for_task_change(task, &task_path).await? {
+                    TaskChange::Children => {}
+                    TaskChange::Deleted => return Err(no_such_task()),
+                    TaskChange::Reconnected => continue,
+                }
+            }
+            match self.zk.get_data(&result_path, Watch::No).await {
+                Ok((bytes, _)) => {
+                    return TaskResult::decode(&bytes).map_err(|error| {
+                        ClientError::InvalidResult {
+                            task: task.clone(),
+                            error,
+                        }
+                    });
+                }
+                // Not there (yet, or any more): list again, which re-arms
+                // the watch and tells a deleted task apart.
+                Err(ZkError::NoNode { .. }) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
     }
 
-    /// Reads events until the watch armed on `result_path` reports the
-    /// node's creation. Events of watches left by earlier calls are skipped.
-    async fn wait_for_creation(
+    /// Reads events until the child watch on `task_path` fires, or the
+    /// session reconnects after a disconnection (the caller then looks
+    /// again rather than trust that no event was lost). Events of watches
+    /// left by earlier calls are skipped.
+    async fn wait_for_task_change(
         &mut self,
         task: &TaskId,
-        result_path: &str,
-    ) -> Result<(), ClientError> {
+        task_path: &str,
+    ) -> Result<TaskChange, ClientError> {
         let mut disconnected = false;
         loop {
             let ended = |state| ClientError::SessionEnded {
@@ -147,18 +191,18 @@ impl<C: Coordinator> Client<C> {
             };
             match self.events.recv().await {
                 None => return Err(ended(None)),
-                Some(Event::Watch(event)) => {
-                    if event.path == result_path && event.kind == WatchKind::NodeCreated {
-                        return Ok(());
-                    }
+                Some(Event::Watch(event)) if event.path == task_path => {
+                    return Ok(match event.kind {
+                        WatchKind::NodeDeleted => TaskChange::Deleted,
+                        // A child watch fires only on children changes and
+                        // on deletion.
+                        _ => TaskChange::Children,
+                    });
                 }
-                // Back after a disconnection: read again rather than trust
-                // that the watch survived, as a lost event would hang here.
+                Some(Event::Watch(_)) => {}
                 Some(Event::Session(SessionState::Connected)) => {
-                    if std::mem::take(&mut disconnected)
-                        && self.zk.exists(result_path, Watch::Yes).await?.is_some()
-                    {
-                        return Ok(());
+                    if std::mem::take(&mut disconnected) {
+                        return Ok(TaskChange::Reconnected);
                     }
                 }
                 Some(Event::Session(SessionState::Disconnected)) => disconnected = true,
@@ -225,10 +269,12 @@ impl<C: Coordinator> Client<C> {
             .await
             .map_err(no_layout)?;
         workers.sort();
-        status.workers = workers
-            .iter()
-            .map(|name| WorkerId::parse(name))
-            .collect::<Result<_, _>>()?;
+        for name in &workers {
+            match WorkerId::parse(name) {
+                Ok(worker) => status.workers.push(worker),
+                Err(_) => status.ignored_nodes += 1,
+            }
+        }
 
         let (assignment_names, _) = self
             .zk
@@ -236,17 +282,22 @@ impl<C: Coordinator> Client<C> {
             .await
             .map_err(no_layout)?;
         for name in assignment_names {
-            let worker = WorkerId::parse(&name)?;
+            let Ok(worker) = WorkerId::parse(&name) else {
+                status.ignored_nodes += 1;
+                continue;
+            };
             // The worker may finish between the listing and the read.
             match self
                 .zk
                 .get_data(&self.layout.assignment(&worker), Watch::No)
                 .await
             {
-                Ok((data, _)) => {
-                    let task = TaskId::parse(&String::from_utf8_lossy(&data))?;
-                    status.assignments.insert(worker, task);
-                }
+                Ok((data, _)) => match TaskId::parse(&String::from_utf8_lossy(&data)) {
+                    Ok(task) => {
+                        status.assignments.insert(worker, task);
+                    }
+                    Err(_) => status.ignored_nodes += 1,
+                },
                 Err(ZkError::NoNode { .. }) => {}
                 Err(error) => return Err(error.into()),
             }
@@ -262,8 +313,9 @@ impl<C: Coordinator> Client<C> {
         let mut in_progress = 0;
         let mut pending = 0;
         for name in task_names {
-            // Foreign nodes under tasks/ are not tasks; count only ours.
+            // Foreign nodes under tasks/ are not tasks.
             let Ok(task) = TaskId::parse(&name) else {
+                status.ignored_nodes += 1;
                 continue;
             };
             if self

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::MAX_DATA_BYTES;
+use crate::validate::MAX_DATA_BYTES;
 
 pub use serde_json::Value as JsonValue;
 
@@ -25,6 +25,10 @@ pub enum CodecError {
     InvalidPayload { reason: String },
     #[error("task payload's \"kind\" is empty")]
     EmptyKind,
+    #[error(
+        "task payload has a field named \"kind\" besides its kind {kind:?}; the kind is set by TaskPayload::new"
+    )]
+    KindInFields { kind: String },
     #[error("not a zkdist result: {reason}")]
     InvalidResult { reason: String },
 }
@@ -46,17 +50,32 @@ impl TaskPayload {
     }
 
     /// Adds a field (builder style).
+    ///
+    /// # Panics
+    ///
+    /// If `key` is `"kind"`: the kind is set by [`TaskPayload::new`], and a
+    /// second `kind` would make JSON with the key twice. That is a mistake
+    /// in the calling code, caught in every build.
     pub fn with(mut self, key: impl Into<String>, value: impl Into<JsonValue>) -> TaskPayload {
         let key = key.into();
-        debug_assert_ne!(key, "kind", "the kind is set by TaskPayload::new");
+        assert_ne!(
+            key, "kind",
+            "TaskPayload::with(\"kind\", ..): the kind is set by TaskPayload::new"
+        );
         self.fields.insert(key, value.into());
         self
     }
 
-    /// The JSON bytes a task node holds. Fails only on an empty kind.
+    /// The JSON bytes a task node holds. Fails on an empty kind, and on a
+    /// field named `kind` put in `fields` directly.
     pub fn encode(&self) -> Result<Vec<u8>, CodecError> {
         if self.kind.is_empty() {
             return Err(CodecError::EmptyKind);
+        }
+        if self.fields.contains_key("kind") {
+            return Err(CodecError::KindInFields {
+                kind: self.kind.clone(),
+            });
         }
         Ok(serde_json::to_vec(self).expect("a map of JSON values always serialises"))
     }
@@ -179,6 +198,22 @@ mod tests {
         let bytes = payload.encode().unwrap();
         assert_eq!(bytes, br#"{"kind":"pi","samples":1000}"#);
         assert_eq!(TaskPayload::decode(&bytes).unwrap(), payload);
+    }
+
+    #[test]
+    #[should_panic(expected = "the kind is set by TaskPayload::new")]
+    fn a_second_kind_through_with_is_refused() {
+        let _ = TaskPayload::new("pi").with("kind", "other");
+    }
+
+    #[test]
+    fn a_second_kind_put_in_fields_is_refused_by_encode() {
+        let mut payload = TaskPayload::new("pi");
+        payload.fields.insert("kind".into(), "other".into());
+        assert_eq!(
+            payload.encode(),
+            Err(CodecError::KindInFields { kind: "pi".into() })
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::types::{CreateMode, SessionId, Stat, Watch};
 ///
 /// Contract shared by every implementation (the conformance suite checks it):
 /// - paths, data sizes and versions are validated before anything is sent
-///   (see [`crate::path`], [`crate::validate_data`], [`crate::validate_version`]);
+///   (see [`crate::path`] and [`crate::validate`]);
 /// - one session's requests are applied in the order they were issued, and
 ///   its replies and events arrive in the order the server produced them;
 /// - `Watch::Yes` leaves a one-shot watch whose event arrives on the

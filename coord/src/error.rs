@@ -40,6 +40,16 @@ pub enum ZkError {
         size_bytes: usize,
         limit_bytes: usize,
     },
+    /// A request too large for the server to accept as one frame (a multi
+    /// whose ops together pass the limit), refused before it is sent.
+    #[error(
+        "request of {ops} ops is {size_bytes} bytes, over the {limit_bytes}-byte request limit"
+    )]
+    RequestTooLarge {
+        ops: usize,
+        size_bytes: usize,
+        limit_bytes: usize,
+    },
     #[error("no node {path}")]
     NoNode { path: String },
     #[error("node {path} already exists")]
@@ -81,7 +91,8 @@ impl ZkError {
         match self {
             ZkError::InvalidPath { .. }
             | ZkError::BadArguments { .. }
-            | ZkError::DataTooLarge { .. } => ErrorCode::BadArguments,
+            | ZkError::DataTooLarge { .. }
+            | ZkError::RequestTooLarge { .. } => ErrorCode::BadArguments,
             ZkError::NoNode { .. } => ErrorCode::NoNode,
             ZkError::NodeExists { .. } => ErrorCode::NodeExists,
             ZkError::BadVersion { .. } => ErrorCode::BadVersion,

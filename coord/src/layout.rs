@@ -160,7 +160,7 @@ impl Layout {
 
     /// Whether `path` is one of the three directories the master watches.
     pub fn watched_directory(&self, path: &str) -> Option<Directory> {
-        [Directory::Workers, Directory::Tasks, Directory::Assignments]
+        Directory::ALL
             .into_iter()
             .find(|dir| self.directory(*dir) == path)
     }

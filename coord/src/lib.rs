@@ -17,6 +17,7 @@ pub mod names;
 mod op;
 pub mod path;
 mod types;
+pub mod validate;
 #[cfg(feature = "real")]
 pub mod zk;
 
@@ -28,7 +29,7 @@ pub use event::{Event, EventSender, EventStream, SessionState, WatchEvent, Watch
 pub use layout::{DEFAULT_ROOT, Directory, Layout};
 pub use names::{InvalidName, TaskId, WorkerId};
 pub use op::{Op, OpResult};
-pub use types::{
-    CreateMode, MAX_DATA_BYTES, MAX_REPLY_BYTES, SessionId, Stat, Watch, validate_data,
-    validate_version,
+pub use types::{CreateMode, SessionId, Stat, Watch};
+pub use validate::{
+    MAX_DATA_BYTES, MAX_REPLY_BYTES, MAX_REQUEST_BYTES, validate_data, validate_version,
 };

@@ -10,31 +10,41 @@ fn invalid(path: &str, reason: impl Into<String>) -> ZkError {
     }
 }
 
-// Surrogates (U+D800..U+DFFF) cannot occur in a Rust string, so the range
-// ZooKeeper forbids from U+D800 starts here at the private-use area.
+// ZooKeeper checks a path's Java `char`s, which are UTF-16 code units, and
+// forbids U+D800..U+F8FF (the surrogates and the private-use area). A Rust
+// string holds no lone surrogate, but every character above U+FFFF becomes
+// a surrogate pair in Java, so the server refuses it (`BadArguments`): it is
+// forbidden here too, so that both backends refuse it before sending.
 fn is_forbidden_char(c: char) -> bool {
     matches!(c,
         '\u{0000}'..='\u{001f}'
         | '\u{007f}'..='\u{009f}'
         | '\u{e000}'..='\u{f8ff}'
         | '\u{fff0}'..='\u{ffff}')
+        || u32::from(c) > 0xffff
 }
 
 /// Validates an absolute node path: starts with `/`, no trailing `/` (except
 /// the root), no empty segment, no `.` or `..` segment, no control or
 /// reserved characters.
 pub fn validate_path(path: &str) -> ZkResult<()> {
-    validate(path, false)
+    validate(path)
 }
 
 /// Validates the path given to a sequential create. The server appends the
-/// counter, so a trailing `/` is allowed here (`/queue/` makes
-/// `/queue/0000000003`).
+/// counter, so ZooKeeper checks `path + "1"` instead (`PathUtils`): a
+/// trailing `/` is allowed (`/queue/` makes `/queue/0000000003`), and so is
+/// a last segment `.` or `..` (`/queue/.` makes `/queue/.0000000003`).
 pub fn validate_sequential_prefix(path: &str) -> ZkResult<()> {
-    validate(path, true)
+    let completed = format!("{path}1");
+    // Errors name the path as given, not the completed one.
+    validate(&completed).map_err(|error| match error {
+        ZkError::InvalidPath { reason, .. } => invalid(path, reason),
+        other => other,
+    })
 }
 
-fn validate(path: &str, sequential: bool) -> ZkResult<()> {
+fn validate(path: &str) -> ZkResult<()> {
     if path.is_empty() {
         return Err(invalid(path, "path is empty"));
     }
@@ -42,18 +52,12 @@ fn validate(path: &str, sequential: bool) -> ZkResult<()> {
         return Err(invalid(path, "path must start with '/'"));
     }
     if path == "/" {
-        // A sequential create of "/" makes "/0000000007", which is valid.
         return Ok(());
     }
-    if path.ends_with('/') && !sequential {
+    if path.ends_with('/') {
         return Err(invalid(path, "path must not end with '/'"));
     }
-    let body = if sequential {
-        path.strip_suffix('/').unwrap_or(path)
-    } else {
-        path
-    };
-    for (index, segment) in body[1..].split('/').enumerate() {
+    for (index, segment) in path[1..].split('/').enumerate() {
         if segment.is_empty() {
             return Err(invalid(path, format!("segment {index} is empty")));
         }
@@ -64,10 +68,15 @@ fn validate(path: &str, sequential: bool) -> ZkResult<()> {
             ));
         }
         if let Some(c) = segment.chars().find(|&c| is_forbidden_char(c)) {
-            return Err(invalid(
-                path,
-                format!("forbidden character U+{:04X}", c as u32),
-            ));
+            let reason = if u32::from(c) > 0xffff {
+                format!(
+                    "character {c:?} (U+{:04X}) is above U+FFFF: ZooKeeper stores it as a UTF-16 surrogate pair, which it refuses",
+                    u32::from(c)
+                )
+            } else {
+                format!("forbidden character U+{:04X}", u32::from(c))
+            };
+            return Err(invalid(path, reason));
         }
     }
     Ok(())
@@ -117,6 +126,12 @@ mod tests {
         }
         assert_eq!(validate_sequential_prefix("/queue/"), Ok(()));
         assert_eq!(validate_sequential_prefix("/queue/task-"), Ok(()));
+        // ZooKeeper checks the prefix with a digit appended, so a last
+        // segment `.` or `..` is a name's beginning, not a relative segment.
+        assert_eq!(validate_sequential_prefix("/queue/."), Ok(()));
+        assert_eq!(validate_sequential_prefix("/queue/.."), Ok(()));
+        assert_eq!(validate_sequential_prefix("/"), Ok(()));
+        assert_eq!(validate_sequential_prefix("/\u{fff}"), Ok(()));
     }
 
     #[test]
@@ -138,7 +153,37 @@ mod tests {
                 other => panic!("{p:?} gave {other:?}"),
             }
         }
-        assert!(validate_sequential_prefix("/a//").is_err());
+        for p in [
+            "",
+            "a",
+            "/a//",
+            "/./x",
+            "/../x",
+            "/a/./",
+            "/a/../",
+            "/a\u{0}",
+            "/a\u{1f600}",
+        ] {
+            match validate_sequential_prefix(p) {
+                Err(ZkError::InvalidPath { path, .. }) => assert_eq!(path, p),
+                other => panic!("sequential {p:?} gave {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn characters_above_u_ffff_are_refused_naming_them() {
+        match validate_path("/r/x\u{1f600}") {
+            Err(ZkError::InvalidPath { path, reason }) => {
+                assert_eq!(path, "/r/x\u{1f600}");
+                assert!(reason.contains("U+1F600"), "{reason}");
+                assert!(reason.contains('\u{1f600}'), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The last character Java holds in one `char` that ZooKeeper allows.
+        assert_eq!(validate_path("/\u{ffef}"), Ok(()));
+        assert!(validate_path("/\u{10000}").is_err());
     }
 
     #[test]

@@ -1,7 +1,5 @@
 //! Plain value types shared by every backend.
 
-use crate::error::{ZkError, ZkResult};
-
 /// How `create` makes a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CreateMode {
@@ -66,41 +64,4 @@ pub struct Stat {
     pub ephemeral_owner: i64,
     pub data_length: i32,
     pub num_children: i32,
-}
-
-/// The largest payload zkdist sends in one node: ZooKeeper's default
-/// `jute.maxbuffer` (1 MiB) less a kibibyte for the request's framing and
-/// path. Checked before anything is sent, so both backends refuse the same
-/// payloads with the same error.
-pub const MAX_DATA_BYTES: usize = 1024 * 1024 - 1024;
-
-/// The largest reply a client accepts (`jute.maxbuffer` on the client). A
-/// `get_children` listing whose encoding passes it fails with connection
-/// loss, as it does on real clients.
-pub const MAX_REPLY_BYTES: usize = 1024 * 1024;
-
-/// Refuses data over [`MAX_DATA_BYTES`], naming the path and the limit.
-pub fn validate_data(path: &str, data: &[u8]) -> ZkResult<()> {
-    if data.len() > MAX_DATA_BYTES {
-        return Err(ZkError::DataTooLarge {
-            path: path.to_owned(),
-            size_bytes: data.len(),
-            limit_bytes: MAX_DATA_BYTES,
-        });
-    }
-    Ok(())
-}
-
-/// Refuses an expected version that can never match. `None` means "any
-/// version" (ZooKeeper's `-1`); a negative `Some` is a caller's mistake that
-/// the wire format would silently turn into "any" or into a BadVersion.
-pub fn validate_version(path: &str, version: Option<i32>) -> ZkResult<()> {
-    match version {
-        Some(v) if v < 0 => Err(ZkError::BadArguments {
-            reason: format!(
-                "expected version {v} for {path} is negative; pass None to accept any version"
-            ),
-        }),
-        _ => Ok(()),
-    }
 }

@@ -11,13 +11,16 @@
 //! that `Backend::expire` can cut the session off while a second client
 //! closes it on the server: the session then sees `Disconnected`, `Expired`,
 //! as after a real expiry (see `zkdist_coord::zk` on why the cut matters).
+//! `Backend::cut` blocks the same proxy for a while: the client loses its
+//! connection, retries, and reconnects once the proxy lets it through.
 
 mod common;
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use common::proxy::ProxiedEnsemble;
-use zkdist_coord::conformance::{Backend, Case, run_main};
+use zkdist_coord::conformance::{Backend, Case, run_main, run_main_then};
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{Coordinator, EventStream, SessionId, ZkResult};
 
@@ -25,7 +28,19 @@ struct ZkBackend {
     /// Reaches the servers directly.
     direct: ZkConfig,
     root: String,
-    links: Mutex<Vec<(SessionId, ProxiedEnsemble)>>,
+    links: Mutex<Vec<(SessionId, Arc<ProxiedEnsemble>)>>,
+}
+
+impl ZkBackend {
+    /// The link of a session this backend opened.
+    fn link(&self, session: &ZkSession) -> Arc<ProxiedEnsemble> {
+        let links = self.links.lock().expect("links lock");
+        let (_, link) = links
+            .iter()
+            .find(|(id, _)| *id == session.session_id())
+            .expect("a session this backend opened");
+        Arc::clone(link)
+    }
 }
 
 impl Backend for ZkBackend {
@@ -40,7 +55,7 @@ impl Backend for ZkBackend {
         self.links
             .lock()
             .expect("links lock")
-            .push((session.session_id(), link));
+            .push((session.session_id(), Arc::new(link)));
         Ok((session, events))
     }
 
@@ -54,6 +69,17 @@ impl Backend for ZkBackend {
             links.swap_remove(index).1
         };
         common::expire_through_link(session, &link, &self.direct).await;
+    }
+
+    async fn cut(&self, session: &ZkSession, duration: Duration) {
+        let link = self.link(session);
+        link.block();
+        // The proxy's own threads do the I/O; a thread of its own lets the
+        // link back in whatever the case does meanwhile.
+        std::thread::spawn(move || {
+            std::thread::sleep(duration);
+            link.unblock();
+        });
     }
 }
 
@@ -76,7 +102,16 @@ fn run_case(connect: &str, case: &Case<ZkBackend>) {
 
 fn main() {
     match common::test_zk() {
-        Some(connect) => run_main::<ZkBackend>(None, move |case| run_case(&connect, case)),
+        Some(connect) => {
+            let direct = common::config(&connect);
+            run_main_then::<ZkBackend>(
+                None,
+                move |case| run_case(&connect, case),
+                // Every passing case removed its root; a failing one left it
+                // for a look, and with it the run root.
+                move || common::runtime().block_on(common::delete_run_root_if_empty(&direct)),
+            )
+        }
         // Run anyway (`--include-ignored`), a case says why it cannot.
         None => run_main::<ZkBackend>(Some(common::NO_SERVER), |_| panic!("{}", common::NO_SERVER)),
     }

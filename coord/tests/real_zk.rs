@@ -32,6 +32,15 @@ enum Needs {
     Ensemble,
 }
 
+/// The runtime a test runs on. The session's actor is a tokio task: on a
+/// multi-threaded runtime it runs in parallel with the caller and with the
+/// client's reader thread, which is where ordering races show.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Runtime {
+    CurrentThread,
+    MultiThread,
+}
+
 type TestFn = fn(Env) -> std::pin::Pin<Box<dyn Future<Output = ()>>>;
 
 #[derive(Clone)]
@@ -41,24 +50,32 @@ struct Env {
 }
 
 macro_rules! tests {
-    ($($needs:ident $name:ident),* $(,)?) => {
-        fn all_tests() -> Vec<(&'static str, Needs, TestFn)> {
-            vec![$((stringify!($name), Needs::$needs, |env| Box::pin($name(env)) as _)),*]
+    ($($needs:ident $runtime:ident $name:ident),* $(,)?) => {
+        fn all_tests() -> Vec<(&'static str, Needs, Runtime, TestFn)> {
+            vec![$((
+                stringify!($name),
+                Needs::$needs,
+                Runtime::$runtime,
+                |env| Box::pin($name(env)) as _,
+            )),*]
         }
     };
 }
 
 tests![
-    Nothing malformed_connect_strings_fail_at_once_naming_the_fault,
-    Nothing an_unreachable_server_fails_within_the_connect_timeout,
-    Server a_missing_chroot_is_named,
-    Server a_chroot_that_exists_roots_every_path,
-    Server wrong_digest_credentials_get_no_auth,
-    Server a_session_cut_off_past_its_timeout_expires_and_a_new_one_works,
-    Server a_session_closed_by_a_second_client_sees_expired,
-    Server kazoo_and_the_rust_backend_see_each_others_nodes_and_watches,
-    Ensemble killing_the_server_a_session_uses_keeps_the_session,
-    Ensemble killing_the_leader_keeps_sessions_and_ephemerals,
+    Nothing CurrentThread malformed_connect_strings_fail_at_once_naming_the_fault,
+    Nothing CurrentThread an_unreachable_server_fails_with_connection_loss_naming_it,
+    Server CurrentThread a_missing_chroot_is_named,
+    Server CurrentThread a_chroot_that_exists_roots_every_path,
+    Server CurrentThread wrong_digest_credentials_get_no_auth,
+    Server CurrentThread a_session_cut_off_past_its_timeout_expires_and_a_new_one_works,
+    Server CurrentThread a_session_closed_by_a_second_client_sees_expired,
+    Server CurrentThread kazoo_and_the_rust_backend_see_each_others_nodes_and_watches,
+    Server MultiThread a_pipelined_write_replies_after_the_event_it_fired,
+    Server MultiThread pipelined_watches_on_one_node_report_one_change_once,
+    Server MultiThread pipelined_data_and_child_watches_report_one_deletion_once,
+    Ensemble CurrentThread killing_the_server_a_session_uses_keeps_the_session,
+    Ensemble CurrentThread killing_the_leader_keeps_sessions_and_ephemerals,
 ];
 
 fn main() {
@@ -69,7 +86,7 @@ fn main() {
     let ensemble_dir = common::test_ensemble_dir();
     let trials = all_tests()
         .into_iter()
-        .map(|(name, needs, test)| {
+        .map(|(name, needs, runtime, test)| {
             let ignored = match needs {
                 Needs::Nothing => false,
                 Needs::Server => server.is_none(),
@@ -90,7 +107,11 @@ fn main() {
                 if needs != Needs::Nothing && env.connect.is_empty() {
                     return Err(common::NO_SERVER.into());
                 }
-                common::runtime().block_on(test(env));
+                let runtime = match runtime {
+                    Runtime::CurrentThread => common::runtime(),
+                    Runtime::MultiThread => common::multi_thread_runtime(),
+                };
+                runtime.block_on(test(env));
                 Ok(())
             })
             .with_ignored_flag(ignored)
@@ -101,7 +122,20 @@ fn main() {
     } else if ensemble_dir.is_none() {
         eprintln!("node-killing tests ignored: ZKDIST_TEST_ENSEMBLE_DIR is not set");
     }
-    libtest_mimic::run(&args, trials).exit()
+    let conclusion = libtest_mimic::run(&args, trials);
+    if let Some(connect) = &server {
+        let config = common::config(connect);
+        // The tests leave their nodes behind: a passing run removes them
+        // all, a failing one keeps them for a look with zkCli or kazoo.
+        common::runtime().block_on(async {
+            if conclusion.has_failed() {
+                common::delete_run_root_if_empty(&config).await
+            } else {
+                common::delete_run_root_tree(&config).await
+            }
+        });
+    }
+    conclusion.exit()
 }
 
 // ---------------------------------------------------------------------------
@@ -255,7 +289,10 @@ async fn malformed_connect_strings_fail_at_once_naming_the_fault(_env: Env) {
     expect_bad_arguments(connect_result(&no_user).await, &["user"]);
 }
 
-async fn an_unreachable_server_fails_within_the_connect_timeout(_env: Env) {
+/// The refusal names the server and the connect timeout it waited for. How
+/// long it took is not checked here: wall-clock limits belong in benchmarks,
+/// and `connect_result` only guards against a hang.
+async fn an_unreachable_server_fails_with_connection_loss_naming_it(_env: Env) {
     // A port nobody listens on: bound, then released.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -636,4 +673,102 @@ async fn killing_the_leader_keeps_sessions_and_ephemerals(env: Env) {
     assert_ne!(new_leader, leader);
     restore_node(&dir, &leader);
     session.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// Pipelined requests on a multi-threaded runtime.
+
+/// Rounds per pipelining test. A round pipelines reads that set watches and
+/// a write that fires them; what the tests guard against needs the
+/// notification and a later reply to reach the client in one burst, which
+/// happens in a fraction of the rounds only.
+const PIPELINE_ROUNDS: usize = 300;
+
+/// The events already in the stream, without waiting.
+fn events_now(events: &mut EventStream) -> Vec<Event> {
+    std::iter::from_fn(|| events.try_recv().ok()).collect()
+}
+
+async fn a_pipelined_write_replies_after_the_event_it_fired(env: Env) {
+    let root = fresh_root(&env, "pipelined-write").await;
+    let (s, mut events) = connect(&common::config(&env.connect)).await;
+    let node = format!("{root}/n");
+    s.create(&node, b"", CreateMode::Persistent).await.unwrap();
+    for round in 0..PIPELINE_ROUNDS {
+        // Both requests are sent now, in this order; the write's reply
+        // follows the notification of the change it made.
+        let value = round.to_string();
+        let read = s.get_data(&node, Watch::Yes);
+        let write = s.set_data(&node, value.as_bytes(), None);
+        let (read, write) = tokio::join!(read, write);
+        let (_, seen) = read.unwrap();
+        assert_eq!(write.unwrap().version, seen.version + 1, "round {round}");
+        assert_eq!(
+            events_now(&mut events),
+            vec![watch(WatchKind::NodeDataChanged, &node)],
+            "round {round}: when set_data returns, the NodeDataChanged it fired is in the stream, once"
+        );
+    }
+    s.close().await.unwrap();
+}
+
+async fn pipelined_watches_on_one_node_report_one_change_once(env: Env) {
+    let root = fresh_root(&env, "pipelined-watches").await;
+    let (s, mut events) = connect(&common::config(&env.connect)).await;
+    let node = format!("{root}/n");
+    s.create(&node, b"", CreateMode::Persistent).await.unwrap();
+    for round in 0..PIPELINE_ROUNDS {
+        // Three watchers of the same node and class, set before one change:
+        // "the same watcher registered several times is triggered once".
+        let value = round.to_string();
+        let get = s.get_data(&node, Watch::Yes);
+        let exists = s.exists(&node, Watch::Yes);
+        let get_again = s.get_data(&node, Watch::Yes);
+        let write = s.set_data(&node, value.as_bytes(), None);
+        let (get, exists, get_again, write) = tokio::join!(get, exists, get_again, write);
+        let seen = get.unwrap().1;
+        assert_eq!(exists.unwrap(), Some(seen), "round {round}");
+        assert_eq!(get_again.unwrap().1, seen, "round {round}");
+        write.unwrap();
+        assert_eq!(
+            events_now(&mut events),
+            vec![watch(WatchKind::NodeDataChanged, &node)],
+            "round {round}"
+        );
+        // A watch set after the change is a new one: the next change fires
+        // it, once.
+        let read = s.get_data(&node, Watch::Yes);
+        let write = s.set_data(&node, b"again", None);
+        let (read, write) = tokio::join!(read, write);
+        read.unwrap();
+        write.unwrap();
+        assert_eq!(
+            events_now(&mut events),
+            vec![watch(WatchKind::NodeDataChanged, &node)],
+            "round {round}: the re-armed watch"
+        );
+    }
+    s.close().await.unwrap();
+}
+
+async fn pipelined_data_and_child_watches_report_one_deletion_once(env: Env) {
+    let root = fresh_root(&env, "pipelined-deletion").await;
+    let (s, mut events) = connect(&common::config(&env.connect)).await;
+    let node = format!("{root}/n");
+    for round in 0..PIPELINE_ROUNDS {
+        s.create(&node, b"", CreateMode::Persistent).await.unwrap();
+        let children = s.get_children(&node, Watch::Yes);
+        let data = s.get_data(&node, Watch::Yes);
+        let delete = s.delete(&node, None);
+        let (children, data, delete) = tokio::join!(children, data, delete);
+        assert_eq!(children.unwrap().0, Vec::<String>::new(), "round {round}");
+        data.unwrap();
+        delete.unwrap();
+        assert_eq!(
+            events_now(&mut events),
+            vec![watch(WatchKind::NodeDeleted, &node)],
+            "round {round}: one deletion, one event, in the stream when delete returns"
+        );
+    }
+    s.close().await.unwrap();
 }

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use zkdist_coord::{
-    ClientError, Coordinator, CreateMode, Layout, MAX_DATA_BYTES, TaskId, TaskResult, Watch,
+    ClientError, Coordinator, CreateMode, Event, Layout, MAX_DATA_BYTES, TaskId, TaskResult, Watch,
     WorkerId,
 };
 use zkdist_sim::{SimConfig, SimZk};
@@ -98,19 +98,94 @@ fn wait_arms_one_watch_and_reads_once() {
         let (got, ()) = tokio::join!(client.wait(&task), write);
         assert_eq!(got.unwrap(), result);
 
+        let task_path = layout.task(&task);
         let reads: Vec<String> = sim
             .trace()
             .await
             .into_iter()
-            .filter(|line| line.contains("] read client ") && line.contains(&result_path))
+            .filter(|line| line.contains("] read client ") && line.contains(&task_path))
             .collect();
         assert_eq!(
             reads.len(),
             2,
-            "one exists with a watch, one get_data: {reads:#?}"
+            "one listing of the task with a watch, one get_data: {reads:#?}"
         );
-        assert!(reads[0].contains(&format!("exists {result_path} watch")));
+        assert!(reads[0].contains(&format!("get_children {task_path} watch")));
         assert!(reads[1].contains(&format!("get_data {result_path}")));
+    });
+}
+
+#[test]
+fn wait_ends_with_no_such_task_when_the_task_is_deleted_meanwhile() {
+    run_sim(0, async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::default();
+        let mut client = client(&sim, &layout).await;
+        let (other, _other_events) = sim.connect("other").await.unwrap();
+        let task = client.submit(&payload("echo", 1, 0)).await.unwrap();
+        let delete = {
+            let path = layout.task(&task);
+            async move {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                other.delete(&path, None).await.unwrap();
+            }
+        };
+        // Simulated time: a wait that never ends fails here after an hour
+        // of it, instead of hanging the test.
+        let wait = tokio::time::timeout(Duration::from_secs(3600), client.wait(&task));
+        let (waited, ()) = tokio::join!(wait, delete);
+        match waited.expect("wait ends when its task is deleted") {
+            Err(ClientError::NoSuchTask { task: named, path }) => {
+                assert_eq!(named, task);
+                assert_eq!(path, layout.task(&task));
+            }
+            other => panic!("expected NoSuchTask, got {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn wait_for_a_missing_task_leaves_no_watch() {
+    run_sim(0, async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::default();
+        let mut client = client(&sim, &layout).await;
+        let (other, _other_events) = sim.connect("other").await.unwrap();
+        layout.ensure_layout(&other).await.unwrap();
+        let missing = TaskId::from_sequence(7);
+        assert!(matches!(
+            client.wait(&missing).await,
+            Err(ClientError::NoSuchTask { .. })
+        ));
+        // The task and its result appear later (written by hand): a watch
+        // left on either would now fire.
+        let task_path = layout.task(&missing);
+        other
+            .create(&task_path, &payload("echo", 7, 0), CreateMode::Persistent)
+            .await
+            .unwrap();
+        other
+            .create(
+                &layout.result(&missing),
+                &TaskResult::failure("late").encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        other.delete(&layout.result(&missing), None).await.unwrap();
+        other.delete(&task_path, None).await.unwrap();
+        let (zk, mut events) = client.into_parts();
+        // A round trip after the writes: an event they fired would be in
+        // the stream by now.
+        zk.sync("/").await.unwrap();
+        zk.exists(&task_path, Watch::No).await.unwrap();
+        let mut stray = Vec::new();
+        while let Ok(event) = events.try_recv() {
+            if let Event::Watch(event) = event {
+                stray.push(event);
+            }
+        }
+        assert_eq!(stray, vec![], "no watch was left behind");
     });
 }
 
@@ -217,5 +292,66 @@ fn status_counts_workers_assignments_and_tasks() {
         assert_eq!(status.finished_tasks, 1);
         assert_eq!(status.assigned_tasks, 1);
         assert_eq!(status.pending_tasks, 2);
+        assert_eq!(status.ignored_nodes, 0);
+    });
+}
+
+#[test]
+fn status_skips_and_counts_nodes_that_are_not_zkdists() {
+    run_sim(0, async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::default();
+        let client = client(&sim, &layout).await;
+        let task = client.submit(&payload("echo", 1, 0)).await.unwrap();
+        let (actor, _actor_events) = sim.connect("actor").await.unwrap();
+        let worker = WorkerId::parse("worker-0000000003").unwrap();
+        let idle = WorkerId::parse("worker-0000000004").unwrap();
+        for path in [layout.worker(&worker), layout.worker(&idle)] {
+            actor
+                .create(&path, b"", CreateMode::Ephemeral)
+                .await
+                .unwrap();
+        }
+        actor
+            .create(
+                &layout.assignment(&worker),
+                task.as_str().as_bytes(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        // A stray node under tasks/ and one under assignments/ (whose
+        // empty data is no task name), and an assignment whose data is not
+        // a task name. (Any node name is a valid worker id.)
+        for stray in [
+            format!("{}/notes", layout.assignments_dir()),
+            format!("{}/notes", layout.tasks_dir()),
+        ] {
+            actor
+                .create(&stray, b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+        }
+        actor
+            .create(
+                &layout.assignment(&idle),
+                b"not a task",
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+
+        let status = client.status().await.unwrap();
+        assert_eq!(status.workers, vec![worker.clone(), idle]);
+        assert_eq!(
+            status.assignments.into_iter().collect::<Vec<_>>(),
+            vec![(worker, task)]
+        );
+        assert_eq!(status.assigned_tasks, 1);
+        assert_eq!(status.pending_tasks, 0);
+        assert_eq!(
+            status.ignored_nodes, 3,
+            "a stray task name and two assignments without a task name"
+        );
     });
 }

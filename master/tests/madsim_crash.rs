@@ -4,13 +4,16 @@
 //! The worker runs in a madsim node of its own, as a separate process
 //! would; the simulated ZooKeeper, the master and the client run on the
 //! main node. Killing the node drops every task of the worker at once: no
-//! code of it runs again, nothing is closed gracefully (a `SimSession` has
-//! no destructor that talks to the server). What a real server then sees of
-//! a dead process is a connection that went silent, which is what
-//! [`SimZk::crash`] simulates, so the test calls it right after the kill: the
-//! server expires the session after the session timeout and deletes the
-//! worker's ephemeral registration. Restarting the node runs its initial
-//! task again: a new process, with a new session and a new worker id.
+//! code of it runs again. What a real server then sees of a dead process is
+//! a connection that went silent, which is what [`SimZk::crash`] simulates:
+//! the server expires the session after the session timeout and deletes the
+//! worker's ephemeral registration. Dropping a `SimSession`'s last handle
+//! closes the session, as a live process does; a killed one must not, so
+//! the test crashes the session first, with no await between the crash and
+//! the kill (`crash` takes its place in the simulation's order when called),
+//! and the handles the kill drops then find a crashed session and close
+//! nothing. Restarting the node runs its initial task again: a new process,
+//! with a new session and a new worker id.
 //!
 //! What happens to the task the dead worker held is asserted as the system
 //! behaves today: the master logs the worker as gone with the task lost,
@@ -117,12 +120,15 @@ impl WorkerProcess {
             .expect("the node's task holds the sender")
     }
 
-    /// Kills the process: madsim drops all of its tasks, and the server
-    /// sees its connection go silent.
+    /// Kills the process: the server sees its connection go silent, and
+    /// madsim drops all of its tasks. The crash is ordered before the kill,
+    /// so the session handles the kill drops close nothing, and no task of
+    /// the process runs between the two.
     async fn kill(&mut self, sim: &SimZk) {
         let session = self.session.take().expect("the process is running");
+        let crashed = sim.crash(session);
         Handle::current().kill(self.node);
-        sim.crash(session).await;
+        crashed.await;
     }
 
     fn restart(&self) {

@@ -8,22 +8,7 @@ use crate::applied::{AppliedOp, Change, TxnKind};
 use crate::engine::Engine;
 use crate::link::Delivery;
 use crate::request::{Request, Response, outcome};
-use crate::server::Applied;
-
-fn txn_kind(request: &Request) -> Option<TxnKind> {
-    match request {
-        Request::CreateSession => Some(TxnKind::CreateSession),
-        Request::Create { .. } => Some(TxnKind::Create),
-        Request::Delete { .. } => Some(TxnKind::Delete),
-        Request::SetData { .. } => Some(TxnKind::SetData),
-        Request::Multi { .. } => Some(TxnKind::Multi),
-        Request::Close => Some(TxnKind::CloseSession),
-        Request::Exists { .. }
-        | Request::GetData { .. }
-        | Request::GetChildren { .. }
-        | Request::Sync { .. } => None,
-    }
-}
+use crate::server::{Applied, Ending};
 
 /// `deleted [/a, /b]` for the ephemerals a session took with it.
 pub(crate) fn deleted_list(changes: &[Change]) -> String {
@@ -66,8 +51,15 @@ impl Engine {
             ));
             return;
         }
-        let kind = txn_kind(&request);
-        let mut applied: Applied = self.server.apply(session, request);
+        let kind = request.txn_kind();
+        let mut applied: Applied = if let Request::Close = request {
+            let order = self.ephemeral_deletion_order(session);
+            self.server
+                .end_session(session, Ending::Close, &order)
+                .expect("a live session closes")
+        } else {
+            self.server.apply(session, request)
+        };
         if let Ok(Response::Children(names, _)) = &mut applied.result {
             // ZooKeeper lists children in hash order; a seeded shuffle
             // catches code that relies on any order.
@@ -121,7 +113,8 @@ impl Engine {
     /// expires: one transaction deletes its ephemerals. False if the session
     /// was already gone.
     pub(crate) fn expire_on_server(&mut self, session: SessionId, why: &str) -> bool {
-        let Some(applied) = self.server.end_session(session) else {
+        let order = self.ephemeral_deletion_order(session);
+        let Some(applied) = self.server.end_session(session, Ending::Expire, &order) else {
             return false;
         };
         let zxid = applied.zxid.expect("ending a session is a transaction");
@@ -146,5 +139,21 @@ impl Engine {
         debug_assert!(op.error.is_none(), "ending a session cannot fail");
         self.after_txn(op);
         true
+    }
+
+    /// The order in which the server deletes a session's ephemerals when
+    /// it ends: ZooKeeper walks the session's ephemerals in a `HashSet`'s
+    /// order, so the simulation shuffles them with its seed, catching code
+    /// (or a test) that relies on any one order of the watch events.
+    fn ephemeral_deletion_order(&mut self, session: SessionId) -> Vec<String> {
+        let mut order: Vec<String> = self
+            .server
+            .tree()
+            .ephemerals(session)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        order.shuffle(&mut self.rng);
+        order
     }
 }

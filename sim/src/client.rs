@@ -3,7 +3,7 @@
 //! reply, the watches the client believes it holds, the last zxid it saw,
 //! and the event stream it feeds.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tokio::sync::{mpsc, oneshot};
 use zkdist_coord::{
@@ -11,7 +11,7 @@ use zkdist_coord::{
     ZkResult,
 };
 
-use crate::request::{Response, WatchingRead};
+use crate::request::{Request, Response, WatchingRead};
 use crate::watches::ClientWatch;
 
 /// What the client believes about its session.
@@ -20,7 +20,10 @@ pub(crate) enum ClientState {
     /// The link is up (or the client is reconnecting over a healed link):
     /// requests are sent.
     Up,
-    /// The link is down: requests fail at once with `ConnectionLoss`.
+    /// The link is down and the client is trying to reconnect: new
+    /// requests wait in `Client::unsent` and go out, in order, once it has
+    /// (or fail with `SessionExpired` if the session expired meanwhile), as
+    /// ZooKeeper's clients queue them.
     Down,
     /// `close` was sent; requests fail with `SessionClosed`.
     Closing,
@@ -39,6 +42,9 @@ pub(crate) type ConnectReply = oneshot::Sender<ZkResult<(SessionId, EventStream)
 pub(crate) struct PendingOp {
     pub summary: String,
     pub watching: Option<WatchingRead>,
+    /// The path of a `get_children`, whose reply the client refuses if it
+    /// is over its buffer size.
+    pub listed_path: Option<String>,
     pub reply: oneshot::Sender<ZkResult<Response>>,
 }
 
@@ -54,6 +60,9 @@ pub(crate) struct Client {
     announced_connected: bool,
     /// Keyed by request id, which grows in issue order.
     pub pending: BTreeMap<u64, PendingOp>,
+    /// Requests issued while disconnected, by request id, in issue order:
+    /// pending, but not sent yet.
+    pub unsent: VecDeque<(u64, Request)>,
     pub watches: BTreeSet<(ClientWatch, String)>,
     pub last_zxid_seen: i64,
 }
@@ -68,6 +77,7 @@ impl Client {
             connect: Some((connect_reply, stream)),
             announced_connected: false,
             pending: BTreeMap::new(),
+            unsent: VecDeque::new(),
             watches: BTreeSet::new(),
             last_zxid_seen: 0,
         }
@@ -113,9 +123,10 @@ impl Client {
         self.connect = None;
     }
 
-    /// Fails every pending request, oldest first, and returns their
-    /// summaries for the trace.
+    /// Fails every pending request (sent or still queued), oldest first,
+    /// and returns their summaries for the trace.
     pub(crate) fn fail_pending(&mut self, error: impl Fn() -> ZkError) -> Vec<String> {
+        self.unsent.clear();
         std::mem::take(&mut self.pending)
             .into_values()
             .map(|op| {

@@ -23,6 +23,10 @@ pub(crate) enum Command {
         request: Request,
         reply: oneshot::Sender<ZkResult<Response>>,
     },
+    /// The session's last `SimSession` handle was dropped.
+    HandleDropped {
+        session: SessionId,
+    },
     Expire {
         session: SessionId,
         done: Done,

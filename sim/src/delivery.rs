@@ -2,13 +2,14 @@
 //! what the application observes (a future completes, an event appears on
 //! the stream).
 
+use zkdist_coord::validate::{check_children_reply, children_reply_bytes};
 use zkdist_coord::{MAX_REPLY_BYTES, SessionId, SessionState, ZkError, ZkResult};
 
 use crate::client::ClientState;
 use crate::engine::Engine;
 use crate::faults::DownCause;
 use crate::link::Delivery;
-use crate::request::{Response, outcome, reply_too_large};
+use crate::request::{Response, outcome};
 
 impl Engine {
     /// The head of the session's inbound queue reaches the client.
@@ -41,26 +42,25 @@ impl Engine {
             }
             Delivery::ConnectionDropped => {
                 self.record(format!("deliver {name} connection closed by the server"));
-                let client = &mut self.peer_mut(session).client;
-                let failed = client.fail_pending(|| ZkError::ConnectionLoss {
-                    reason: "the server closed the connection".to_owned(),
-                });
-                client.announce(SessionState::Disconnected);
-                for summary in failed {
-                    self.record(format!("fail {name} {summary} -> ConnectionLoss"));
-                }
+                self.fail_pending(
+                    session,
+                    || ZkError::ConnectionLoss {
+                        reason: "the server closed the connection".to_owned(),
+                    },
+                    Some(SessionState::Disconnected),
+                );
             }
             Delivery::Expired => {
                 self.record(format!("deliver {name} session Expired"));
                 let client = &mut self.peer_mut(session).client;
-                let failed = client.fail_pending(|| ZkError::SessionExpired);
                 client.fail_connect(ZkError::SessionExpired);
                 client.state = ClientState::Expired;
-                client.announce(SessionState::Expired);
-                client.end_stream();
-                for summary in failed {
-                    self.record(format!("fail {name} {summary} -> SessionExpired"));
-                }
+                self.fail_pending(
+                    session,
+                    || ZkError::SessionExpired,
+                    Some(SessionState::Expired),
+                );
+                self.peer_mut(session).client.end_stream();
                 self.shut_link(session);
             }
         }
@@ -80,21 +80,17 @@ impl Engine {
             .pending
             .remove(&request_id)
             .expect("a reply answers a pending request");
-        if let Ok(response) = &result
-            && let Some(size_bytes) = reply_too_large(response)
+        if let (Some(path), Ok(Response::Children(names, _))) = (&pending.listed_path, &result)
+            && let Err(error) = check_children_reply(path, names)
         {
             // The client library refuses a packet over its buffer size and
             // drops the connection; the read's watch is never recorded.
             self.record(format!(
-                "deliver {name} reply {} -> refused: {size_bytes}B over the {MAX_REPLY_BYTES}B limit, connection dropped",
-                pending.summary
+                "deliver {name} reply {} -> refused: {}B over the {MAX_REPLY_BYTES}B limit, connection dropped",
+                pending.summary,
+                children_reply_bytes(names),
             ));
-            let _ = pending.reply.send(Err(ZkError::ConnectionLoss {
-                reason: format!(
-                    "reply to {} is {size_bytes} bytes, over the client's {MAX_REPLY_BYTES}-byte limit",
-                    pending.summary
-                ),
-            }));
+            let _ = pending.reply.send(Err(error));
             let reconnect_after_us = self.latency.sample_us(&mut self.rng);
             self.link_down(session, Some(reconnect_after_us), DownCause::ReplyTooLarge);
             return;

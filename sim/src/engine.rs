@@ -4,13 +4,15 @@
 //! everything else follows from the seed.
 //!
 //! Server-side handling of arrivals is in `arrival.rs`, client-side handling
-//! of deliveries in `delivery.rs`, link faults in `faults.rs`.
+//! of deliveries in `delivery.rs`, link faults in `faults.rs`, delivery
+//! control (hold and release) in `control.rs`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use tokio::sync::oneshot;
 use zkdist_coord::{SessionId, SessionState, ZkError, ZkResult};
 
 use crate::applied::AppliedOp;
@@ -19,7 +21,7 @@ use crate::command::{ApplyHook, Command, Done, Predicate};
 use crate::config::SimConfig;
 use crate::latency::Latency;
 use crate::link::{Delivery, Link};
-use crate::request::{Request, Response, outcome};
+use crate::request::{Request, Response, error_name, outcome};
 use crate::schedule::{Item, Schedule};
 use crate::server::Server;
 use crate::trace::Trace;
@@ -104,6 +106,7 @@ impl Engine {
                 request,
                 reply,
             } => self.submit(session, request, reply),
+            Command::HandleDropped { session } => self.handle_dropped(session),
             Command::Expire { session, done } => {
                 self.expire_by_control(session);
                 let _ = done.send(());
@@ -139,7 +142,7 @@ impl Engine {
                 let _ = done.send(());
             }
             Command::Step { reply } => {
-                let lines = self.process_next().map(|lines| lines.join("\n"));
+                let lines = self.step().map(|lines| lines.join("\n"));
                 let _ = reply.send(lines);
             }
             Command::RunUntil {
@@ -164,7 +167,7 @@ impl Engine {
                 let result = self.server.tree_mut().set_sequence_counter(&parent, value);
                 let shown = match &result {
                     Ok(()) => "ok".to_owned(),
-                    Err(error) => crate::request::error_name(error),
+                    Err(error) => error_name(error),
                 };
                 self.record(format!(
                     "control set_sequence_counter {parent} {value} -> {shown}"
@@ -184,12 +187,11 @@ impl Engine {
         }
     }
 
-    /// Runs the first item on the agenda, whenever it is due, and returns
-    /// the trace lines it produced. `None` if the agenda is empty.
-    pub(crate) fn process_next(&mut self) -> Option<Vec<String>> {
+    /// Runs the first item on the agenda at its due time (the clock moves
+    /// up to it, never back) and returns it. `None` if the agenda is empty.
+    pub(crate) fn process_next(&mut self) -> Option<Item> {
         let (key, item) = self.schedule.pop_first()?;
         self.now_us = self.now_us.max(key.due_us);
-        let first_line = self.trace.len();
         match item {
             Item::Arrival(session) => {
                 self.peer_mut(session).link.outbound_key = None;
@@ -211,6 +213,14 @@ impl Engine {
         if cfg!(debug_assertions) {
             self.check_links();
         }
+        Some(item)
+    }
+
+    /// `SimZk::step`: [`Engine::process_next`], returning the trace lines
+    /// the item produced.
+    fn step(&mut self) -> Option<Vec<String>> {
+        let first_line = self.trace.len();
+        self.process_next()?;
         let lines = self.trace.since(first_line).to_vec();
         assert!(!lines.is_empty(), "every agenda item leaves a trace line");
         Some(lines)
@@ -243,13 +253,25 @@ impl Engine {
         id
     }
 
+    /// Refuses a control command on a session the simulation never made.
+    pub(crate) fn known(&mut self, session: SessionId, command: &str) -> bool {
+        if self.peers.contains_key(&session) {
+            return true;
+        }
+        self.record(format!(
+            "control {command} {session}: no such session, ignored"
+        ));
+        false
+    }
+
     /// A request from a session handle: refused at once by the client
-    /// library when the session's state forbids it, sent otherwise.
+    /// library when the session's state forbids it, queued while the client
+    /// is disconnected, sent otherwise.
     fn submit(
         &mut self,
         session: SessionId,
         request: Request,
-        reply: tokio::sync::oneshot::Sender<ZkResult<Response>>,
+        reply: oneshot::Sender<ZkResult<Response>>,
     ) {
         let Some(peer) = self.peers.get_mut(&session) else {
             let _ = reply.send(Err(ZkError::System {
@@ -258,13 +280,14 @@ impl Engine {
             return;
         };
         let name = peer.client.name.clone();
+        let state = peer.client.state;
         let is_close = matches!(request, Request::Close);
-        let refusal = match (peer.client.state, is_close) {
+        let refusal = match (state, is_close) {
             (ClientState::Up, true) => {
                 peer.client.state = ClientState::Closing;
                 None
             }
-            (ClientState::Up, false) => None,
+            (ClientState::Up | ClientState::Down, false) => None,
             (ClientState::Closing | ClientState::Closed, true) => Some(Ok(Response::Closed)),
             (ClientState::Closing | ClientState::Closed, false) => {
                 Some(Err(ZkError::SessionClosed))
@@ -273,20 +296,12 @@ impl Engine {
             (ClientState::Crashed, _) => Some(Err(ZkError::ConnectionLoss {
                 reason: format!("{name}'s process crashed"),
             })),
-            (ClientState::Down, true) => {
-                // The handle closes at once, but the server cannot be told:
-                // it keeps the session and its ephemerals until it expires.
-                peer.client.state = ClientState::Closed;
-                peer.client.announce(SessionState::Closed);
-                peer.client.end_stream();
-                Some(Err(ZkError::ConnectionLoss {
-                    reason: format!(
-                        "{name} closed while disconnected; the server keeps the session until it times out"
-                    ),
-                }))
-            }
-            (ClientState::Down, false) => Some(Err(ZkError::ConnectionLoss {
-                reason: format!("{name} is disconnected from the server"),
+            // The handle closes at once, but the server cannot be told: it
+            // keeps the session and its ephemerals until it expires.
+            (ClientState::Down, true) => Some(Err(ZkError::ConnectionLoss {
+                reason: format!(
+                    "{name} closed while disconnected; the server keeps the session until it times out"
+                ),
             })),
         };
         if let Some(result) = refusal {
@@ -296,19 +311,86 @@ impl Engine {
                 outcome(&result)
             ));
             let _ = reply.send(result);
+            if state == ClientState::Down && is_close {
+                // Requests waiting for the reconnection were never sent.
+                self.peer_mut(session).client.state = ClientState::Closed;
+                self.fail_pending(
+                    session,
+                    || ZkError::SessionClosed,
+                    Some(SessionState::Closed),
+                );
+                self.peer_mut(session).client.end_stream();
+            }
             return;
         }
         let request_id = self.take_request_id();
         let pending = PendingOp {
             summary: request.summary(),
             watching: request.watching_read(),
+            listed_path: request.listed_path(),
             reply,
         };
-        self.peer_mut(session)
-            .client
-            .pending
-            .insert(request_id, pending);
+        if state == ClientState::Down {
+            self.record(format!(
+                "queue {name} {} (disconnected: sent once reconnected)",
+                pending.summary
+            ));
+            let client = &mut self.peer_mut(session).client;
+            client.pending.insert(request_id, pending);
+            client.unsent.push_back((request_id, request));
+            return;
+        }
+        let client = &mut self.peer_mut(session).client;
+        client.pending.insert(request_id, pending);
         self.send_to_server(session, request_id, request);
+    }
+
+    /// The application dropped the session's last handle: the client
+    /// library closes the session, as `close` does, with nobody waiting for
+    /// the answer. A handle already finished has nothing to close; a
+    /// crashed one in particular stays silent, as a dead process is.
+    fn handle_dropped(&mut self, session: SessionId) {
+        let Some(peer) = self.peers.get(&session) else {
+            return;
+        };
+        let name = peer.client.name.clone();
+        match peer.client.state {
+            ClientState::Up | ClientState::Down => {
+                self.record(format!("drop {name}: last handle dropped, closing"));
+                let (reply, _nobody_waits) = oneshot::channel();
+                self.submit(session, Request::Close, reply);
+            }
+            state @ (ClientState::Closing
+            | ClientState::Closed
+            | ClientState::Expired
+            | ClientState::Crashed) => {
+                self.record(format!(
+                    "drop {name}: last handle dropped, nothing to close (the handle is {state:?})"
+                ));
+            }
+        }
+    }
+
+    /// Fails every pending request of the session with `error` (oldest
+    /// first), then puts `announced` on its stream, then traces each
+    /// failure: what the client library does when it gives up on a
+    /// connection.
+    pub(crate) fn fail_pending(
+        &mut self,
+        session: SessionId,
+        error: impl Fn() -> ZkError,
+        announced: Option<SessionState>,
+    ) {
+        let name = self.name(session);
+        let shown = error_name(&error());
+        let client = &mut self.peer_mut(session).client;
+        let failed = client.fail_pending(error);
+        if let Some(state) = announced {
+            client.announce(state);
+        }
+        for summary in failed {
+            self.record(format!("fail {name} {summary} -> {shown}"));
+        }
     }
 
     /// Puts a request on the session's link to the server.
@@ -408,24 +490,52 @@ impl Engine {
         }
     }
 
-    /// Links and client states agree. O(messages in flight).
+    /// Links, client states and the server's view of each session agree.
+    /// O(messages in flight).
     fn check_links(&self) {
         for (session, peer) in &self.peers {
             peer.link.check_invariants();
             let state = peer.client.state;
-            if state == ClientState::Up || state == ClientState::Closing {
+            let up = peer.link.up;
+            match state {
+                ClientState::Up | ClientState::Closing => {
+                    assert!(up, "{session} is {state:?} over a link that is down");
+                }
+                ClientState::Down => {
+                    assert!(!up, "{session} is Down over a link that is up");
+                    assert!(
+                        peer.link.heal_key.is_some(),
+                        "{session} is Down with no reconnection scheduled"
+                    );
+                }
+                ClientState::Closed | ClientState::Expired | ClientState::Crashed => {
+                    assert!(
+                        peer.client.pending.is_empty(),
+                        "{session} is {state:?} with requests pending"
+                    );
+                }
+            }
+            if state == ClientState::Down {
                 assert!(
-                    peer.link.up,
-                    "{session} is {state:?} over a link that is down"
+                    peer.client
+                        .pending
+                        .keys()
+                        .eq(peer.client.unsent.iter().map(|(id, _)| id)),
+                    "{session}: while Down, every pending request is one waiting to be sent"
+                );
+            } else {
+                assert!(
+                    peer.client.unsent.is_empty(),
+                    "{session} is {state:?} with requests waiting to be sent"
                 );
             }
-            if state != ClientState::Up && state != ClientState::Closing {
-                assert!(
-                    peer.client.pending.is_empty(),
-                    "{session} is {state:?} with requests pending"
+            if let Some(attached) = self.server.attached(*session) {
+                assert_eq!(
+                    attached, up,
+                    "{session}: the server attaches a live session exactly when its link is up"
                 );
             }
-            if !peer.link.up {
+            if !up {
                 assert!(peer.link.outbound_key.is_none() && peer.link.inbound_key.is_none());
             }
         }

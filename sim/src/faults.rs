@@ -1,5 +1,5 @@
-//! Faults and delivery control on a session's link: cut and heal, crash,
-//! expiry, hold and release.
+//! Faults on a session's link: cut and heal, crash, expiry, and the session
+//! timeout that follows an outage.
 
 use rand::Rng;
 use zkdist_coord::{SessionId, SessionState, ZkError};
@@ -22,17 +22,6 @@ pub(crate) enum DownCause {
 }
 
 impl Engine {
-    /// Refuses a control command on a session the simulation never made.
-    fn known(&mut self, session: SessionId, command: &str) -> bool {
-        if self.peers.contains_key(&session) {
-            return true;
-        }
-        self.record(format!(
-            "control {command} {session}: no such session, ignored"
-        ));
-        false
-    }
-
     /// Whether the session's handle is finished for good.
     fn finished(&self, session: SessionId) -> Option<ClientState> {
         let state = self.peers[&session].client.state;
@@ -84,8 +73,16 @@ impl Engine {
         if self.peers[&session].link.up {
             self.link_down(session, None, DownCause::Crash);
         } else {
+            // Requests waiting for the reconnection die with the process.
+            self.peer_mut(session).client.state = ClientState::Crashed;
+            self.fail_pending(
+                session,
+                || ZkError::ConnectionLoss {
+                    reason: format!("{name}'s process crashed"),
+                },
+                None,
+            );
             let peer = self.peer_mut(session);
-            peer.client.state = ClientState::Crashed;
             peer.client.end_stream();
             if let Some(key) = peer.link.heal_key.take() {
                 self.schedule.cancel(key);
@@ -130,30 +127,6 @@ impl Engine {
         } else if let Some(key) = link.timeout_key.take() {
             self.schedule.cancel(key);
         }
-    }
-
-    pub(crate) fn hold(&mut self, session: SessionId) {
-        if !self.known(session, "hold") {
-            return;
-        }
-        let name = self.name(session);
-        self.record(format!("control hold {name}"));
-        let link = &mut self.peer_mut(session).link;
-        link.held = true;
-        if let Some(key) = link.inbound_key.take() {
-            self.schedule.cancel(key);
-        }
-    }
-
-    pub(crate) fn release(&mut self, session: SessionId) {
-        if !self.known(session, "release") {
-            return;
-        }
-        let name = self.name(session);
-        let held = self.peers[&session].link.inbound.len();
-        self.record(format!("control release {name} ({held} held)"));
-        self.peer_mut(session).link.held = false;
-        self.schedule_inbound_head(session);
     }
 
     /// The link fails now. A seeded prefix of the requests in flight had
@@ -201,36 +174,27 @@ impl Engine {
             DownCause::Crash => format!("{name}'s process crashed"),
         };
         let client = &mut self.peer_mut(session).client;
-        let failed = client.fail_pending(|| ZkError::ConnectionLoss {
-            reason: reason.clone(),
-        });
         // A handshake cut short: `connect` fails, no handle ever exists, and
         // the server (if the session reached it) expires it in due time.
         let unborn = client.connecting();
         client.fail_connect(ZkError::ConnectionLoss {
             reason: format!("{reason} during the handshake"),
         });
-        match (cause, client.state) {
-            _ if unborn => {
-                client.state = ClientState::Crashed;
-                client.end_stream();
-            }
-            (DownCause::Crash, _) => {
-                client.state = ClientState::Crashed;
-                client.end_stream();
-            }
-            (_, ClientState::Closing) => {
-                client.state = ClientState::Closed;
-                client.announce(SessionState::Closed);
-                client.end_stream();
-            }
-            _ => {
-                client.state = ClientState::Down;
-                client.announce(SessionState::Disconnected);
-            }
-        }
-        for summary in failed {
-            self.record(format!("fail {name} {summary} -> ConnectionLoss"));
+        let (state, announced) = match (cause, client.state) {
+            _ if unborn || cause == DownCause::Crash => (ClientState::Crashed, None),
+            (_, ClientState::Closing) => (ClientState::Closed, Some(SessionState::Closed)),
+            _ => (ClientState::Down, Some(SessionState::Disconnected)),
+        };
+        client.state = state;
+        self.fail_pending(
+            session,
+            || ZkError::ConnectionLoss {
+                reason: reason.clone(),
+            },
+            announced,
+        );
+        if state != ClientState::Down {
+            self.peer_mut(session).client.end_stream();
         }
         if self.server.is_alive(session) {
             let expire_at_us = self.now_us.saturating_add(self.session_timeout_us);
@@ -273,7 +237,12 @@ impl Engine {
             self.expire_on_server(session, "session timeout");
         }
         if !self.server.is_alive(session) {
-            self.record(format!("heal {name}: the session expired on the server"));
+            // Requests queued meanwhile are never sent: they fail with
+            // `SessionExpired` when the client learns it.
+            let queued = std::mem::take(&mut self.peer_mut(session).client.unsent).len();
+            self.record(format!(
+                "heal {name}: the session expired on the server, {queued} queued requests not sent"
+            ));
             self.send_to_client(session, Delivery::Expired);
             return;
         }
@@ -281,14 +250,21 @@ impl Engine {
         let held = client.watches.clone();
         let last_zxid_seen = client.last_zxid_seen;
         let fired = self.server.reattach(session, &held, last_zxid_seen);
+        let unsent = std::mem::take(&mut self.peer_mut(session).client.unsent);
         self.record(format!(
-            "heal {name}: reconnected, {} watches re-sent relative to zxid 0x{last_zxid_seen:x}, {} fired",
+            "heal {name}: reconnected, {} watches re-sent relative to zxid 0x{last_zxid_seen:x}, {} fired, {} queued requests sent",
             held.len(),
-            fired.len()
+            fired.len(),
+            unsent.len()
         ));
         self.send_to_client(session, Delivery::Connected);
         for event in fired {
             self.send_to_client(session, Delivery::Event(event));
+        }
+        // What the application asked for while disconnected goes out after
+        // the handshake, in the order it was asked.
+        for (request_id, request) in unsent {
+            self.send_to_server(session, request_id, request);
         }
     }
 

@@ -12,8 +12,8 @@
 //! Layout: a sans-IO core (the server in `tree`, `watches`, `multi`,
 //! `server`; the client library in `client`; the network in `link`,
 //! `latency`, `schedule`; all tied together by `engine` with `arrival`,
-//! `delivery` and `faults`) and a thin async shell (`driver`, `sim`,
-//! `session`).
+//! `delivery`, `faults` and `control`) and a thin async shell (`driver`,
+//! `sim`, `session`).
 
 // `cargo sim` sets ZKDIST_SIM_LANE (through cargo's `[env]`) and passes
 // `--cfg madsim` through `build.rustflags`, which cargo ignores whenever
@@ -32,6 +32,7 @@ mod arrival;
 mod client;
 mod command;
 mod config;
+mod control;
 mod delivery;
 mod driver;
 mod engine;

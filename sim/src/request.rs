@@ -1,7 +1,9 @@
 //! What travels between a session and the server, and how the trace names
 //! it.
 
-use zkdist_coord::{CreateMode, MAX_REPLY_BYTES, Op, OpResult, Stat, ZkError, ZkResult};
+use zkdist_coord::{CreateMode, Op, OpResult, Stat, ZkError, ZkResult};
+
+use crate::applied::TxnKind;
 
 /// A request as the server receives it. Client-side checks (paths, sizes,
 /// versions) have already passed.
@@ -68,17 +70,26 @@ pub(crate) enum WatchingRead {
 }
 
 impl Request {
+    /// The kind of transaction the server runs it as, or `None` for a read
+    /// (which takes no zxid).
+    pub(crate) fn txn_kind(&self) -> Option<TxnKind> {
+        match self {
+            Request::CreateSession => Some(TxnKind::CreateSession),
+            Request::Create { .. } => Some(TxnKind::Create),
+            Request::Delete { .. } => Some(TxnKind::Delete),
+            Request::SetData { .. } => Some(TxnKind::SetData),
+            Request::Multi { .. } => Some(TxnKind::Multi),
+            Request::Close => Some(TxnKind::CloseSession),
+            Request::Exists { .. }
+            | Request::GetData { .. }
+            | Request::GetChildren { .. }
+            | Request::Sync { .. } => None,
+        }
+    }
+
     /// Whether the server runs it as a transaction (it takes a zxid).
     pub(crate) fn is_write(&self) -> bool {
-        matches!(
-            self,
-            Request::CreateSession
-                | Request::Create { .. }
-                | Request::Delete { .. }
-                | Request::SetData { .. }
-                | Request::Multi { .. }
-                | Request::Close
-        )
+        self.txn_kind().is_some()
     }
 
     pub(crate) fn watching_read(&self) -> Option<WatchingRead> {
@@ -88,6 +99,15 @@ impl Request {
             Request::GetChildren { path, watch: true } => {
                 Some(WatchingRead::GetChildren(path.clone()))
             }
+            _ => None,
+        }
+    }
+
+    /// The path a `get_children` lists: the client checks the size of its
+    /// reply before accepting it.
+    pub(crate) fn listed_path(&self) -> Option<String> {
+        match self {
+            Request::GetChildren { path, .. } => Some(path.clone()),
             _ => None,
         }
     }
@@ -183,45 +203,9 @@ pub(crate) fn outcome(result: &ZkResult<Response>) -> String {
     }
 }
 
-/// Bytes of a `getChildren2` reply on the wire: the reply header (xid,
-/// zxid, error: 16 bytes), the vector (a 4-byte count, then a 4-byte length
-/// and the bytes of each name) and the stat (68 bytes).
-pub(crate) fn children_reply_bytes(names: &[String]) -> usize {
-    const REPLY_HEADER_BYTES: usize = 16;
-    const STAT_BYTES: usize = 68;
-    REPLY_HEADER_BYTES + 4 + names.iter().map(|n| 4 + n.len()).sum::<usize>() + STAT_BYTES
-}
-
-/// Whether a client refuses this reply as too large (`jute.maxbuffer`).
-pub(crate) fn reply_too_large(response: &Response) -> Option<usize> {
-    match response {
-        Response::Children(names, _) => {
-            let bytes = children_reply_bytes(names);
-            (bytes > MAX_REPLY_BYTES).then_some(bytes)
-        }
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn children_reply_size_counts_names_and_framing() {
-        assert_eq!(children_reply_bytes(&[]), 88);
-        assert_eq!(
-            children_reply_bytes(&["abc".into(), "de".into()]),
-            88 + 7 + 6
-        );
-        let big: Vec<String> = (0..2000).map(|i| format!("{i:0>600}")).collect();
-        let response = Response::Children(big, Stat::default());
-        assert_eq!(reply_too_large(&response), Some(88 + 2000 * 604));
-        assert_eq!(
-            reply_too_large(&Response::Children(vec![], Stat::default())),
-            None
-        );
-    }
 
     #[test]
     fn summaries_are_readable() {

@@ -23,6 +23,19 @@ pub(crate) struct Applied {
     pub changes: Vec<Change>,
 }
 
+/// How a session ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// Its owner closed it: the connection is still open while the server
+    /// deletes the ephemerals, so the session hears its own watches fire
+    /// (`NodeDeleted` for the ephemerals it watched) before its close
+    /// reply, as on a 3.8 server.
+    Close,
+    /// The server expired it: its connection (and with it its watches) is
+    /// gone before the ephemerals are deleted.
+    Expire,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Server {
     tree: Tree,
@@ -45,16 +58,23 @@ impl Server {
         self.sessions.contains_key(&session)
     }
 
+    /// Whether a connection attaches the session now; `None` if the session
+    /// is not live.
+    pub(crate) fn attached(&self, session: SessionId) -> Option<bool> {
+        self.sessions.get(&session).copied()
+    }
+
     /// Applies a request from a live session (or the request that creates
-    /// it).
+    /// it). A close goes through [`Server::end_session`] instead.
     pub(crate) fn apply(&mut self, session: SessionId, request: Request) -> Applied {
         assert!(
             self.is_alive(session) != matches!(request, Request::CreateSession),
             "request from session {session} in the wrong life state"
         );
-        if let Request::Close = request {
-            return self.end_session(session).expect("live session");
-        }
+        assert!(
+            !matches!(request, Request::Close),
+            "a close ends the session through end_session"
+        );
         let mut journal = Journal::default();
         let zxid = request.is_write().then(|| self.tree.next_zxid());
         let result = match request {
@@ -62,7 +82,7 @@ impl Server {
                 self.sessions.insert(session, true);
                 Ok(Response::SessionCreated)
             }
-            Request::Close => unreachable!("handled above"),
+            Request::Close => unreachable!("refused above"),
             Request::Create { path, data, mode } => self
                 .tree
                 .create(
@@ -133,18 +153,30 @@ impl Server {
     }
 
     /// Closes or expires a session in one transaction: its ephemerals are
-    /// deleted (firing other sessions' watches) and its watches dropped.
-    /// `None` if the session is already gone.
-    pub(crate) fn end_session(&mut self, session: SessionId) -> Option<Applied> {
+    /// deleted, in the order given (a permutation of the tree's list, see
+    /// [`Tree::delete_ephemerals`]), firing watches, and its watches are
+    /// dropped: before the deletions for an expiry, after them for a close
+    /// (see [`Ending`]). `None` if the session is already gone.
+    pub(crate) fn end_session(
+        &mut self,
+        session: SessionId,
+        ending: Ending,
+        ephemerals_in_order: &[String],
+    ) -> Option<Applied> {
         self.sessions.remove(&session)?;
-        self.watches.remove_session(session);
+        if ending == Ending::Expire {
+            self.watches.remove_session(session);
+        }
         let zxid = self.tree.next_zxid();
         let mut journal = Journal::default();
-        self.tree.delete_ephemerals(zxid, session, &mut journal);
+        self.tree
+            .delete_ephemerals(zxid, session, ephemerals_in_order, &mut journal);
+        let events = self.fire(&journal.triggers);
+        self.watches.remove_session(session);
         Some(Applied {
             zxid: Some(zxid),
             result: Ok(Response::Closed),
-            events: self.fire(&journal.triggers),
+            events,
             changes: changes_of(&journal.triggers),
         })
     }
@@ -213,13 +245,18 @@ impl Server {
                 "only attached live sessions hold watches ({session})"
             );
         }
-        for owner in self.tree.paths().filter_map(|p| {
-            let stat = self.tree.stat(p).expect("listed path");
-            (stat.ephemeral_owner != 0).then_some(SessionId(stat.ephemeral_owner))
-        }) {
+        for owner in self.tree.ephemeral_owners() {
             assert!(
                 self.is_alive(owner),
                 "ephemeral owned by dead session {owner}"
+            );
+        }
+        // A get_children watch is only left on a node that exists, and the
+        // node's deletion fires it (NodeDeleted) and removes it.
+        for path in self.watches.child_paths() {
+            assert!(
+                self.tree.exists(path),
+                "child watch on {path}, which does not exist"
             );
         }
     }
@@ -238,6 +275,18 @@ mod tests {
         server.apply(A, Request::CreateSession);
         server.apply(B, Request::CreateSession);
         server
+    }
+
+    /// Ends `session` the way the engine does, its ephemerals in sorted
+    /// order.
+    fn end(server: &mut Server, session: SessionId, ending: Ending) -> Option<Applied> {
+        let order: Vec<String> = server
+            .tree()
+            .ephemerals(session)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        server.end_session(session, ending, &order)
     }
 
     fn create(server: &mut Server, session: SessionId, path: &str, mode: CreateMode) -> Applied {
@@ -277,7 +326,7 @@ mod tests {
         let mut server = server_with_sessions();
         create(&mut server, A, "/e", CreateMode::Ephemeral);
         let before = server.tree().zxid();
-        let closed = server.apply(A, Request::Close);
+        let closed = end(&mut server, A, Ending::Close).unwrap();
         assert_eq!(closed.zxid, Some(before + 1));
         assert_eq!(server.tree().zxid(), before + 1);
         assert!(!server.is_alive(A));
@@ -334,36 +383,70 @@ mod tests {
         );
     }
 
-    #[test]
-    fn ending_a_session_deletes_its_ephemerals_in_one_transaction() {
+    /// A with ephemerals /e1 and /e2, watching /e1 (and a child watch on
+    /// /e2); B watching /e2.
+    fn two_watched_ephemerals() -> Server {
         let mut server = server_with_sessions();
         create(&mut server, A, "/e1", CreateMode::Ephemeral);
         create(&mut server, A, "/e2", CreateMode::Ephemeral);
+        for (session, path) in [(B, "/e2"), (A, "/e1")] {
+            server.apply(
+                session,
+                Request::Exists {
+                    path: path.into(),
+                    watch: true,
+                },
+            );
+        }
         server.apply(
-            B,
-            Request::Exists {
+            A,
+            Request::GetChildren {
                 path: "/e2".into(),
                 watch: true,
             },
         );
-        server.apply(
-            A,
-            Request::Exists {
-                path: "/e1".into(),
-                watch: true,
-            },
-        );
+        server
+    }
+
+    fn heard(applied: &Applied) -> Vec<(SessionId, WatchKind, &str)> {
+        applied
+            .events
+            .iter()
+            .map(|(s, e)| (*s, e.kind, e.path.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn expiring_a_session_deletes_its_ephemerals_in_one_transaction_unheard_by_it() {
+        let mut server = two_watched_ephemerals();
         let before = server.tree().zxid();
-        let ended = server.end_session(A).unwrap();
+        let ended = end(&mut server, A, Ending::Expire).unwrap();
         assert_eq!(ended.zxid, Some(before + 1));
         assert_eq!(
             ended.changes,
             [Change::Deleted("/e1".into()), Change::Deleted("/e2".into())]
         );
-        // Only B hears: A's own watches went with it.
-        assert_eq!(ended.events.len(), 1);
-        assert_eq!(ended.events[0].0, B);
-        assert!(server.end_session(A).is_none());
+        // Only B hears: A's connection, and its watches, went first.
+        assert_eq!(heard(&ended), [(B, WatchKind::NodeDeleted, "/e2")]);
+        assert!(end(&mut server, A, Ending::Expire).is_none());
+        assert!(!server.watches.has_watches(A));
+        server.check_invariants();
+    }
+
+    #[test]
+    fn closing_a_session_fires_its_own_watches_on_its_ephemerals_first() {
+        let mut server = two_watched_ephemerals();
+        let ended = end(&mut server, A, Ending::Close).unwrap();
+        assert_eq!(
+            heard(&ended),
+            [
+                (A, WatchKind::NodeDeleted, "/e1"),
+                (A, WatchKind::NodeDeleted, "/e2"),
+                (B, WatchKind::NodeDeleted, "/e2"),
+            ]
+        );
+        assert!(!server.watches.has_watches(A), "the rest is dropped");
+        assert!(end(&mut server, A, Ending::Close).is_none());
         server.check_invariants();
     }
 

@@ -1,26 +1,49 @@
 //! `SimSession`: one simulated session's handle, implementing the
 //! `Coordinator` trait. It checks its arguments as a client library does,
-//! before anything is sent, then sends the request to the driver.
+//! before anything is sent (with `zkdist_coord::validate`, the checks every
+//! backend shares), then sends the request to the driver.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
-use zkdist_coord::path::{validate_path, validate_sequential_prefix};
+use zkdist_coord::validate::{check_create, check_delete, check_multi, check_read, check_set_data};
 use zkdist_coord::{
-    Coordinator, CreateMode, MAX_DATA_BYTES, Op, OpResult, SessionId, Stat, Watch, ZkError,
-    ZkResult, validate_data, validate_version,
+    Coordinator, CreateMode, Op, OpResult, SessionId, Stat, Watch, ZkError, ZkResult,
 };
 
 use crate::command::Command;
 use crate::request::{Request, Response};
 
-/// A handle on one simulated session. Clones share the session.
+/// A handle on one simulated session. Clones share the session; dropping
+/// the last one closes it, as dropping the last handle of a real client
+/// does.
 #[derive(Debug, Clone)]
 pub struct SimSession {
     id: SessionId,
     name: Arc<str>,
     commands: mpsc::UnboundedSender<Command>,
+    _last_handle: Arc<LastHandle>,
+}
+
+/// Shared by every clone of a session's handle. When the last clone goes,
+/// it tells the driver, on the channel the session's requests take (so
+/// after every request issued before), and the client library then closes
+/// the session without anyone waiting for the answer. A session that
+/// crashed, expired or was closed is left alone.
+#[derive(Debug)]
+struct LastHandle {
+    session: SessionId,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl Drop for LastHandle {
+    fn drop(&mut self) {
+        // A stopped simulation has nothing left to close.
+        let _ = self.commands.send(Command::HandleDropped {
+            session: self.session,
+        });
+    }
 }
 
 pub(crate) fn simulator_stopped() -> ZkError {
@@ -35,65 +58,6 @@ fn unexpected(response: Response) -> ZkError {
     }
 }
 
-fn check_create(path: &str, data: &[u8], mode: CreateMode) -> ZkResult<()> {
-    if mode.is_sequential() {
-        validate_sequential_prefix(path)?;
-    } else {
-        validate_path(path)?;
-    }
-    validate_data(path, data)
-}
-
-fn check_op(op: &Op) -> ZkResult<()> {
-    match op {
-        Op::Create { path, data, mode } => check_create(path, data, *mode),
-        Op::Delete { path, version } => {
-            validate_path(path)?;
-            validate_version(path, *version)
-        }
-        Op::SetData {
-            path,
-            data,
-            version,
-        } => {
-            validate_path(path)?;
-            validate_data(path, data)?;
-            validate_version(path, *version)
-        }
-        Op::Check { path, version } => {
-            validate_path(path)?;
-            validate_version(path, Some(*version))
-        }
-    }
-}
-
-/// Checks every op (a bad one is reported with its index, as a failed
-/// multi is) and the request's total payload, which the server would refuse
-/// as one oversized packet.
-fn check_multi(ops: &[Op]) -> ZkResult<()> {
-    for (index, op) in ops.iter().enumerate() {
-        check_op(op).map_err(|error| ZkError::Multi {
-            index,
-            error: Box::new(error),
-        })?;
-    }
-    let payload_bytes: usize = ops
-        .iter()
-        .map(|op| match op {
-            Op::Create { data, .. } | Op::SetData { data, .. } => data.len() + op.path().len(),
-            Op::Delete { .. } | Op::Check { .. } => op.path().len(),
-        })
-        .sum();
-    if payload_bytes > MAX_DATA_BYTES {
-        return Err(ZkError::DataTooLarge {
-            path: format!("multi of {} ops", ops.len()),
-            size_bytes: payload_bytes,
-            limit_bytes: MAX_DATA_BYTES,
-        });
-    }
-    Ok(())
-}
-
 impl SimSession {
     pub(crate) fn new(
         id: SessionId,
@@ -103,6 +67,10 @@ impl SimSession {
         SimSession {
             id,
             name: name.into(),
+            _last_handle: Arc::new(LastHandle {
+                session: id,
+                commands: commands.clone(),
+            }),
             commands,
         }
     }
@@ -155,12 +123,10 @@ impl Coordinator for SimSession {
         path: &str,
         version: Option<i32>,
     ) -> impl Future<Output = ZkResult<()>> + Send {
-        let request = validate_path(path)
-            .and_then(|()| validate_version(path, version))
-            .map(|()| Request::Delete {
-                path: path.to_owned(),
-                version,
-            });
+        let request = check_delete(path, version).map(|()| Request::Delete {
+            path: path.to_owned(),
+            version,
+        });
         async move {
             match self.call(request?).await? {
                 Response::Deleted => Ok(()),
@@ -174,7 +140,7 @@ impl Coordinator for SimSession {
         path: &str,
         watch: Watch,
     ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send {
-        let request = validate_path(path).map(|()| Request::Exists {
+        let request = check_read(path).map(|()| Request::Exists {
             path: path.to_owned(),
             watch: watch == Watch::Yes,
         });
@@ -191,7 +157,7 @@ impl Coordinator for SimSession {
         path: &str,
         watch: Watch,
     ) -> impl Future<Output = ZkResult<(Vec<u8>, Stat)>> + Send {
-        let request = validate_path(path).map(|()| Request::GetData {
+        let request = check_read(path).map(|()| Request::GetData {
             path: path.to_owned(),
             watch: watch == Watch::Yes,
         });
@@ -209,14 +175,11 @@ impl Coordinator for SimSession {
         data: &[u8],
         version: Option<i32>,
     ) -> impl Future<Output = ZkResult<Stat>> + Send {
-        let request = validate_path(path)
-            .and_then(|()| validate_data(path, data))
-            .and_then(|()| validate_version(path, version))
-            .map(|()| Request::SetData {
-                path: path.to_owned(),
-                data: data.to_vec(),
-                version,
-            });
+        let request = check_set_data(path, data, version).map(|()| Request::SetData {
+            path: path.to_owned(),
+            data: data.to_vec(),
+            version,
+        });
         async move {
             match self.call(request?).await? {
                 Response::DataSet(stat) => Ok(stat),
@@ -230,7 +193,7 @@ impl Coordinator for SimSession {
         path: &str,
         watch: Watch,
     ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send {
-        let request = validate_path(path).map(|()| Request::GetChildren {
+        let request = check_read(path).map(|()| Request::GetChildren {
             path: path.to_owned(),
             watch: watch == Watch::Yes,
         });
@@ -253,7 +216,7 @@ impl Coordinator for SimSession {
     }
 
     fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {
-        let request = validate_path(path).map(|()| Request::Sync {
+        let request = check_read(path).map(|()| Request::Sync {
             path: path.to_owned(),
         });
         async move {
@@ -268,65 +231,6 @@ impl Coordinator for SimSession {
         match self.call(Request::Close).await? {
             Response::Closed => Ok(()),
             other => Err(unexpected(other)),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn multi_checks_name_the_bad_op() {
-        let ops = vec![
-            Op::Check {
-                path: "/a".into(),
-                version: 0,
-            },
-            Op::Delete {
-                path: "/a/".into(),
-                version: None,
-            },
-        ];
-        match check_multi(&ops) {
-            Err(ZkError::Multi { index: 1, error }) => {
-                assert!(matches!(*error, ZkError::InvalidPath { ref path, .. } if path == "/a/"))
-            }
-            other => panic!("{other:?}"),
-        }
-        let negative = vec![Op::Check {
-            path: "/a".into(),
-            version: -1,
-        }];
-        assert!(matches!(
-            check_multi(&negative),
-            Err(ZkError::Multi { index: 0, error }) if matches!(*error, ZkError::BadArguments { .. })
-        ));
-    }
-
-    #[test]
-    fn multi_payload_is_bounded_as_a_whole() {
-        let half = vec![0u8; MAX_DATA_BYTES / 2 + 1];
-        let ops = vec![
-            Op::SetData {
-                path: "/a".into(),
-                data: half.clone(),
-                version: None,
-            },
-            Op::SetData {
-                path: "/b".into(),
-                data: half,
-                version: None,
-            },
-        ];
-        match check_multi(&ops) {
-            Err(ZkError::DataTooLarge {
-                path, limit_bytes, ..
-            }) => {
-                assert_eq!(path, "multi of 2 ops");
-                assert_eq!(limit_bytes, MAX_DATA_BYTES);
-            }
-            other => panic!("{other:?}"),
         }
     }
 }

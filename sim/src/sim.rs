@@ -1,6 +1,7 @@
 //! `SimZk`: the handle on a running simulation, for connecting sessions,
 //! injecting faults, controlling delivery and observing the tree.
 
+use std::future::Future;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -86,9 +87,21 @@ impl SimZk {
 
     /// The session's process dies: its link drops silently and for good,
     /// its stream ends, and the server expires the session after the
-    /// session timeout.
-    pub async fn crash(&self, session: SessionId) {
-        self.control(|done| Command::Crash { session, done }).await
+    /// session timeout. Handles of the session dropped afterwards (the dead
+    /// process's memory going away) close nothing.
+    ///
+    /// The crash takes its place in the simulation's order when `crash` is
+    /// called, not when the returned future is first polled, so a test can
+    /// crash a session and then kill the madsim node that holds its
+    /// handles, with no task of that node running in between (see
+    /// `master/tests/madsim_crash.rs`). Awaiting the future waits until the
+    /// crash is applied.
+    pub fn crash(&self, session: SessionId) -> impl Future<Output = ()> + Send + 'static {
+        let (done, finished) = oneshot::channel();
+        self.send(Command::Crash { session, done });
+        async move {
+            let _ = finished.await;
+        }
     }
 
     /// Holds back everything travelling to the session (replies, events)

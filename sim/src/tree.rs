@@ -110,6 +110,8 @@ pub struct Tree {
     /// the nodes' stats.
     ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
     /// Every sequential name ever handed out, to assert none is reused.
+    /// It grows with every sequential create, so only debug builds keep it.
+    #[cfg(debug_assertions)]
     sequential_issued: BTreeSet<String>,
     /// Parents whose counter a test moved by hand: only there may a
     /// sequential name come back.
@@ -143,6 +145,7 @@ impl Tree {
             nodes,
             zxid: 0,
             ephemerals: BTreeMap::new(),
+            #[cfg(debug_assertions)]
             sequential_issued: BTreeSet::new(),
             counters_overridden: BTreeSet::new(),
         };
@@ -192,6 +195,11 @@ impl Tree {
             .get(&session)
             .map(|paths| paths.iter().map(String::as_str).collect())
             .unwrap_or_default()
+    }
+
+    /// The sessions that own at least one ephemeral node, sorted.
+    pub fn ephemeral_owners(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.ephemerals.keys().copied()
     }
 
     /// Number of nodes, system nodes included.
@@ -287,6 +295,7 @@ impl Tree {
                 .or_default()
                 .insert(created.clone());
         }
+        #[cfg(debug_assertions)]
         if mode.is_sequential() {
             let fresh = self.sequential_issued.insert(created.clone());
             assert!(
@@ -392,28 +401,32 @@ impl Tree {
         Ok(())
     }
 
-    /// Deletes every ephemeral node of `owner`, in sorted order, as the one
-    /// transaction that closes or expires a session. Returns their paths.
+    /// Deletes every ephemeral node of `owner` in the order given, as the
+    /// one transaction that closes or expires a session. The order is the
+    /// caller's choice (ZooKeeper walks a hash set), but it must name
+    /// exactly the nodes [`Tree::ephemerals`] lists.
     pub(crate) fn delete_ephemerals(
         &mut self,
         zxid: i64,
         owner: SessionId,
+        order: &[String],
         journal: &mut Journal,
-    ) -> Vec<String> {
+    ) {
         debug_assert_eq!(zxid, self.zxid, "a mutation runs under the current zxid");
-        let owned: Vec<String> = self
-            .ephemerals
-            .get(&owner)
-            .map(|paths| paths.iter().cloned().collect())
-            .unwrap_or_default();
-        for path in &owned {
+        let mut named: Vec<&str> = order.iter().map(String::as_str).collect();
+        named.sort_unstable();
+        assert_eq!(
+            named,
+            self.ephemerals(owner),
+            "the deletion order of {owner}'s ephemerals names each of them once"
+        );
+        for path in order {
             self.remove(zxid, path, journal);
         }
         assert!(
             !self.ephemerals.contains_key(&owner),
             "session {owner} still owns ephemerals after their deletion"
         );
-        owned
     }
 
     /// Moves a parent's child-create counter (which also moves the cversion
@@ -437,9 +450,12 @@ impl Tree {
                     assert!(node.children.is_empty(), "undo of a create with children");
                     self.unlink_child(&path);
                     self.forget_ephemeral(&path, &node);
+                    #[cfg(debug_assertions)]
                     if sequential {
                         self.sequential_issued.remove(&path);
                     }
+                    #[cfg(not(debug_assertions))]
+                    let _ = sequential;
                 }
                 Undo::Reinsert { path, node } => {
                     if node.is_ephemeral() {
@@ -824,19 +840,39 @@ mod tests {
     }
 
     #[test]
-    fn ephemerals_go_in_one_step() {
+    fn ephemerals_go_in_one_step_in_the_order_given() {
         let mut tree = Tree::new();
         create(&mut tree, "/a", Persistent).unwrap();
-        create(&mut tree, "/a/z", Ephemeral).unwrap();
         create(&mut tree, "/a/b", Ephemeral).unwrap();
+        create(&mut tree, "/a/z", Ephemeral).unwrap();
+        assert_eq!(tree.ephemeral_owners().collect::<Vec<_>>(), [OWNER]);
         let zxid = tree.next_zxid();
         let mut journal = Journal::default();
-        let deleted = tree.delete_ephemerals(zxid, OWNER, &mut journal);
+        let order = ["/a/z".to_owned(), "/a/b".to_owned()];
+        tree.delete_ephemerals(zxid, OWNER, &order, &mut journal);
         tree.check_invariants();
-        assert_eq!(deleted, ["/a/b", "/a/z"]);
         assert_eq!(tree.children("/a").unwrap(), Vec::<&str>::new());
         assert_eq!(tree.stat("/a").unwrap().pzxid, zxid);
-        assert_eq!(journal.triggers.len(), 4);
+        assert_eq!(
+            journal.triggers,
+            [
+                Trigger::Deleted("/a/z".into()),
+                Trigger::ChildrenChanged("/a".into()),
+                Trigger::Deleted("/a/b".into()),
+                Trigger::ChildrenChanged("/a".into()),
+            ]
+        );
         assert!(tree.ephemerals(OWNER).is_empty());
+        assert_eq!(tree.ephemeral_owners().count(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "names each of them once")]
+    fn an_ephemeral_order_that_leaves_one_out_is_refused() {
+        let mut tree = Tree::new();
+        create(&mut tree, "/b", Ephemeral).unwrap();
+        create(&mut tree, "/z", Ephemeral).unwrap();
+        let zxid = tree.next_zxid();
+        tree.delete_ephemerals(zxid, OWNER, &["/z".to_owned()], &mut Journal::default());
     }
 }

@@ -108,6 +108,11 @@ impl Watches {
         self.by_session.keys().copied()
     }
 
+    /// The paths holding a child watch.
+    pub(crate) fn child_paths(&self) -> impl Iterator<Item = &str> {
+        self.child.keys().map(String::as_str)
+    }
+
     /// Number of (table, path, session) registrations.
     #[cfg(test)]
     pub(crate) fn count(&self) -> usize {

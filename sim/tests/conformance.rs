@@ -3,7 +3,7 @@
 //! Every case runs on a fresh simulation, first with zero latency and then
 //! with a seeded heavy-tailed latency (seed derived from the case's name), so
 //! the per-session ordering the cases rely on is exercised with messages in
-//! flight. `ZKDIST_CONFORMANCE_SEEDS=N` adds more latency seeds per case.
+//! flight. `ZKDIST_CONFORMANCE_SEEDS=N` runs N latency seeds per case (default 1).
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
@@ -17,11 +17,10 @@ use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
 const ROOT: &str = "/conformance";
 
 /// The delays of the second run: mostly 2 to 4 ms, sometimes up to 100 ms,
-/// so that messages of different sessions overtake each other. Delays are
-/// kept above a millisecond because the paused tokio clock wakes timers at
-/// millisecond granularity: messages due within the same millisecond reach
-/// their clients in one batch, before any case code runs in between, which
-/// would hide a reply delivered ahead of its events.
+/// so that messages of different sessions overtake each other. (Each
+/// message reaches its client at its own due time, and the task it wakes
+/// runs before the next delivery, so shorter delays would not batch
+/// deliveries either.)
 const SEEDED_LATENCY: Latency = Latency::HeavyTail {
     base_us: 4_000,
     tail_probability_pct: 10,
@@ -64,6 +63,10 @@ impl Backend for SimBackend {
 
     async fn expire(&self, session: &SimSession) {
         self.sim.expire(session.session_id()).await
+    }
+
+    async fn cut(&self, session: &SimSession, duration: std::time::Duration) {
+        self.sim.cut(session.session_id(), duration).await
     }
 }
 

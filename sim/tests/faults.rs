@@ -126,11 +126,12 @@ fn an_outage_past_the_timeout_expires_the_session_at_cut_plus_timeout() {
         let cut_at = Instant::now();
         sim.cut(a.session_id(), Duration::from_secs(3)).await;
         assert_eq!(drain(&mut a_events), [state(SessionState::Disconnected)]);
-        // The client still believes in its session and its ephemeral.
-        assert!(matches!(
-            a.exists("/e", Watch::No).await,
-            Err(ZkError::ConnectionLoss { .. })
-        ));
+        // The client still believes in its session and its ephemeral: a
+        // request waits for the reconnection.
+        let waiting = tokio::spawn({
+            let a = a.clone();
+            async move { a.exists("/e", Watch::No).await }
+        });
 
         // The server expires it one session timeout after the link failed.
         assert_eq!(
@@ -145,14 +146,115 @@ fn an_outage_past_the_timeout_expires_the_session_at_cut_plus_timeout() {
         );
         assert_eq!(b.exists("/e", Watch::No).await.unwrap(), None);
 
-        // The partitioned client learns it only when the link heals.
+        assert!(!waiting.is_finished(), "still waiting for the reconnection");
+
+        // The partitioned client learns it only when the link heals; the
+        // request it queued meanwhile was never sent, and fails.
         assert_eq!(
             next_event(&mut a_events).await,
             state(SessionState::Expired)
         );
         assert!(cut_at.elapsed() >= Duration::from_secs(3));
+        assert_eq!(waiting.await.unwrap(), Err(ZkError::SessionExpired));
         assert_eq!(a.exists("/", Watch::No).await, Err(ZkError::SessionExpired));
         assert_eq!(a_events.recv().await, None, "the stream ends after Expired");
+    });
+}
+
+/// While disconnected, a client queues requests instead of failing them
+/// (as ZooKeeper's clients do): they go out after the reconnection, in the
+/// order they were issued, behind the handshake. A request already in
+/// flight when the link dropped still fails with `ConnectionLoss`.
+#[test]
+fn requests_issued_while_disconnected_are_sent_in_order_once_reconnected() {
+    run_paused(async {
+        let sim = SimZk::start(config(6, Latency::Fixed { ms: 1 }, 10_000));
+        let (a, mut a_events) = sim.connect("a").await.unwrap();
+        a.create("/q", b"", CreateMode::Persistent).await.unwrap();
+        let mut in_flight = Box::pin({
+            let a = a.clone();
+            async move { a.exists("/q", Watch::No).await }
+        });
+        // Polled once here, which sends it, whatever order the runtime
+        // (madsim's is randomized) then runs tasks in.
+        let polled = std::future::poll_fn(|cx| Poll::Ready(in_flight.as_mut().poll(cx))).await;
+        assert!(polled.is_pending(), "no reply before the latency");
+        let in_flight = tokio::spawn(in_flight);
+        let cut_at = Instant::now();
+        sim.cut(a.session_id(), Duration::from_millis(400)).await;
+        assert!(matches!(
+            in_flight.await.unwrap(),
+            Err(ZkError::ConnectionLoss { .. })
+        ));
+        let _ = drain(&mut a_events);
+
+        let mut queued = Vec::new();
+        for name in ["/q/1-", "/q/2-", "/q/3-"] {
+            queued.push(tokio::spawn({
+                let a = a.clone();
+                async move { a.create(name, b"", CreateMode::PersistentSequential).await }
+            }));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let read = tokio::spawn({
+            let a = a.clone();
+            async move { a.get_children("/q", Watch::No).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(queued.iter().all(|task| !task.is_finished()));
+        assert!(!sim.inspect(|tree| tree.exists("/q/1-0000000000")).await);
+
+        let mut created = Vec::new();
+        for task in queued {
+            created.push(task.await.unwrap().unwrap());
+        }
+        assert!(cut_at.elapsed() >= Duration::from_millis(400));
+        assert_eq!(
+            created,
+            ["/q/1-0000000000", "/q/2-0000000001", "/q/3-0000000002"],
+            "sent in issue order"
+        );
+        let (mut names, _) = read.await.unwrap().unwrap();
+        names.sort();
+        assert_eq!(names, ["1-0000000000", "2-0000000001", "3-0000000002"]);
+        assert_eq!(
+            drain(&mut a_events),
+            [state(SessionState::Connected)],
+            "the reconnection came first"
+        );
+        let trace = sim.trace().await;
+        let queued_lines = trace.iter().filter(|l| l.contains("queue a ")).count();
+        assert_eq!(queued_lines, 4, "{trace:#?}");
+        assert!(
+            trace
+                .iter()
+                .any(|l| l.contains("heal a: reconnected") && l.contains("4 queued requests sent")),
+            "{trace:#?}"
+        );
+    });
+}
+
+/// A process that dies while disconnected takes its queued requests with
+/// it: they fail with `ConnectionLoss`, and none is ever sent.
+#[test]
+fn a_crash_while_disconnected_fails_the_queued_requests() {
+    run_paused(async {
+        let sim = SimZk::start(config(7, Latency::Fixed { ms: 1 }, 1_000));
+        let (a, _a_events) = sim.connect("a").await.unwrap();
+        sim.cut(a.session_id(), Duration::from_millis(200)).await;
+        let queued = tokio::spawn({
+            let a = a.clone();
+            async move { a.create("/never", b"", CreateMode::Persistent).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!queued.is_finished());
+        sim.crash(a.session_id()).await;
+        assert!(matches!(
+            queued.await.unwrap(),
+            Err(ZkError::ConnectionLoss { reason }) if reason.contains("crashed")
+        ));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(!sim.inspect(|tree| tree.exists("/never")).await);
     });
 }
 

@@ -12,6 +12,10 @@ use super::Outcome;
 use crate::args::{ExploreArgs, ScheduleArgs};
 
 /// The explorer's config from the command line, checked.
+#[allow(
+    clippy::needless_update,
+    reason = "the config has one more field when the scenarios' test-only mutants are compiled in"
+)]
 pub fn config_of(schedule: &ScheduleArgs) -> anyhow::Result<ExploreConfig> {
     let config = ExploreConfig {
         workers: schedule.workers,

@@ -13,6 +13,7 @@ mod support;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::{Coordinator, EventStream, ZkResult};
 
@@ -34,6 +35,13 @@ pub trait Backend: Send + Sync + 'static {
     /// contact: its ephemerals are deleted and its watches dropped, and the
     /// session sees `Expired` when it next talks to the server.
     fn expire(&self, session: &Self::Session) -> impl Future<Output = ()>;
+
+    /// Cuts `session`'s link to the server now, for `duration`, after which
+    /// the link comes back by itself. The session sees `Disconnected`; if
+    /// `duration` is well under the session timeout, it then reconnects and
+    /// sees `Connected`, with its ephemerals and watches kept. Returns once
+    /// the link is cut (the session may not have noticed yet).
+    fn cut(&self, session: &Self::Session, duration: Duration) -> impl Future<Output = ()>;
 }
 
 /// A case's body: takes the backend, panics on failure.
@@ -54,6 +62,17 @@ pub struct Case<B> {
 pub fn run_main<B: Backend>(
     ignore_reason: Option<&str>,
     run_case: impl Fn(&Case<B>) + Send + Sync + Clone + 'static,
+) -> ! {
+    run_main_then(ignore_reason, run_case, || {})
+}
+
+/// [`run_main`], then `after_all` once every case has run (whatever their
+/// outcome), before the process exits: to remove what the cases shared,
+/// such as a real server's run root.
+pub fn run_main_then<B: Backend>(
+    ignore_reason: Option<&str>,
+    run_case: impl Fn(&Case<B>) + Send + Sync + Clone + 'static,
+    after_all: impl FnOnce(),
 ) -> ! {
     let args = libtest_mimic::Arguments::from_args();
     if let Some(reason) = ignore_reason {
@@ -78,5 +97,7 @@ pub fn run_main<B: Backend>(
             .with_ignored_flag(ignore_reason.is_some())
         })
         .collect();
-    libtest_mimic::run(&args, trials).exit()
+    let conclusion = libtest_mimic::run(&args, trials);
+    after_all();
+    conclusion.exit()
 }

@@ -140,6 +140,17 @@ impl<S: Coordinator> TestSession<S> {
                 other => panic!("expected Expired after expiry, got {other:?}"),
             }
         }
+        self.expect_stream_end().await;
+    }
+
+    /// After a terminal state (`Expired`, `Closed`): the stream ends, with
+    /// no event after it, within [`EVENT_WAIT`].
+    pub async fn expect_stream_end(&mut self) {
+        match tokio::time::timeout(EVENT_WAIT, self.events.recv()).await {
+            Ok(None) => {}
+            Ok(Some(event)) => panic!("expected the stream to end, got {event:?}"),
+            Err(_) => panic!("the stream did not end within {EVENT_WAIT:?}"),
+        }
     }
 
     /// Runs `exists(path)` until it succeeds, letting the session reconnect

@@ -95,9 +95,11 @@ pub(crate) fn map_multi_error(error: zkc::MultiWriteError, ops: &[Op]) -> ZkErro
                 error: Box::new(map_error(source, &context)),
             }
         }
+        // The request as a whole failed (the connection dropped, say): no
+        // op is to blame, so the error names the multi, not its first op.
         zkc::MultiWriteError::RequestFailed { source } => {
-            let first = ops.first().map_or("/", Op::path);
-            map_error(source, &OpContext::new("multi", first, None))
+            let what = format!("of {} ops", ops.len());
+            map_error(source, &OpContext::new("multi", &what, None))
         }
     }
 }
@@ -169,9 +171,12 @@ mod tests {
         let lost = zkc::MultiWriteError::RequestFailed {
             source: zkc::Error::ConnectionLoss,
         };
-        assert_eq!(
-            map_multi_error(lost, &ops).code(),
-            ErrorCode::ConnectionLoss
-        );
+        match map_multi_error(lost, &ops) {
+            ZkError::ConnectionLoss { reason } => {
+                assert!(reason.contains("multi of 2 ops"), "{reason}");
+                assert!(!reason.contains("/a"), "no op is blamed: {reason}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

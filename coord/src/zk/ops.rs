@@ -4,11 +4,13 @@
 use zookeeper_client as zkc;
 
 use super::errors::{OpContext, map_error, map_multi_error};
-use super::watches::WatchClass;
+use super::watches::{Seen, WatchClass};
 use crate::error::{ZkError, ZkResult};
 use crate::op::{Op, OpResult};
-use crate::path::{validate_path, validate_sequential_prefix};
-use crate::types::{CreateMode, MAX_REPLY_BYTES, Stat, validate_data, validate_version};
+use crate::types::{CreateMode, Stat};
+use crate::validate::{
+    check_children_reply, check_create, check_delete, check_multi, check_read, check_set_data,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Request {
@@ -67,40 +69,10 @@ pub(crate) struct Outcome {
 pub(crate) struct NewWatcher {
     pub path: String,
     pub class: WatchClass,
+    /// What the read saw, to tell one notification from two (see
+    /// `watches.rs`).
+    pub seen: Seen,
     pub watcher: zkc::OneshotWatcher,
-}
-
-/// Checks a create's path, data and mode as ZooKeeper's client does.
-fn check_create(path: &str, data: &[u8], mode: CreateMode) -> ZkResult<()> {
-    if mode.is_sequential() {
-        validate_sequential_prefix(path)?;
-    } else {
-        validate_path(path)?;
-    }
-    validate_data(path, data)
-}
-
-fn check_op(op: &Op) -> ZkResult<()> {
-    match op {
-        Op::Create { path, data, mode } => check_create(path, data, *mode),
-        Op::Delete { path, version } => {
-            validate_path(path)?;
-            validate_version(path, *version)
-        }
-        Op::SetData {
-            path,
-            data,
-            version,
-        } => {
-            validate_path(path)?;
-            validate_data(path, data)?;
-            validate_version(path, *version)
-        }
-        Op::Check { path, version } => {
-            validate_path(path)?;
-            validate_version(path, Some(*version))
-        }
-    }
 }
 
 impl Request {
@@ -110,32 +82,17 @@ impl Request {
     pub(crate) fn check(&self) -> ZkResult<()> {
         match self {
             Request::Create { path, data, mode } => check_create(path, data, *mode),
-            Request::Delete { path, version } => {
-                validate_path(path)?;
-                validate_version(path, *version)
-            }
+            Request::Delete { path, version } => check_delete(path, *version),
             Request::Exists { path, .. }
             | Request::GetData { path, .. }
             | Request::GetChildren { path, .. }
-            | Request::Sync { path } => validate_path(path),
+            | Request::Sync { path } => check_read(path),
             Request::SetData {
                 path,
                 data,
                 version,
-            } => {
-                validate_path(path)?;
-                validate_data(path, data)?;
-                validate_version(path, *version)
-            }
-            Request::Multi { ops } => {
-                for (index, op) in ops.iter().enumerate() {
-                    check_op(op).map_err(|error| ZkError::Multi {
-                        index,
-                        error: Box::new(error),
-                    })?;
-                }
-                Ok(())
-            }
+            } => check_set_data(path, data, *version),
+            Request::Multi { ops } => check_multi(ops),
         }
     }
 }
@@ -161,14 +118,6 @@ pub(crate) fn stat_of(stat: &zkc::Stat) -> Stat {
         data_length: stat.data_length,
         num_children: stat.num_children,
     }
-}
-
-/// The size of a `getChildren2` reply frame as the client reads it: reply
-/// header (xid, zxid, err), the vector of names, the stat.
-fn children_reply_bytes(children: &[String]) -> usize {
-    const REPLY_HEADER_BYTES: usize = 4 + 8 + 4;
-    const STAT_BYTES: usize = 8 * 3 + 8 * 2 + 4 * 3 + 8 + 4 * 2;
-    REPLY_HEADER_BYTES + 4 + children.iter().map(|c| 4 + c.len()).sum::<usize>() + STAT_BYTES
 }
 
 /// Runs a checked request. The request is sent when this future is first
@@ -223,14 +172,18 @@ pub(crate) async fn run(
         Request::Exists { path, watch: true } => {
             let context = OpContext::new("exists", &path, None);
             match client.check_and_watch_stat(&path).await {
-                Ok((stat, watcher)) => Outcome {
-                    result: Ok(Reply::Exists(stat.as_ref().map(stat_of))),
-                    watcher: Some(NewWatcher {
-                        path,
-                        class: WatchClass::Data,
-                        watcher,
-                    }),
-                },
+                Ok((stat, watcher)) => {
+                    let seen = stat.as_ref().map(stat_of);
+                    Outcome {
+                        result: Ok(Reply::Exists(seen)),
+                        watcher: Some(NewWatcher {
+                            path,
+                            class: WatchClass::Data,
+                            seen,
+                            watcher,
+                        }),
+                    }
+                }
                 Err(e) => no_watch(Err(map_error(e, &context))),
             }
         }
@@ -252,6 +205,7 @@ pub(crate) async fn run(
                     watcher: Some(NewWatcher {
                         path,
                         class: WatchClass::Data,
+                        seen: Some(stat_of(&stat)),
                         watcher,
                     }),
                 },
@@ -285,22 +239,15 @@ pub(crate) async fn run(
             match result {
                 Err(e) => no_watch(Err(map_error(e, &context))),
                 Ok((children, stat)) => {
-                    let reply_bytes = children_reply_bytes(&children);
-                    if reply_bytes > MAX_REPLY_BYTES {
-                        // A Java client drops such a reply as a corrupt
-                        // frame; refuse it the same way rather than hand
-                        // out what other clients cannot read.
-                        return no_watch(Err(ZkError::ConnectionLoss {
-                            reason: format!(
-                                "the reply to get_children {path} is {reply_bytes} bytes, over the client's {MAX_REPLY_BYTES}-byte limit (jute.maxbuffer)"
-                            ),
-                        }));
+                    if let Err(error) = check_children_reply(&path, &children) {
+                        return no_watch(Err(error));
                     }
                     Outcome {
                         result: Ok(Reply::Children(children, stat_of(&stat))),
                         watcher: watcher.map(|watcher| NewWatcher {
                             path,
                             class: WatchClass::Child,
+                            seen: Some(stat_of(&stat)),
                             watcher,
                         }),
                     }
@@ -406,30 +353,20 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_multi_op_is_reported_with_its_index() {
+    fn a_multi_is_checked_as_a_whole() {
+        let half = vec![0u8; 600 * 1024];
         let multi = Request::Multi {
-            ops: vec![
-                Op::Check {
-                    path: "/a".into(),
-                    version: 0,
-                },
-                Op::Delete {
-                    path: "/a/".into(),
+            ops: ["/a", "/b"]
+                .map(|path| Op::SetData {
+                    path: path.into(),
+                    data: half.clone(),
                     version: None,
-                },
-            ],
+                })
+                .to_vec(),
         };
-        match multi.check() {
-            Err(ZkError::Multi { index: 1, error }) => {
-                assert!(matches!(*error, ZkError::InvalidPath { .. }))
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn children_reply_size_counts_the_frame() {
-        assert_eq!(children_reply_bytes(&[]), 16 + 4 + 68);
-        assert_eq!(children_reply_bytes(&["ab".into()]), 16 + 4 + 6 + 68);
+        assert!(matches!(
+            multi.check(),
+            Err(ZkError::RequestTooLarge { ops: 2, .. })
+        ));
     }
 }

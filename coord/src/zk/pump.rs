@@ -12,30 +12,52 @@
 //! state watcher live in one `FuturesUnordered`, whose ready queue is FIFO in
 //! the order its futures were woken, and the client's task wakes them in
 //! the order it reads frames. Requests are created lazily (the request is
-//! sent on the first poll, after the future is queued), so a reply can only
-//! wake its future after that future registered its waker.
+//! sent on the first poll, after the future is queued), and a reply found
+//! on that first poll (the server was quicker than the poll) is taken on a
+//! later one, after the future woke itself: either way a reply is handled
+//! at a place in the queue after everything the client woke before it.
+//!
+//! A watcher is the exception: the client hands it out with the reply to
+//! the read that set it, so it joins the queue only when this actor handles
+//! that reply, and its notification may have been dispatched in between,
+//! in the same burst as later frames (a reply to a write that fired it,
+//! say). So when a reply brings a watcher, the actor queues the watcher,
+//! then polls it once at once: if it already fired, its event is written
+//! before anything else queued is handled, which keeps it ahead of every
+//! later reply; if not, its place in the queue keeps it ahead of everything
+//! woken after it (the state watcher is re-armed the same way). The same
+//! notification may have fired an older watcher of the same node, already
+//! reported; the watch table recognises that and reports it once (see
+//! `watches.rs`).
 //!
 //! Consequences the conformance suite relies on:
 //! - a watch event is written to the stream before the reply to any request
 //!   sent after the change that fired it is handed to the caller;
-//! - events reach the stream in the order the server sent them;
+//! - events reach the stream in the order the server sent them, but for
+//!   the limit below;
 //! - requests are sent in the order the trait's methods were called (they
-//!   are queued in call order and first polled in queue order).
+//!   are queued in call order and first polled in queue order);
+//! - the stream ends after the session's terminal state (`Closed`,
+//!   `Expired`, `AuthFailed`).
 //!
-//! Limits, inherent to a client that hands out per-call watchers:
-//! - a watcher returned by a reply is first polled when the actor handles
-//!   that reply; if its notification arrived in between (microseconds),
-//!   the event is placed at that point, possibly after events of other
-//!   watchers that fired in the same window;
+//! Limits, inherent to a client that hands out per-call watchers (in both,
+//! an event only ever comes early, never after a reply that could show its
+//! change):
+//! - a watcher that fired before it was queued, or before the queue first
+//!   polled it, is reported ahead of whatever else was woken in that burst,
+//!   even frames the server sent before its notification (events of other
+//!   watchers, replies to requests the server answered before the change);
 //! - session states come from a "latest value" channel: a disconnection
 //!   that heals before the actor looks (Disconnected then Connected within
 //!   one wake-up) is not reported.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
-use futures::future::{AbortHandle, BoxFuture, abortable};
+use futures::future::{AbortHandle, AbortRegistration, Abortable, BoxFuture, poll_fn};
 use futures::stream::FuturesUnordered;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, StreamExt, ready};
 use tokio::sync::{mpsc, oneshot};
 use zookeeper_client as zkc;
 
@@ -77,8 +99,11 @@ pub(crate) struct Pump {
     /// makes the client send closeSession.
     client: Option<zkc::Client>,
     acls: zkc::Acls<'static>,
-    events: EventSender,
+    /// `None` once the session ended, which ends the stream.
+    events: Option<EventSender>,
     inflight: FuturesUnordered<BoxFuture<'static, Completion>>,
+    /// Requests sent whose reply this actor has not handled yet.
+    requests_in_flight: usize,
     watches: WatchTable,
     abort_handles: BTreeMap<WatchId, AbortHandle>,
     /// The last state written to the stream.
@@ -88,7 +113,7 @@ pub(crate) struct Pump {
     close_waiters: Vec<oneshot::Sender<ZkResult<()>>>,
 }
 
-fn session_state_of(state: zkc::SessionState) -> SessionState {
+pub(crate) fn session_state_of(state: zkc::SessionState) -> SessionState {
     match state {
         zkc::SessionState::Disconnected => SessionState::Disconnected,
         zkc::SessionState::SyncConnected | zkc::SessionState::ConnectedReadOnly => {
@@ -98,6 +123,38 @@ fn session_state_of(state: zkc::SessionState) -> SessionState {
         zkc::SessionState::AuthFailed => SessionState::AuthFailed,
         zkc::SessionState::Closed => SessionState::Closed,
     }
+}
+
+/// `future`, except that an output ready on its first poll is held back:
+/// the poll wakes the task and returns `Pending`, and the next poll returns
+/// the output.
+///
+/// A request is sent on its first poll, and on a busy machine its reply can
+/// arrive before that poll returns. The task was in the ready queue since it
+/// was pushed, ahead of whatever the client woke meanwhile, such as the
+/// watcher of a notification the server sent before that reply; taking the
+/// reply then would hand it out before that event. Waking itself puts the
+/// task behind everything woken so far, which is a place after its reply
+/// arrived, as a reply's own wake-up would have put it.
+fn not_ready_on_first_poll<T: Send + 'static>(
+    mut future: BoxFuture<'static, T>,
+) -> impl std::future::Future<Output = T> + Send + 'static {
+    let mut first_poll = true;
+    let mut held: Option<T> = None;
+    poll_fn(move |cx| {
+        if let Some(output) = held.take() {
+            return Poll::Ready(output);
+        }
+        let poll = future.as_mut().poll(cx);
+        if std::mem::take(&mut first_poll)
+            && let Poll::Ready(output) = poll
+        {
+            held = Some(output);
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        poll
+    })
 }
 
 fn watch_kind_of(event_type: zkc::EventType) -> Option<WatchKind> {
@@ -134,8 +191,9 @@ impl Pump {
     pub(crate) fn new(client: zkc::Client, acls: zkc::Acls<'static>, events: EventSender) -> Pump {
         let mut pump = Pump {
             acls,
-            events,
+            events: Some(events),
             inflight: FuturesUnordered::new(),
+            requests_in_flight: 0,
             watches: WatchTable::new(),
             abort_handles: BTreeMap::new(),
             reported: SessionState::Connected,
@@ -171,18 +229,69 @@ impl Pump {
     }
 
     fn emit(&mut self, event: Event) {
-        // A dropped stream only means nobody listens any more.
-        let _ = self.events.send(event);
+        debug_assert!(
+            self.events.is_some(),
+            "{event:?} emitted after the session ended"
+        );
+        if let Some(events) = &self.events {
+            // A dropped receiver only means nobody listens any more.
+            let _ = events.send(event);
+        }
     }
 
     fn watch_state(&mut self, mut watcher: zkc::StateWatcher) {
-        self.inflight.push(
-            async move {
-                let state = watcher.changed().await;
-                Completion::State { state, watcher }
-            }
-            .boxed(),
-        );
+        let changed = async move {
+            let state = watcher.changed().await;
+            Completion::State { state, watcher }
+        };
+        if let Some(completion) = self.queue_then_poll(changed.boxed(), None) {
+            self.handle_completion(completion);
+        }
+    }
+
+    /// Puts `future` in the ready queue, then polls it once here: if it is
+    /// ready, its completion is returned (to be handled now, ahead of
+    /// everything queued) and the queued copy completes as `Dropped`.
+    ///
+    /// Why in this order: a future polled before it is queued holds a waker
+    /// that is not the queue's, so a wake-up between that poll and the push
+    /// would be lost, and whatever the client dispatched right after it
+    /// (a reply) could be queued ahead of it. Queued first, it is polled
+    /// before anything woken after the push; polled once now, it is handled
+    /// before anything woken before.
+    fn queue_then_poll(
+        &mut self,
+        future: BoxFuture<'static, Completion>,
+        abort: Option<AbortRegistration>,
+    ) -> Option<Completion> {
+        let slot = Arc::new(Mutex::new(Some(future)));
+        let queued_slot = Arc::clone(&slot);
+        // Both polls run on this actor's task, one after the other: the
+        // lock is never contended, it only makes the slot shareable.
+        let queued = poll_fn(move |cx| {
+            let mut guard = queued_slot
+                .lock()
+                .expect("the slot's lock is never poisoned");
+            let Some(future) = guard.as_mut() else {
+                return Poll::Ready(Completion::Dropped);
+            };
+            let completion = ready!(future.as_mut().poll(cx));
+            *guard = None;
+            Poll::Ready(completion)
+        });
+        match abort {
+            Some(registration) => self.inflight.push(
+                Abortable::new(queued, registration)
+                    .map(|result| result.unwrap_or(Completion::Dropped))
+                    .boxed(),
+            ),
+            None => self.inflight.push(queued.boxed()),
+        }
+        let mut guard = slot.lock().expect("the slot's lock is never poisoned");
+        let future = guard.as_mut().expect("the queue has not polled it yet");
+        let completion = future.as_mut().now_or_never()?;
+        *guard = None;
+        Some(completion)
     }
 
     fn handle_command(&mut self, command: Command) {
@@ -200,16 +309,17 @@ impl Pump {
                     (Some(client), None) => client.clone(),
                 };
                 let acls = self.acls;
+                self.requests_in_flight += 1;
                 // Lazy: the request is sent on the first poll, after this
-                // future is in the ready queue (see the module docs).
-                self.inflight.push(
-                    async move {
-                        let outcome = ops::run(&client, acls, request).await;
-                        drop(client);
-                        Completion::Replied { outcome, reply }
-                    }
-                    .boxed(),
-                );
+                // future is in the ready queue; and its reply is taken from
+                // a later poll only (see the module docs).
+                let run = async move {
+                    let outcome = ops::run(&client, acls, request).await;
+                    drop(client);
+                    Completion::Replied { outcome, reply }
+                };
+                self.inflight
+                    .push(not_ready_on_first_poll(run.boxed()).boxed());
             }
             Command::Close { done } => {
                 if let Some(state) = self.terminal {
@@ -234,28 +344,22 @@ impl Pump {
     fn handle_completion(&mut self, completion: Completion) {
         match completion {
             Completion::Replied { outcome, reply } => {
+                // The reply goes first: a watch it left fires on a change
+                // the server made after answering it.
+                let _ = reply.send(outcome.result);
                 if let Some(new) = outcome.watcher {
                     self.arm(new);
                 }
-                let _ = reply.send(outcome.result);
+                assert!(self.requests_in_flight > 0, "a reply nobody waited for");
+                self.requests_in_flight -= 1;
+                if self.requests_in_flight == 0 {
+                    // No reply sent before a firing can still come.
+                    self.watches.forget_firings();
+                }
             }
             Completion::Fired { id, event } => {
                 self.abort_handles.remove(&id);
-                match watch_kind_of(event.event_type) {
-                    Some(kind) => {
-                        let fired = self.watches.fired(id, kind);
-                        for consumed in fired.consumed {
-                            if let Some(handle) = self.abort_handles.remove(&consumed) {
-                                handle.abort();
-                            }
-                        }
-                        if let Some(watch_event) = fired.event {
-                            self.emit(Event::Watch(watch_event));
-                        }
-                    }
-                    // The session ended: the state watcher reports it.
-                    None => self.watches.forget(id),
-                }
+                self.handle_firing(id, &event, false);
             }
             Completion::Dropped => {}
             Completion::State { state, watcher } => {
@@ -273,11 +377,32 @@ impl Pump {
         }
     }
 
+    fn handle_firing(&mut self, id: WatchId, event: &zkc::WatchedEvent, at_arm: bool) {
+        let Some(kind) = watch_kind_of(event.event_type) else {
+            // The session ended: the state watcher reports it.
+            self.watches.forget(id);
+            return;
+        };
+        let fired = if at_arm {
+            self.watches.fired_at_arm(id, kind)
+        } else {
+            self.watches.fired(id, kind)
+        };
+        for consumed in fired.consumed {
+            if let Some(handle) = self.abort_handles.remove(&consumed) {
+                handle.abort();
+            }
+        }
+        if let Some(watch_event) = fired.event {
+            self.emit(Event::Watch(watch_event));
+        }
+    }
+
     fn arm(&mut self, new: ops::NewWatcher) {
         if self.terminal.is_some() {
             return;
         }
-        let registered = self.watches.register(&new.path, new.class);
+        let registered = self.watches.register(&new.path, new.class, new.seen);
         if let Some(old) = registered.superseded
             && let Some(handle) = self.abort_handles.remove(&old)
         {
@@ -285,16 +410,27 @@ impl Pump {
         }
         let id = registered.id;
         let watcher = new.watcher;
-        let (fired, handle) = abortable(async move {
+        let fired = async move {
             let event = watcher.changed().await;
             Completion::Fired { id, event }
-        });
+        };
+        let (handle, registration) = AbortHandle::new_pair();
         self.abort_handles.insert(id, handle);
-        self.inflight.push(
-            fired
-                .map(|result| result.unwrap_or(Completion::Dropped))
-                .boxed(),
-        );
+        // The notification may have been dispatched already, in the same
+        // burst as replies queued behind this one: if so, it is handled
+        // now, ahead of them (see the module docs).
+        match self.queue_then_poll(fired.boxed(), Some(registration)) {
+            None => {}
+            Some(Completion::Fired {
+                id: fired_id,
+                event,
+            }) => {
+                assert_eq!(fired_id, id);
+                self.abort_handles.remove(&id);
+                self.handle_firing(id, &event, true);
+            }
+            Some(_) => unreachable!("a watcher completes as Fired"),
+        }
     }
 
     fn end(&mut self, state: SessionState) {
@@ -312,6 +448,9 @@ impl Pump {
         for waiter in self.close_waiters.drain(..) {
             let _ = waiter.send(answer.clone());
         }
+        // Nothing follows a terminal state: dropping the sender ends the
+        // stream, so a reader sees `None` after it.
+        self.events = None;
         tracing::debug!(?state, "zookeeper session ended");
     }
 }

@@ -9,7 +9,7 @@ use zookeeper_client as zkc;
 use super::config::ZkConfig;
 use super::connect::establish;
 use super::ops::{Reply, Request};
-use super::pump::{Command, Pump};
+use super::pump::{Command, Pump, session_state_of};
 use crate::coordinator::Coordinator;
 use crate::error::{ZkError, ZkResult};
 use crate::event::{Event, EventStream, SessionState};
@@ -96,15 +96,7 @@ impl ZkSession {
 
     /// The session's state as the client sees it now.
     pub fn state(&self) -> SessionState {
-        match self.inner.state.peek_state() {
-            zkc::SessionState::Disconnected => SessionState::Disconnected,
-            zkc::SessionState::SyncConnected | zkc::SessionState::ConnectedReadOnly => {
-                SessionState::Connected
-            }
-            zkc::SessionState::Expired => SessionState::Expired,
-            zkc::SessionState::AuthFailed => SessionState::AuthFailed,
-            zkc::SessionState::Closed => SessionState::Closed,
-        }
+        session_state_of(self.inner.state.peek_state())
     }
 
     pub(crate) fn session_info(&self) -> &zkc::SessionInfo {

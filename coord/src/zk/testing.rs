@@ -68,6 +68,17 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .expect("build a tokio runtime")
 }
 
+/// A runtime whose tasks (the session's actor among them) run on two
+/// worker threads, in parallel with the test's own code: what a
+/// multi-threaded service runs on.
+pub fn multi_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("build a multi-threaded tokio runtime")
+}
+
 /// A trial that runs `test` with the connect string of the server under
 /// test. Without one it is reported as ignored; run anyway
 /// (`--include-ignored`), it fails saying why.
@@ -144,6 +155,14 @@ pub async fn delete_run_root_if_empty(config: &ZkConfig) {
     // `NotEmpty` when a case failed: that is the point.
     let _ = admin.delete(run_root, None).await;
     let _ = admin.close().await;
+}
+
+/// Deletes this process's run root and everything under it: for a run
+/// whose tests all passed but do not clean up after themselves.
+pub async fn delete_run_root_tree(config: &ZkConfig) {
+    if let Some(run_root) = RUN_ROOT.get() {
+        delete_tree(config, run_root).await;
+    }
 }
 
 /// Deletes `root` and everything under it (best effort: a node that

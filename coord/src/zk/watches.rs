@@ -19,10 +19,26 @@
 //! the client dispatched them (see `pump.rs`), so when one of the two fires
 //! with `NodeDeleted`, the other, if registered, was fired by the same
 //! notification: it is consumed here and its own firing ignored.
+//!
+//! A watcher can also fire before the caller registers it: its reply and
+//! the notification came in one burst, and the caller found the watcher
+//! fired when it handled the reply ([`WatchTable::fired_at_arm`]). The same
+//! notification may then have fired a watcher of the same node that was
+//! handled earlier, and the two must make one event. What tells them apart
+//! is what each read saw: a read answered before the change saw the node as
+//! the earlier read did, while a read answered after it saw the change
+//! (a new `mzxid`, `pzxid` or `czxid`, or the node appearing or going). So
+//! the table remembers each path's last firing with what its read saw, for
+//! as long as replies sent before it may still be unhandled (the caller
+//! calls [`WatchTable::forget_firings`] when none is), and a firing at arm
+//! time of the same kind, on a read that saw the same, is that firing again.
+//! The one case this cannot tell: two `exists` on a missing node with a
+//! create and a delete between them both see "missing", so a second create
+//! in the same burst is taken for the first.
 
 use std::collections::BTreeMap;
 
-use crate::{WatchEvent, WatchKind};
+use crate::{Stat, WatchEvent, WatchKind};
 
 /// What a watcher watches, as ZooKeeper's client sorts watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -51,6 +67,40 @@ impl WatchClass {
 
 /// A watcher's identity within one session.
 pub(crate) type WatchId = u64;
+
+/// What the read that left a watcher saw of its node: the node's stat (for
+/// a child watch, the stat of the node whose children were listed), or
+/// `None` when `exists` found the node missing.
+pub(crate) type Seen = Option<Stat>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LiveWatch {
+    path: String,
+    class: WatchClass,
+    seen: Seen,
+}
+
+/// The last firing on a path, to recognise the same notification seen
+/// through a watcher registered later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LastFiring {
+    class: WatchClass,
+    kind: WatchKind,
+    seen: Seen,
+}
+
+impl LastFiring {
+    /// Whether a watcher of `class`, left by a read that saw `seen`, firing
+    /// with `kind`, was fired by this same notification: the read was
+    /// answered before the change (it saw what the earlier one saw) and the
+    /// notification would have fired it (same class, or a deletion, which
+    /// fires both classes).
+    fn is_same_notification(&self, class: WatchClass, kind: WatchKind, seen: &Seen) -> bool {
+        self.kind == kind
+            && self.seen == *seen
+            && (self.class == class || kind == WatchKind::NodeDeleted)
+    }
+}
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Slots {
@@ -94,7 +144,8 @@ pub(crate) struct Fired {
 pub(crate) struct WatchTable {
     next_id: WatchId,
     by_path: BTreeMap<String, Slots>,
-    live: BTreeMap<WatchId, (String, WatchClass)>,
+    live: BTreeMap<WatchId, LiveWatch>,
+    last_fired: BTreeMap<String, LastFiring>,
 }
 
 impl WatchTable {
@@ -103,8 +154,8 @@ impl WatchTable {
     }
 
     /// Records a watcher the client returned for `path`, in the order the
-    /// replies that left them arrived.
-    pub(crate) fn register(&mut self, path: &str, class: WatchClass) -> Registered {
+    /// replies that left them arrived; `seen` is what that reply showed.
+    pub(crate) fn register(&mut self, path: &str, class: WatchClass, seen: Seen) -> Registered {
         self.next_id += 1;
         let id = self.next_id;
         let slots = self.by_path.entry(path.to_owned()).or_default();
@@ -112,20 +163,51 @@ impl WatchTable {
         if let Some(old) = superseded {
             let removed = self.live.remove(&old);
             assert_eq!(
-                removed.as_ref().map(|(p, c)| (p.as_str(), *c)),
+                removed.as_ref().map(|w| (w.path.as_str(), w.class)),
                 Some((path, class)),
                 "a slot pointed at a watcher that is not live"
             );
         }
-        self.live.insert(id, (path.to_owned(), class));
+        let watch = LiveWatch {
+            path: path.to_owned(),
+            class,
+            seen,
+        };
+        self.live.insert(id, watch);
         self.check_invariants();
         Registered { id, superseded }
+    }
+
+    /// A watcher that had already fired with a change of `kind` when the
+    /// caller registered it, handled before anything else the caller had
+    /// queued. If a watcher of the same node already reported that same
+    /// notification, this one reports nothing (see the module docs).
+    pub(crate) fn fired_at_arm(&mut self, id: WatchId, kind: WatchKind) -> Fired {
+        let duplicate = self.live.get(&id).is_some_and(|watch| {
+            self.last_fired
+                .get(&watch.path)
+                .is_some_and(|last| last.is_same_notification(watch.class, kind, &watch.seen))
+        });
+        if duplicate {
+            self.forget(id);
+            return Fired {
+                event: None,
+                consumed: Vec::new(),
+            };
+        }
+        self.fired(id, kind)
+    }
+
+    /// No reply sent before the recorded firings can still arrive: forgets
+    /// them, so that the table stays as small as the live watches.
+    pub(crate) fn forget_firings(&mut self) {
+        self.last_fired.clear();
     }
 
     /// A watcher fired with a change of `kind`. Firings must be fed in the
     /// order the client dispatched them.
     pub(crate) fn fired(&mut self, id: WatchId, kind: WatchKind) -> Fired {
-        let Some((path, class)) = self.live.remove(&id) else {
+        let Some(LiveWatch { path, class, seen }) = self.live.remove(&id) else {
             return Fired {
                 event: None,
                 consumed: Vec::new(),
@@ -155,6 +237,8 @@ impl WatchTable {
         if slots.is_empty() {
             self.by_path.remove(&path);
         }
+        self.last_fired
+            .insert(path.clone(), LastFiring { class, kind, seen });
         self.check_invariants();
         Fired {
             event: Some(WatchEvent { kind, path }),
@@ -164,7 +248,7 @@ impl WatchTable {
 
     /// A watcher ended without a node event (the session ended): forgets it.
     pub(crate) fn forget(&mut self, id: WatchId) {
-        if let Some((path, class)) = self.live.remove(&id)
+        if let Some(LiveWatch { path, class, .. }) = self.live.remove(&id)
             && let Some(slots) = self.by_path.get_mut(&path)
         {
             *slots.slot(class) = None;
@@ -178,6 +262,7 @@ impl WatchTable {
     /// Forgets every watcher (the session is over) and returns their ids.
     pub(crate) fn clear(&mut self) -> Vec<WatchId> {
         self.by_path.clear();
+        self.last_fired.clear();
         std::mem::take(&mut self.live).into_keys().collect()
     }
 
@@ -216,9 +301,9 @@ mod tests {
     #[test]
     fn a_second_watch_of_the_same_class_supersedes_the_first() {
         let mut table = WatchTable::new();
-        let first = table.register("/a", WatchClass::Data);
+        let first = table.register("/a", WatchClass::Data, None);
         assert_eq!(first.superseded, None);
-        let second = table.register("/a", WatchClass::Data);
+        let second = table.register("/a", WatchClass::Data, None);
         assert_eq!(second.superseded, Some(first.id));
         assert_eq!(table.live_count(), 1);
         // The superseded watcher's firing is ignored; the live one reports.
@@ -236,8 +321,8 @@ mod tests {
     #[test]
     fn data_and_child_watches_are_separate_slots() {
         let mut table = WatchTable::new();
-        let data = table.register("/a", WatchClass::Data);
-        let child = table.register("/a", WatchClass::Child);
+        let data = table.register("/a", WatchClass::Data, None);
+        let child = table.register("/a", WatchClass::Child, None);
         assert_eq!(child.superseded, None);
         assert_eq!(
             table.fired(child.id, WatchKind::NodeChildrenChanged).event,
@@ -253,8 +338,8 @@ mod tests {
     #[test]
     fn one_deletion_reports_once_to_data_and_child_watches() {
         let mut table = WatchTable::new();
-        let data = table.register("/a", WatchClass::Data);
-        let child = table.register("/a", WatchClass::Child);
+        let data = table.register("/a", WatchClass::Data, None);
+        let child = table.register("/a", WatchClass::Child, None);
         let fired = table.fired(child.id, WatchKind::NodeDeleted);
         assert_eq!(fired.event, event(WatchKind::NodeDeleted, "/a"));
         assert_eq!(fired.consumed, vec![data.id]);
@@ -265,8 +350,8 @@ mod tests {
     #[test]
     fn a_data_change_does_not_consume_the_child_watch() {
         let mut table = WatchTable::new();
-        let data = table.register("/a", WatchClass::Data);
-        let child = table.register("/a", WatchClass::Child);
+        let data = table.register("/a", WatchClass::Data, None);
+        let child = table.register("/a", WatchClass::Child, None);
         let fired = table.fired(data.id, WatchKind::NodeDataChanged);
         assert!(fired.consumed.is_empty());
         assert_eq!(table.live_count(), 1);
@@ -279,14 +364,14 @@ mod tests {
     #[test]
     fn a_watch_registered_after_a_firing_reports_again() {
         let mut table = WatchTable::new();
-        let first = table.register("/a", WatchClass::Data);
+        let first = table.register("/a", WatchClass::Data, None);
         assert!(
             table
                 .fired(first.id, WatchKind::NodeDataChanged)
                 .event
                 .is_some()
         );
-        let again = table.register("/a", WatchClass::Data);
+        let again = table.register("/a", WatchClass::Data, None);
         assert_eq!(again.superseded, None);
         assert!(
             table
@@ -299,11 +384,119 @@ mod tests {
     #[test]
     fn clear_and_forget_drop_everything() {
         let mut table = WatchTable::new();
-        let a = table.register("/a", WatchClass::Data);
-        let b = table.register("/b", WatchClass::Child);
+        let a = table.register("/a", WatchClass::Data, None);
+        let b = table.register("/b", WatchClass::Child, None);
         table.forget(a.id);
         assert_eq!(table.fired(a.id, WatchKind::NodeDeleted).event, None);
         assert_eq!(table.clear(), vec![b.id]);
         assert_eq!(table.live_count(), 0);
+    }
+
+    fn seen(mzxid: i64) -> Seen {
+        Some(Stat {
+            czxid: 1,
+            mzxid,
+            pzxid: 1,
+            ..Stat::default()
+        })
+    }
+
+    #[test]
+    fn a_watcher_fired_at_arm_by_a_reported_notification_reports_nothing() {
+        // Two reads answered before one change: the first watcher's firing
+        // was reported; the second watcher, found fired when its reply was
+        // handled, saw the same node and fired with the same kind.
+        let mut table = WatchTable::new();
+        let first = table.register("/a", WatchClass::Data, seen(5));
+        assert!(
+            table
+                .fired_at_arm(first.id, WatchKind::NodeDataChanged)
+                .event
+                .is_some()
+        );
+        let second = table.register("/a", WatchClass::Data, seen(5));
+        assert_eq!(second.superseded, None);
+        let fired = table.fired_at_arm(second.id, WatchKind::NodeDataChanged);
+        assert_eq!(fired.event, None);
+        assert_eq!(table.live_count(), 0);
+    }
+
+    #[test]
+    fn a_watcher_fired_at_arm_after_a_read_that_saw_the_change_reports_again() {
+        // The second read was answered after the first change (it saw a
+        // new mzxid): its watcher fired on a second change.
+        let mut table = WatchTable::new();
+        let first = table.register("/a", WatchClass::Data, seen(5));
+        assert!(
+            table
+                .fired(first.id, WatchKind::NodeDataChanged)
+                .event
+                .is_some()
+        );
+        let second = table.register("/a", WatchClass::Data, seen(6));
+        assert_eq!(
+            table
+                .fired_at_arm(second.id, WatchKind::NodeDataChanged)
+                .event,
+            event(WatchKind::NodeDataChanged, "/a")
+        );
+        // A different kind is a different notification, whatever was seen.
+        let third = table.register("/a", WatchClass::Data, seen(6));
+        assert_eq!(
+            table.fired_at_arm(third.id, WatchKind::NodeDeleted).event,
+            event(WatchKind::NodeDeleted, "/a")
+        );
+    }
+
+    #[test]
+    fn one_deletion_seen_through_both_classes_at_arm_reports_once() {
+        let mut table = WatchTable::new();
+        let data = table.register("/a", WatchClass::Data, seen(5));
+        assert!(
+            table
+                .fired_at_arm(data.id, WatchKind::NodeDeleted)
+                .event
+                .is_some()
+        );
+        let child = table.register("/a", WatchClass::Child, seen(5));
+        assert_eq!(
+            table.fired_at_arm(child.id, WatchKind::NodeDeleted).event,
+            None
+        );
+        // A child change is never taken for a data change.
+        let data = table.register("/b", WatchClass::Data, seen(5));
+        assert!(
+            table
+                .fired(data.id, WatchKind::NodeDataChanged)
+                .event
+                .is_some()
+        );
+        let child = table.register("/b", WatchClass::Child, seen(5));
+        assert!(
+            table
+                .fired_at_arm(child.id, WatchKind::NodeChildrenChanged)
+                .event
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn firings_are_forgotten_once_no_reply_is_outstanding() {
+        let mut table = WatchTable::new();
+        let first = table.register("/a", WatchClass::Data, seen(5));
+        assert!(
+            table
+                .fired(first.id, WatchKind::NodeDataChanged)
+                .event
+                .is_some()
+        );
+        table.forget_firings();
+        let second = table.register("/a", WatchClass::Data, seen(5));
+        assert!(
+            table
+                .fired_at_arm(second.id, WatchKind::NodeDataChanged)
+                .event
+                .is_some()
+        );
     }
 }

@@ -1,13 +1,16 @@
-//! Size limits: node data up to `MAX_DATA_BYTES`, replies up to
-//! `MAX_REPLY_BYTES` (`jute.maxbuffer`).
+//! Size limits: node data up to `MAX_DATA_BYTES`, a multi's whole request
+//! up to `MAX_REQUEST_BYTES`, replies up to `MAX_REPLY_BYTES`
+//! (`jute.maxbuffer`).
 
 use std::sync::Arc;
 
 use crate::conformance::{
-    Backend, connect, create_dir, create_node, op_create, op_delete, stat_of, under,
+    Backend, connect, create_dir, create_node, op_create, op_delete, op_set_data, stat_of, under,
 };
+use crate::validate::multi_request_bytes;
 use crate::{
-    Coordinator, CreateMode, Event, MAX_DATA_BYTES, MAX_REPLY_BYTES, SessionState, Watch, ZkError,
+    Coordinator, CreateMode, Event, MAX_DATA_BYTES, MAX_REPLY_BYTES, MAX_REQUEST_BYTES,
+    SessionState, Watch, WatchKind, ZkError,
 };
 
 /// Asserts that `result` is `DataTooLarge` for `path` at `size_bytes`.
@@ -55,6 +58,62 @@ pub async fn data_at_the_limit_is_accepted_and_one_byte_more_refused<B: Backend>
     let stat = s.zk.set_data(&big, &reversed, Some(0)).await.unwrap();
     assert_eq!(stat.version, 1);
     assert!(s.zk.get_data(&big, Watch::No).await.unwrap().0 == reversed);
+}
+
+pub async fn multi_over_the_request_limit_is_refused_before_sending<B: Backend>(b: Arc<B>) {
+    let mut s = connect(&*b).await;
+    let first = create_dir(&s.zk, b.root(), "first").await;
+    let second = create_dir(&s.zk, b.root(), "second").await;
+    // A watch that a multi that reached the server would fire.
+    s.zk.get_data(&first, Watch::Yes).await.unwrap();
+    // Two ops that each fit in a node, but not together in one request.
+    let payload = vec![3u8; 600 * 1024];
+    let ops = vec![
+        op_set_data(&first, &payload, None),
+        op_set_data(&second, &payload, None),
+    ];
+    let size_bytes = multi_request_bytes(&ops);
+    assert!(size_bytes > MAX_REQUEST_BYTES);
+    assert_eq!(
+        s.zk.multi(ops).await,
+        Err(ZkError::RequestTooLarge {
+            ops: 2,
+            size_bytes,
+            limit_bytes: MAX_REQUEST_BYTES,
+        })
+    );
+    // Nothing was sent: the session kept its connection (no Disconnected),
+    // nothing changed, no watch fired.
+    s.assert_no_event().await;
+    assert_eq!(stat_of(&s.zk, &first).await.version, 0);
+    assert_eq!(stat_of(&s.zk, &second).await.version, 0);
+
+    // The limit is exact: a multi of exactly `MAX_REQUEST_BYTES` is sent
+    // and applied, and the server accepts it.
+    let empty_ops = vec![
+        op_set_data(&first, b"", None),
+        op_set_data(&second, b"", None),
+    ];
+    let room = MAX_REQUEST_BYTES - multi_request_bytes(&empty_ops);
+    let (head, tail) = (vec![1u8; room / 2], vec![2u8; room - room / 2]);
+    let at_limit = vec![
+        op_set_data(&first, &head, None),
+        op_set_data(&second, &tail, None),
+    ];
+    assert_eq!(multi_request_bytes(&at_limit), MAX_REQUEST_BYTES);
+    s.zk.multi(at_limit).await.unwrap();
+    s.expect_watch(WatchKind::NodeDataChanged, &first).await;
+    assert!(s.zk.get_data(&second, Watch::No).await.unwrap().0 == tail);
+    // One byte more is refused.
+    let over = vec![
+        op_set_data(&first, &head, None),
+        op_set_data(&second, &[tail.as_slice(), &[0]].concat(), None),
+    ];
+    assert!(matches!(
+        s.zk.multi(over).await,
+        Err(ZkError::RequestTooLarge { size_bytes, .. }) if size_bytes == MAX_REQUEST_BYTES + 1
+    ));
+    s.assert_no_event().await;
 }
 
 /// Children per multi when filling a big directory: ~100 KB per request.

@@ -17,6 +17,7 @@ mod ephemeral;
 mod limits;
 mod multi;
 mod ordering;
+mod reconnect;
 mod sequential;
 mod session;
 mod set_data;
@@ -71,12 +72,18 @@ cases![
     sequential::sequence_counter_belongs_to_the_parent,
     sequential::ephemeral_sequential_node_is_named_and_owned,
     sequential::sequential_prefix_may_end_with_slash,
+    sequential::sequential_prefix_may_end_with_dot_or_dot_dot,
     sequential::sequential_name_taken_by_a_plain_node_fails_node_exists,
     // Ephemeral nodes.
     ephemeral::ephemerals_are_deleted_when_their_session_closes,
     ephemeral::ephemerals_are_deleted_when_their_session_expires,
     ephemeral::ephemerals_of_a_session_are_deleted_in_one_step,
     ephemeral::closing_a_session_leaves_other_sessions_ephemerals,
+    // Reconnection within the session timeout.
+    reconnect::a_short_cut_keeps_the_session_and_its_ephemerals,
+    reconnect::a_watch_set_before_a_cut_fires_after_reconnect_if_its_node_changed,
+    reconnect::an_exists_watch_on_a_node_created_and_deleted_during_a_cut_is_lost,
+    reconnect::a_request_issued_while_disconnected_is_sent_after_reconnect,
     // Session end.
     session::ops_after_close_fail_session_closed,
     session::ops_after_expiry_fail_session_expired,
@@ -126,5 +133,6 @@ cases![
     validation::invalid_op_in_multi_is_refused_with_its_index,
     // Size limits.
     limits::data_at_the_limit_is_accepted_and_one_byte_more_refused,
+    limits::multi_over_the_request_limit_is_refused_before_sending,
     limits::oversized_children_listing_fails_and_session_survives,
 ];

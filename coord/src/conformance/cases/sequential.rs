@@ -125,6 +125,42 @@ pub async fn sequential_prefix_may_end_with_slash<B: Backend>(b: Arc<B>) {
     );
 }
 
+pub async fn sequential_prefix_may_end_with_dot_or_dot_dot<B: Backend>(b: Arc<B>) {
+    // ZooKeeper checks the prefix with a digit appended: `.` and `..` are
+    // then the beginning of a name, not relative segments.
+    let s = connect(&*b).await;
+    let dir = create_dir(&s.zk, b.root(), "dots").await;
+    let dot = create_node(
+        &s.zk,
+        &under(&dir, "."),
+        b"",
+        CreateMode::PersistentSequential,
+    )
+    .await;
+    let dot_dot = create_node(
+        &s.zk,
+        &under(&dir, ".."),
+        b"",
+        CreateMode::EphemeralSequential,
+    )
+    .await;
+    assert_eq!(dot, under(&dir, ".0000000000"));
+    assert_eq!(dot_dot, under(&dir, "..0000000001"));
+    assert_eq!(
+        sorted_children(&s.zk, &dir).await,
+        ["..0000000001", ".0000000000"]
+    );
+    // In the middle of the path they are relative segments still.
+    let inner = format!("{dir}/./x");
+    let error = expect_code(
+        s.zk.create(&inner, b"", CreateMode::PersistentSequential)
+            .await,
+        ErrorCode::BadArguments,
+        &inner,
+    );
+    assert!(error.to_string().contains(&inner), "{error}");
+}
+
 pub async fn sequential_name_taken_by_a_plain_node_fails_node_exists<B: Backend>(b: Arc<B>) {
     // The server does not skip a name that is already taken: a plain node
     // named like the next sequential one makes the sequential create fail,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::conformance::{Backend, connect, create_dir, expect_code, op_create, under};
-use crate::{Coordinator, CreateMode, ErrorCode, Watch};
+use crate::{Coordinator, CreateMode, ErrorCode, Event, SessionState, Watch};
 
 /// Calls every operation of the trait on `zk` and checks that each fails
 /// with `code`.
@@ -32,7 +32,7 @@ async fn every_call_fails<S: Coordinator>(zk: &S, dir: &str, code: ErrorCode) {
 }
 
 pub async fn ops_after_close_fail_session_closed<B: Backend>(b: Arc<B>) {
-    let s = connect(&*b).await;
+    let mut s = connect(&*b).await;
     let other = connect(&*b).await;
     let dir = create_dir(&s.zk, b.root(), "dir").await;
     s.zk.create(&under(&dir, "node"), b"", CreateMode::Persistent)
@@ -41,6 +41,9 @@ pub async fn ops_after_close_fail_session_closed<B: Backend>(b: Arc<B>) {
     let id = s.zk.session_id();
     s.zk.close().await.unwrap();
     assert_eq!(s.zk.session_id(), id, "the id outlives the session");
+    // The stream says `Closed`, then ends.
+    assert_eq!(s.next_event().await, Event::Session(SessionState::Closed));
+    s.expect_stream_end().await;
     every_call_fails(&s.zk, &dir, ErrorCode::SessionClosed).await;
     // The calls changed nothing.
     other.zk.sync(&dir).await.unwrap();

@@ -1,0 +1,213 @@
+//! A session that counts the requests it sends, by kind, so that a run can
+//! say how many ZooKeeper writes (and reads) one task costs. Any number of
+//! sessions can share one [`OpCounter`]; a request is counted when it is
+//! issued, whatever its outcome (a failed write still costs the server a
+//! transaction).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use zkdist_coord::{Coordinator, CreateMode, Op, OpResult, SessionId, Stat, Watch, ZkResult};
+
+/// Live counters, shared by every [`Counted`] session of a run.
+#[derive(Debug, Default)]
+pub struct OpCounter {
+    creates: AtomicU64,
+    deletes: AtomicU64,
+    set_datas: AtomicU64,
+    multis: AtomicU64,
+    exists: AtomicU64,
+    get_datas: AtomicU64,
+    get_childrens: AtomicU64,
+    listed_children: AtomicU64,
+}
+
+impl OpCounter {
+    pub fn new() -> Arc<OpCounter> {
+        Arc::new(OpCounter::default())
+    }
+
+    /// The counts as they stand.
+    pub fn snapshot(&self) -> OpCounts {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        OpCounts {
+            creates: read(&self.creates),
+            deletes: read(&self.deletes),
+            set_datas: read(&self.set_datas),
+            multis: read(&self.multis),
+            exists: read(&self.exists),
+            get_datas: read(&self.get_datas),
+            get_childrens: read(&self.get_childrens),
+            listed_children: read(&self.listed_children),
+        }
+    }
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Requests issued, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpCounts {
+    pub creates: u64,
+    pub deletes: u64,
+    pub set_datas: u64,
+    /// Each multi counts once: ZooKeeper applies it as one transaction.
+    pub multis: u64,
+    pub exists: u64,
+    pub get_datas: u64,
+    pub get_childrens: u64,
+    /// Names the `get_children` replies held, all together: what
+    /// re-listing a directory costs grows with it.
+    pub listed_children: u64,
+}
+
+impl OpCounts {
+    /// Requests that are transactions on the server.
+    pub fn writes(&self) -> u64 {
+        self.creates + self.deletes + self.set_datas + self.multis
+    }
+
+    /// Requests the server answers from its tree, without a transaction.
+    pub fn reads(&self) -> u64 {
+        self.exists + self.get_datas + self.get_childrens
+    }
+
+    /// Both counts together (e.g. two separate stretches of one run).
+    pub fn plus(&self, other: &OpCounts) -> OpCounts {
+        OpCounts {
+            creates: self.creates + other.creates,
+            deletes: self.deletes + other.deletes,
+            set_datas: self.set_datas + other.set_datas,
+            multis: self.multis + other.multis,
+            exists: self.exists + other.exists,
+            get_datas: self.get_datas + other.get_datas,
+            get_childrens: self.get_childrens + other.get_childrens,
+            listed_children: self.listed_children + other.listed_children,
+        }
+    }
+
+    /// What was issued between `earlier` and `self` (two snapshots of one
+    /// counter, `earlier` taken first).
+    pub fn since(&self, earlier: &OpCounts) -> OpCounts {
+        let delta = |now: u64, before: u64| {
+            assert!(now >= before, "counters only grow: {now} < {before}");
+            now - before
+        };
+        OpCounts {
+            creates: delta(self.creates, earlier.creates),
+            deletes: delta(self.deletes, earlier.deletes),
+            set_datas: delta(self.set_datas, earlier.set_datas),
+            multis: delta(self.multis, earlier.multis),
+            exists: delta(self.exists, earlier.exists),
+            get_datas: delta(self.get_datas, earlier.get_datas),
+            get_childrens: delta(self.get_childrens, earlier.get_childrens),
+            listed_children: delta(self.listed_children, earlier.listed_children),
+        }
+    }
+}
+
+/// A session whose every request bumps a shared [`OpCounter`] before it
+/// goes to the wrapped session (and whose listings count the names they
+/// return). `sync` and `close` are not counted.
+#[derive(Debug, Clone)]
+pub struct Counted<C> {
+    inner: C,
+    counter: Arc<OpCounter>,
+}
+
+impl<C: Coordinator> Counted<C> {
+    pub fn new(inner: C, counter: Arc<OpCounter>) -> Counted<C> {
+        Counted { inner, counter }
+    }
+
+    pub fn inner(&self) -> &C {
+        &self.inner
+    }
+}
+
+impl<C: Coordinator> Coordinator for Counted<C> {
+    fn session_id(&self) -> SessionId {
+        self.inner.session_id()
+    }
+
+    fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> impl Future<Output = ZkResult<String>> + Send {
+        bump(&self.counter.creates);
+        self.inner.create(path, data, mode)
+    }
+
+    fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = ZkResult<()>> + Send {
+        bump(&self.counter.deletes);
+        self.inner.delete(path, version)
+    }
+
+    fn exists(
+        &self,
+        path: &str,
+        watch: Watch,
+    ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send {
+        bump(&self.counter.exists);
+        self.inner.exists(path, watch)
+    }
+
+    fn get_data(
+        &self,
+        path: &str,
+        watch: Watch,
+    ) -> impl Future<Output = ZkResult<(Vec<u8>, Stat)>> + Send {
+        bump(&self.counter.get_datas);
+        self.inner.get_data(path, watch)
+    }
+
+    fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> impl Future<Output = ZkResult<Stat>> + Send {
+        bump(&self.counter.set_datas);
+        self.inner.set_data(path, data, version)
+    }
+
+    fn get_children(
+        &self,
+        path: &str,
+        watch: Watch,
+    ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send {
+        bump(&self.counter.get_childrens);
+        // Sent now, like every request; the names are counted on reply.
+        let listing = self.inner.get_children(path, watch);
+        let listed = &self.counter.listed_children;
+        async move {
+            let outcome = listing.await;
+            if let Ok((children, _)) = &outcome {
+                listed.fetch_add(children.len() as u64, Ordering::Relaxed);
+            }
+            outcome
+        }
+    }
+
+    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
+        bump(&self.counter.multis);
+        self.inner.multi(ops)
+    }
+
+    fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {
+        self.inner.sync(path)
+    }
+
+    fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {
+        self.inner.close()
+    }
+}

@@ -1,0 +1,458 @@
+//! What `zkdist bench` measures on a real ensemble, written against the
+//! coordination trait (so the simulator runs it too, in the tests):
+//!
+//! 1. the raw ceiling: one session creates `raw_nodes` nodes and then
+//!    deletes them, with many requests in flight, which is as fast as the
+//!    server takes writes from one client;
+//! 2. with `backlog > 0`, a backlog: tasks queued before anyone works, then
+//!    the workers and the master start and drain it;
+//! 3. the task stream: a client keeps `in_flight` tasks unfinished until
+//!    `tasks` are done, for tasks/s and submit-to-result latencies;
+//!
+//! every session (client, master, workers) counted, so that the report
+//! says how many writes a task costs. The efficiency is the share of the
+//! raw ceiling that zkdist's own writes use: tasks/s x writes per task /
+//! raw writes/s.
+//!
+//! The run owns its root: it refuses one that exists, and deletes it at the
+//! end, whatever happened.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::{StreamExt, TryStreamExt};
+use tokio::time::Instant;
+use zkdist_coord::{
+    Client, Coordinator, CreateMode, EventStream, Layout, TaskId, Watch, ZkError, ZkResult, path,
+};
+
+use crate::counting::{Counted, OpCounter};
+use crate::system::{System, SystemError};
+use crate::workload::{
+    PhaseReport, Progress, WorkloadError, drain, payload, stream_tasks, submit_backlog,
+};
+
+/// The child of the root the raw ceiling writes under.
+const RAW_DIR: &str = "raw-ceiling";
+/// Workers one run may start.
+pub const MAX_WORKERS: usize = 1_024;
+
+/// What one `zkdist bench` run does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BenchConfig {
+    pub tasks: u64,
+    pub workers: usize,
+    /// Tasks queued before the master and the workers start (0: none).
+    pub backlog: u64,
+    /// Tasks the client keeps submitted but unfinished.
+    pub in_flight: u64,
+    /// Nodes the raw ceiling creates, then deletes.
+    pub raw_nodes: u64,
+    /// Requests in flight while measuring the raw ceiling, queueing the
+    /// backlog and cleaning up.
+    pub raw_in_flight: usize,
+}
+
+impl BenchConfig {
+    /// Refuses a run that could not measure anything, naming the flag.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.tasks == 0 {
+            return Err("--tasks must be at least 1".into());
+        }
+        if self.workers == 0 {
+            return Err("--workers must be at least 1".into());
+        }
+        if self.in_flight == 0 {
+            return Err("--in-flight must be at least 1".into());
+        }
+        if self.raw_nodes == 0 {
+            return Err("--raw-nodes must be at least 1".into());
+        }
+        if self.raw_in_flight == 0 {
+            return Err("--raw-in-flight must be at least 1".into());
+        }
+        if self.workers > MAX_WORKERS {
+            return Err(format!(
+                "--workers is {}, more than {MAX_WORKERS} (each worker is a session of its own)",
+                self.workers
+            ));
+        }
+        // Sequence numbers are 10 digits of a signed 32-bit counter.
+        let total = self.tasks.saturating_add(self.backlog);
+        if total > i32::MAX as u64 {
+            return Err(format!(
+                "--tasks plus --backlog is {total}, more than ZooKeeper's sequence counter ({})",
+                i32::MAX
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The raw ceiling: pipelined creates, then deletes, from one session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawCeiling {
+    pub nodes: u64,
+    pub in_flight: usize,
+    pub create_elapsed: Duration,
+    pub delete_elapsed: Duration,
+}
+
+fn per_s(count: u64, elapsed: Duration) -> f64 {
+    count as f64 / elapsed.as_secs_f64().max(1e-9)
+}
+
+impl RawCeiling {
+    pub fn creates_per_s(&self) -> f64 {
+        per_s(self.nodes, self.create_elapsed)
+    }
+
+    pub fn deletes_per_s(&self) -> f64 {
+        per_s(self.nodes, self.delete_elapsed)
+    }
+
+    /// Creates and deletes together, over the time both took.
+    pub fn writes_per_s(&self) -> f64 {
+        per_s(2 * self.nodes, self.create_elapsed + self.delete_elapsed)
+    }
+}
+
+/// Everything one run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchReport {
+    pub raw: RawCeiling,
+    pub backlog: Option<PhaseReport>,
+    pub tasks: PhaseReport,
+}
+
+impl BenchReport {
+    /// tasks/s x writes per task / raw writes/s: the share of the raw
+    /// ceiling's write rate that the task stream's writes reached.
+    pub fn efficiency(&self) -> f64 {
+        self.tasks.tasks_per_s() * self.tasks.writes_per_task() / self.raw.writes_per_s()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BenchError {
+    #[error("cannot open the {session}'s session: {error}")]
+    Connect { session: String, error: ZkError },
+    #[error(
+        "{root} already exists: a bench run needs a root of its own, which it deletes when done; \
+         pass another --root, or delete {root} first"
+    )]
+    RootExists { root: String },
+    #[error("{what} failed: {error}")]
+    Zk { what: String, error: ZkError },
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    #[error(transparent)]
+    System(#[from] SystemError),
+    #[error("interrupted before the run finished")]
+    Interrupted,
+    #[error("{run}; and the run's root was not deleted: {cleanup}")]
+    CleanupToo {
+        run: Box<BenchError>,
+        cleanup: Box<BenchError>,
+    },
+}
+
+fn zk_failed(what: impl Into<String>) -> impl FnOnce(ZkError) -> BenchError {
+    let what = what.into();
+    move |error| BenchError::Zk { what, error }
+}
+
+/// Runs the whole measurement under `layout`'s root, on sessions opened by
+/// `connect` (called with the session's role: `client`, `master`, `worker
+/// N`), and deletes the root afterwards. If `interrupt` completes first,
+/// the measurement stops there (`Interrupted`), and the root is deleted all
+/// the same. Every session is closed before this returns.
+pub async fn run<C, F, Fut>(
+    mut connect: F,
+    layout: &Layout,
+    config: &BenchConfig,
+    progress: &mut dyn Progress,
+    interrupt: impl Future<Output = ()>,
+) -> Result<BenchReport, BenchError>
+where
+    C: Coordinator + Clone,
+    F: FnMut(String) -> Fut,
+    Fut: Future<Output = ZkResult<(C, EventStream)>>,
+{
+    if let Err(message) = config.validate() {
+        panic!("{message}");
+    }
+    let (zk, events) = connect("client".to_owned())
+        .await
+        .map_err(|error| BenchError::Connect {
+            session: "client".to_owned(),
+            error,
+        })?;
+    let root = layout.root().to_owned();
+    let outcome = match zk.exists(&root, Watch::No).await {
+        Ok(Some(_)) => Err(BenchError::RootExists { root: root.clone() }),
+        Err(error) => Err(BenchError::Zk {
+            what: format!("checking {root}"),
+            error,
+        }),
+        Ok(None) => {
+            let mut run = Run {
+                counter: OpCounter::new(),
+                sessions: Vec::new(),
+                queued: Vec::new(),
+            };
+            let measuring = run.measure(&mut connect, &zk, events, layout, config, progress);
+            // An interrupted measurement drops its actors' handles; closing
+            // their sessions below ends them.
+            let outcome = tokio::select! {
+                biased;
+                () = interrupt => Err(BenchError::Interrupted),
+                outcome = measuring => outcome,
+            };
+            for session in &run.sessions {
+                // Closing ends the session's ephemerals at once; a session
+                // that is gone already has none.
+                let _ = session.close().await;
+            }
+            let cleanup = remove_root(&zk, layout, &run.queued, config.raw_in_flight).await;
+            match (outcome, cleanup) {
+                (Ok(report), Ok(())) => Ok(report),
+                (Err(run), Ok(())) => Err(run),
+                (Ok(_), Err(cleanup)) => Err(cleanup),
+                (Err(run), Err(cleanup)) => Err(BenchError::CleanupToo {
+                    run: Box::new(run),
+                    cleanup: Box::new(cleanup),
+                }),
+            }
+        }
+    };
+    let _ = zk.close().await;
+    outcome
+}
+
+/// What a run keeps to clean up after itself.
+struct Run<C> {
+    counter: Arc<OpCounter>,
+    /// Every session but the client's.
+    sessions: Vec<C>,
+    /// Every task queued, so that cleaning up needs no listing of `tasks/`
+    /// (which stops working past ZooKeeper's 1 MiB reply limit).
+    queued: Vec<TaskId>,
+}
+
+impl<C: Coordinator + Clone> Run<C> {
+    async fn open<F, Fut>(
+        &mut self,
+        connect: &mut F,
+        session: String,
+    ) -> Result<(Counted<C>, EventStream), BenchError>
+    where
+        F: FnMut(String) -> Fut,
+        Fut: Future<Output = ZkResult<(C, EventStream)>>,
+    {
+        let (zk, events) = connect(session.clone())
+            .await
+            .map_err(|error| BenchError::Connect { session, error })?;
+        self.sessions.push(zk.clone());
+        Ok((Counted::new(zk, Arc::clone(&self.counter)), events))
+    }
+
+    async fn measure<F, Fut>(
+        &mut self,
+        connect: &mut F,
+        zk: &C,
+        events: EventStream,
+        layout: &Layout,
+        config: &BenchConfig,
+        progress: &mut dyn Progress,
+    ) -> Result<BenchReport, BenchError>
+    where
+        F: FnMut(String) -> Fut,
+        Fut: Future<Output = ZkResult<(C, EventStream)>>,
+    {
+        layout
+            .ensure_layout(zk)
+            .await
+            .map_err(zk_failed(format!("laying out {}", layout.root())))?;
+        let raw_dir = path::join(layout.root(), RAW_DIR);
+        let raw = raw_ceiling(zk, &raw_dir, config.raw_nodes, config.raw_in_flight).await?;
+
+        let counter = Arc::clone(&self.counter);
+        let client = Client::new(
+            Counted::new(zk.clone(), Arc::clone(&counter)),
+            events,
+            layout.clone(),
+        );
+        let before_queueing = counter.snapshot();
+        if config.backlog > 0 {
+            let queued = submit_backlog(&client, 0, config.backlog, config.raw_in_flight).await;
+            self.queued.extend(queued?);
+        }
+        let queueing = counter.snapshot().since(&before_queueing);
+
+        let mut system = System::new(layout.clone());
+        let outcome = async {
+            for n in 1..=config.workers {
+                let (zk, events) = self.open(connect, format!("worker {n}")).await?;
+                system.start_worker(zk, events);
+            }
+            system.wait_registered().await?;
+            let (zk, events) = self.open(connect, "master".to_owned()).await?;
+            let started = Instant::now();
+            let ops_before = counter.snapshot();
+            system.start_master(zk, events).await?;
+            let backlog = if config.backlog > 0 {
+                let drained = drain(
+                    &mut system,
+                    &counter,
+                    queueing,
+                    ops_before,
+                    config.backlog,
+                    started,
+                    progress,
+                )
+                .await?;
+                Some(drained)
+            } else {
+                None
+            };
+            system.wait_master_sees(config.workers).await?;
+            let (tasks, submitted) = stream_tasks(
+                &client,
+                &mut system,
+                &counter,
+                config.backlog,
+                config.tasks,
+                config.in_flight,
+                progress,
+            )
+            .await?;
+            self.queued.extend(submitted);
+            Ok::<_, BenchError>(BenchReport {
+                raw,
+                backlog,
+                tasks,
+            })
+        }
+        .await;
+        let stopped = system.stop().await;
+        let report = outcome?;
+        stopped?;
+        Ok(report)
+    }
+}
+
+/// Creates `nodes` nodes under `dir`, then deletes them, each time with up
+/// to `in_flight` requests outstanding on the one session, and times both.
+/// The nodes hold as many bytes as a task's payload.
+pub async fn raw_ceiling<C: Coordinator>(
+    zk: &C,
+    dir: &str,
+    nodes: u64,
+    in_flight: usize,
+) -> Result<RawCeiling, BenchError> {
+    assert!(
+        nodes >= 1 && in_flight >= 1,
+        "a ceiling needs a node and a request"
+    );
+    zk.create(dir, b"", CreateMode::Persistent)
+        .await
+        .map_err(zk_failed(format!("creating {dir}")))?;
+    let data = payload(nodes);
+    let node = |n: u64| path::join(dir, &format!("n-{n:010}"));
+
+    let started = Instant::now();
+    futures::stream::iter(0..nodes)
+        .map(|n| {
+            let (path, data) = (node(n), &data);
+            async move {
+                zk.create(&path, data, CreateMode::Persistent)
+                    .await
+                    .map_err(zk_failed(format!("creating {path}")))
+            }
+        })
+        .buffer_unordered(in_flight)
+        .try_for_each(|_| std::future::ready(Ok(())))
+        .await?;
+    let create_elapsed = started.elapsed();
+
+    let started = Instant::now();
+    futures::stream::iter(0..nodes)
+        .map(|n| {
+            let path = node(n);
+            async move {
+                zk.delete(&path, None)
+                    .await
+                    .map_err(zk_failed(format!("deleting {path}")))
+            }
+        })
+        .buffer_unordered(in_flight)
+        .try_for_each(|()| std::future::ready(Ok(())))
+        .await?;
+    let delete_elapsed = started.elapsed();
+
+    zk.delete(dir, None)
+        .await
+        .map_err(zk_failed(format!("deleting {dir}")))?;
+    Ok(RawCeiling {
+        nodes,
+        in_flight,
+        create_elapsed,
+        delete_elapsed,
+    })
+}
+
+/// Deletes the root and everything under it: first every queued task and
+/// its result (by name, up to `in_flight` at once), then whatever is left,
+/// walking the tree. The root's parents stay.
+pub async fn remove_root<C: Coordinator>(
+    zk: &C,
+    layout: &Layout,
+    queued: &[TaskId],
+    in_flight: usize,
+) -> Result<(), BenchError> {
+    futures::stream::iter(queued)
+        .map(|task| async move {
+            // One session's requests apply in order: the result goes first.
+            delete_if_there(zk, &layout.result(task)).await?;
+            delete_if_there(zk, &layout.task(task)).await
+        })
+        .buffer_unordered(in_flight.max(1))
+        .try_for_each(|()| std::future::ready(Ok(())))
+        .await?;
+    remove_tree(zk, layout.root().to_owned()).await
+}
+
+async fn delete_if_there<C: Coordinator>(zk: &C, path: &str) -> Result<(), BenchError> {
+    match zk.delete(path, None).await {
+        Ok(()) | Err(ZkError::NoNode { .. }) => Ok(()),
+        Err(error) => Err(BenchError::Zk {
+            what: format!("deleting {path}"),
+            error,
+        }),
+    }
+}
+
+/// Deletes `path` and its subtree, children first.
+fn remove_tree<C: Coordinator>(
+    zk: &C,
+    path: String,
+) -> std::pin::Pin<Box<dyn Future<Output = Result<(), BenchError>> + Send + '_>> {
+    Box::pin(async move {
+        let children = match zk.get_children(&path, Watch::No).await {
+            Ok((children, _)) => children,
+            Err(ZkError::NoNode { .. }) => return Ok(()),
+            Err(error) => {
+                return Err(BenchError::Zk {
+                    what: format!("listing {path}"),
+                    error,
+                });
+            }
+        };
+        for child in children {
+            remove_tree(zk, path::join(&path, &child)).await?;
+        }
+        delete_if_there(zk, &path).await
+    })
+}

@@ -1,0 +1,310 @@
+//! The measurement workloads on the simulator: they count what they claim
+//! to count, drain what they queue, clean up after themselves, and fail
+//! rather than hang when an actor stops. Speed is the benchmarks' business;
+//! nothing here looks at a clock.
+
+use std::sync::Arc;
+
+use zkdist_benches::ensemble::{self, BenchConfig, BenchError};
+use zkdist_benches::simulated::{assignment_throughput, backlog_drain, explore_batch};
+use zkdist_benches::system::{System, SystemError};
+use zkdist_benches::workload::{NoProgress, Progress, WorkloadError, stream_tasks};
+use zkdist_benches::{Counted, OpCounter};
+use zkdist_coord::{Client, Coordinator, CreateMode, Layout};
+use zkdist_sim::{Latency, SimConfig, SimZk};
+
+fn sim(seed: u64, latency: Latency) -> SimZk {
+    SimZk::start(SimConfig {
+        seed,
+        latency,
+        ..SimConfig::default()
+    })
+}
+
+#[test]
+fn a_task_stream_costs_the_founding_designs_four_writes_per_task() {
+    let tasks = 200;
+    let run = assignment_throughput(4, tasks);
+    let report = run.report;
+    assert_eq!(report.tasks, tasks);
+    // Submit, assign and result are creates; the worker deletes its
+    // assignment when done.
+    assert_eq!(report.ops.creates, 3 * tasks);
+    assert_eq!(report.ops.deletes, tasks);
+    assert_eq!(report.ops.set_datas + report.ops.multis, 0);
+    assert_eq!(report.writes_per_task(), 4.0);
+    assert_eq!(report.latencies.len() as u64, tasks);
+    assert!(report.latencies.windows(2).all(|w| w[0] <= w[1]), "sorted");
+}
+
+#[test]
+fn a_backlog_is_drained_whole_and_counted_with_its_submissions() {
+    let tasks = 300;
+    let report = backlog_drain(3, tasks).report;
+    assert_eq!(report.tasks, tasks);
+    assert!(
+        report.latencies.is_empty(),
+        "a backlog has no submit latency"
+    );
+    // The master's claim of its node is the one write that is not a task's.
+    assert_eq!(report.ops.creates, 3 * tasks + 1);
+    assert_eq!(report.ops.deletes, tasks);
+    // On start-up the master checks every task it finds for a result.
+    assert!(report.ops.exists >= tasks, "{:?}", report.ops);
+}
+
+#[test]
+fn an_explore_batch_runs_every_seed_of_the_standard_run() {
+    let batch = explore_batch(0..3, 1);
+    assert_eq!(batch.schedules, 3);
+    assert!(batch.violations <= 3);
+    assert!(batch.steps > 0);
+    assert_eq!(
+        batch,
+        explore_batch(0..3, 2),
+        "the same seeds, the same runs"
+    );
+}
+
+/// Counts what the progress reporter was told.
+#[derive(Default)]
+struct Recorded {
+    phases: Vec<(String, u64)>,
+    last: u64,
+    finished: usize,
+}
+
+impl Progress for Recorded {
+    fn start(&mut self, phase: &str, total: u64) {
+        self.phases.push((phase.to_owned(), total));
+    }
+    fn advance(&mut self, done: u64) {
+        assert!(
+            done >= self.last || done == 0,
+            "progress only grows within a phase"
+        );
+        self.last = done;
+    }
+    fn finish(&mut self) {
+        self.finished += 1;
+        self.last = 0;
+    }
+}
+
+fn small_config() -> BenchConfig {
+    BenchConfig {
+        tasks: 60,
+        workers: 3,
+        backlog: 25,
+        in_flight: 6,
+        raw_nodes: 100,
+        raw_in_flight: 16,
+    }
+}
+
+#[test]
+fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
+    zkdist_sim::runtime::block_on(5, async {
+        let sim = sim(
+            5,
+            Latency::Uniform {
+                min_us: 50,
+                max_us: 500,
+            },
+        );
+        let layout = Layout::new("/bench/run").expect("a valid root");
+        let config = small_config();
+        let mut progress = Recorded::default();
+        let connect_sim = sim.clone();
+        let report = ensemble::run(
+            move |name| {
+                let sim = connect_sim.clone();
+                async move { sim.connect(&name).await }
+            },
+            &layout,
+            &config,
+            &mut progress,
+            std::future::pending(),
+        )
+        .await
+        .expect("the bench runs");
+
+        assert_eq!(report.raw.nodes, 100);
+        let backlog = report.backlog.as_ref().expect("a backlog was asked for");
+        assert_eq!(backlog.tasks, 25);
+        assert_eq!(report.tasks.tasks, 60);
+        assert_eq!(report.tasks.latencies.len(), 60);
+        assert_eq!(report.tasks.writes_per_task(), 4.0);
+        // With latency, every task takes simulated time end to end.
+        assert!(
+            report.tasks.latency_percentile(50.0).expect("measured") > std::time::Duration::ZERO
+        );
+        assert!(report.raw.writes_per_s() > 0.0 && report.efficiency() > 0.0);
+        assert_eq!(
+            progress.phases,
+            vec![("backlog".to_owned(), 25), ("tasks".to_owned(), 60)]
+        );
+        assert_eq!(progress.finished, 2);
+
+        let (root_left, parent_left) = sim
+            .inspect(|tree| (tree.exists("/bench/run"), tree.exists("/bench")))
+            .await;
+        assert!(!root_left, "the run deletes its root");
+        assert!(parent_left, "and leaves the root's parent alone");
+    });
+}
+
+#[test]
+fn the_ensemble_bench_refuses_a_root_that_exists_and_leaves_it_alone() {
+    zkdist_sim::runtime::block_on(6, async {
+        let sim = sim(6, Latency::Zero);
+        let (zk, _events) = sim.connect("someone").await.expect("connects");
+        zk.create("/taken", b"mine", CreateMode::Persistent)
+            .await
+            .expect("creates");
+        let layout = Layout::new("/taken").expect("a valid root");
+        let connect_sim = sim.clone();
+        let outcome = ensemble::run(
+            move |name| {
+                let sim = connect_sim.clone();
+                async move { sim.connect(&name).await }
+            },
+            &layout,
+            &small_config(),
+            &mut NoProgress,
+            std::future::pending(),
+        )
+        .await;
+        match outcome {
+            Err(error @ BenchError::RootExists { .. }) => {
+                assert!(
+                    error.to_string().contains("/taken already exists"),
+                    "{error}"
+                );
+            }
+            other => panic!("expected RootExists, got {other:?}"),
+        }
+        let data = sim
+            .inspect(|tree| tree.data("/taken").map(<[u8]>::to_vec))
+            .await;
+        assert_eq!(data.as_deref(), Some(&b"mine"[..]));
+    });
+}
+
+#[test]
+fn an_interrupted_bench_still_deletes_its_root() {
+    zkdist_sim::runtime::block_on(8, async {
+        let sim = sim(8, Latency::Fixed { ms: 1 });
+        let layout = Layout::new("/interrupted").expect("a valid root");
+        let connect_sim = sim.clone();
+        // Far into the stream phase, in simulated time (every message takes
+        // a millisecond), but long before 5,000 tasks are done.
+        let interrupt = tokio::time::sleep(std::time::Duration::from_millis(400));
+        let config = BenchConfig {
+            tasks: 5_000,
+            ..small_config()
+        };
+        let outcome = ensemble::run(
+            move |name| {
+                let sim = connect_sim.clone();
+                async move { sim.connect(&name).await }
+            },
+            &layout,
+            &config,
+            &mut NoProgress,
+            interrupt,
+        )
+        .await;
+        assert!(
+            matches!(outcome, Err(BenchError::Interrupted)),
+            "{outcome:?}"
+        );
+        let (root_left, nodes) = sim
+            .inspect(|tree| {
+                (
+                    tree.exists("/interrupted"),
+                    tree.children("/").map(|c| c.len()),
+                )
+            })
+            .await;
+        assert!(!root_left, "the root goes even when the run is interrupted");
+        // Only /zookeeper is left at the top.
+        assert_eq!(nodes, Some(1));
+    });
+}
+
+#[test]
+fn a_stream_fails_naming_the_actor_that_stopped_instead_of_hanging() {
+    zkdist_sim::runtime::block_on(7, async {
+        let sim = sim(7, Latency::Zero);
+        let layout = Layout::default();
+        let counter = OpCounter::new();
+        let mut system = System::new(layout.clone());
+        let (zk, events) = sim.connect("w1").await.expect("connects");
+        system.start_worker(Counted::new(zk, Arc::clone(&counter)), events);
+        system.wait_registered().await.expect("registers");
+        let (zk, events) = sim.connect("master").await.expect("connects");
+        let master_session = zk.session_id();
+        system
+            .start_master(Counted::new(zk, Arc::clone(&counter)), events)
+            .await
+            .expect("leads");
+        system.wait_master_sees(1).await.expect("sees the worker");
+        sim.expire(master_session).await;
+
+        let (zk, events) = sim.connect("client").await.expect("connects");
+        let client = Client::new(Counted::new(zk, Arc::clone(&counter)), events, layout);
+        let outcome = stream_tasks(&client, &mut system, &counter, 0, 10, 2, &mut NoProgress).await;
+        match outcome {
+            Err(WorkloadError::System(SystemError::ActorEnded { actor, outcome })) => {
+                assert_eq!(actor, "master");
+                assert!(outcome.contains("session ended"), "{outcome}");
+            }
+            other => panic!("expected the master's end, got {other:?}"),
+        }
+        assert!(matches!(system.stop().await, Err(SystemError::Master(_))));
+    });
+}
+
+#[test]
+fn a_counted_session_counts_requests_by_kind_and_the_names_it_lists() {
+    zkdist_sim::runtime::block_on(9, async {
+        let sim = sim(9, Latency::Zero);
+        let counter = OpCounter::new();
+        let (zk, _events) = sim.connect("counted").await.expect("connects");
+        let zk = Counted::new(zk, Arc::clone(&counter));
+        zk.create("/d", b"", CreateMode::Persistent)
+            .await
+            .expect("creates");
+        for name in ["a", "b", "c"] {
+            zk.create(&format!("/d/{name}"), b"", CreateMode::Persistent)
+                .await
+                .expect("creates");
+        }
+        let before = counter.snapshot();
+        let (children, _) = zk
+            .get_children("/d", zkdist_coord::Watch::No)
+            .await
+            .expect("lists");
+        assert_eq!(children.len(), 3);
+        zk.delete("/d/a", None).await.expect("deletes");
+        // A failed write is a transaction too, and counts.
+        assert!(zk.delete("/d/a", None).await.is_err());
+        zk.exists("/d", zkdist_coord::Watch::No)
+            .await
+            .expect("exists");
+        let during = counter.snapshot().since(&before);
+        assert_eq!(
+            during,
+            zkdist_benches::OpCounts {
+                deletes: 2,
+                exists: 1,
+                get_childrens: 1,
+                listed_children: 3,
+                ..Default::default()
+            }
+        );
+        assert_eq!((during.writes(), during.reads()), (2, 2));
+        assert_eq!(before.creates, 4);
+    });
+}

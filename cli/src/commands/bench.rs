@@ -1,0 +1,250 @@
+//! `bench`: zkdist's speed on a real ensemble, next to what the server
+//! itself can take. The measurement is `zkdist_benches::ensemble`'s; this
+//! module opens the sessions, draws the progress bar and prints the report,
+//! whose last line is the efficiency.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use zkdist_benches::ensemble::{self, BenchConfig, BenchError, BenchReport};
+use zkdist_benches::{OpCounts, PhaseReport, Progress};
+use zkdist_coord::zk::ZkSession;
+
+use crate::args::BenchArgs;
+use crate::connect;
+use crate::shutdown::Shutdown;
+
+pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
+    let mut shutdown = Shutdown::install()?;
+    let layout = connect::layout(&args.connect)?;
+    let zk_config = connect::config(&args.connect)?;
+    let config = BenchConfig {
+        tasks: args.tasks,
+        workers: args.workers,
+        backlog: args.backlog,
+        in_flight: args.in_flight.unwrap_or_else(|| 2 * args.workers as u64),
+        raw_nodes: args.raw_nodes,
+        raw_in_flight: args.raw_in_flight,
+    };
+    config.validate().map_err(anyhow::Error::msg)?;
+
+    let mut bar = Bar::default();
+    let outcome = ensemble::run(
+        |_session| {
+            let zk_config = zk_config.clone();
+            async move { ZkSession::connect(&zk_config).await }
+        },
+        &layout,
+        &config,
+        &mut bar,
+        shutdown.requested(),
+    )
+    .await;
+    bar.clear();
+    let report = outcome.map_err(|error| match error {
+        BenchError::Connect { session, error } => anyhow::Error::new(error).context(format!(
+            "cannot open a ZooKeeper session on {:?} (for the {session})",
+            args.connect.zk
+        )),
+        other => anyhow::Error::new(other),
+    })?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&json(args, &config, &report))
+            .context("the report serialises")?
+    } else {
+        render(args, &config, &report)
+    };
+    println!("{text}");
+    Ok(())
+}
+
+/// A progress bar on stderr per phase (drawn only on a terminal).
+#[derive(Default)]
+struct Bar {
+    bar: Option<ProgressBar>,
+}
+
+impl Bar {
+    fn clear(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Progress for Bar {
+    fn start(&mut self, phase: &str, total: u64) {
+        self.clear();
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template(
+            "{prefix:8} {elapsed_precise} [{bar:40}] {pos}/{len} tasks ({eta} left)",
+        )
+        .expect("the template is valid")
+        .progress_chars("=> ");
+        bar.set_style(style);
+        bar.set_prefix(phase.to_owned());
+        self.bar = Some(bar);
+    }
+
+    fn advance(&mut self, done: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(done);
+        }
+    }
+
+    fn finish(&mut self) {
+        self.clear();
+    }
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+fn per_task(count: u64, report: &PhaseReport) -> f64 {
+    count as f64 / report.tasks.max(1) as f64
+}
+
+fn writes_breakdown(ops: &OpCounts, report: &PhaseReport) -> String {
+    format!(
+        "creates {:.2}, deletes {:.2}, set_data {:.2}, multi {:.2}",
+        per_task(ops.creates, report),
+        per_task(ops.deletes, report),
+        per_task(ops.set_datas, report),
+        per_task(ops.multis, report),
+    )
+}
+
+fn reads_breakdown(ops: &OpCounts, report: &PhaseReport) -> String {
+    format!(
+        "get_children {:.2} listing {:.0} names, exists {:.2}, get_data {:.2}",
+        per_task(ops.get_childrens, report),
+        per_task(ops.listed_children, report),
+        per_task(ops.exists, report),
+        per_task(ops.get_datas, report),
+    )
+}
+
+fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> String {
+    let mut out = String::new();
+    let backlog = match config.backlog {
+        0 => "no backlog".to_owned(),
+        tasks => format!("a backlog of {tasks}"),
+    };
+    writeln!(
+        out,
+        "zkdist bench on {} under {}: {} workers, {} tasks ({} in flight), {backlog}",
+        args.connect.zk, args.connect.root, config.workers, config.tasks, config.in_flight
+    )
+    .unwrap();
+    let raw = &report.raw;
+    writeln!(
+        out,
+        "raw ceiling: {} creates at {:.0}/s, {} deletes at {:.0}/s: {:.0} writes/s \
+         (one session, {} requests in flight)",
+        raw.nodes,
+        raw.creates_per_s(),
+        raw.nodes,
+        raw.deletes_per_s(),
+        raw.writes_per_s(),
+        raw.in_flight
+    )
+    .unwrap();
+    if let Some(backlog) = &report.backlog {
+        writeln!(
+            out,
+            "backlog: {} tasks drained in {:.2} s: {:.0} tasks/s, {:.1} us per task; \
+             {:.2} writes and {:.2} reads per task",
+            backlog.tasks,
+            backlog.elapsed.as_secs_f64(),
+            backlog.tasks_per_s(),
+            backlog.per_task().as_secs_f64() * 1e6,
+            backlog.writes_per_task(),
+            backlog.reads_per_task(),
+        )
+        .unwrap();
+    }
+    let tasks = &report.tasks;
+    writeln!(
+        out,
+        "tasks: {} in {:.2} s: {:.0} tasks/s",
+        tasks.tasks,
+        tasks.elapsed.as_secs_f64(),
+        tasks.tasks_per_s()
+    )
+    .unwrap();
+    let p50 = tasks.latency_percentile(50.0).unwrap_or_default();
+    let p99 = tasks.latency_percentile(99.0).unwrap_or_default();
+    writeln!(
+        out,
+        "latency (submit to result written): p50 {:.2} ms, p99 {:.2} ms",
+        ms(p50),
+        ms(p99)
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "writes per task: {:.2} ({})",
+        tasks.writes_per_task(),
+        writes_breakdown(&tasks.ops, tasks)
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "reads per task: {:.2} ({})",
+        tasks.reads_per_task(),
+        reads_breakdown(&tasks.ops, tasks)
+    )
+    .unwrap();
+    write!(out, "efficiency {:.1}%", 100.0 * report.efficiency()).unwrap();
+    out
+}
+
+fn ops_json(ops: &OpCounts) -> serde_json::Value {
+    serde_json::json!({
+        "creates": ops.creates,
+        "deletes": ops.deletes,
+        "set_datas": ops.set_datas,
+        "multis": ops.multis,
+        "exists": ops.exists,
+        "get_datas": ops.get_datas,
+        "get_childrens": ops.get_childrens,
+        "listed_children": ops.listed_children,
+    })
+}
+
+fn phase_json(phase: &PhaseReport) -> serde_json::Value {
+    serde_json::json!({
+        "tasks": phase.tasks,
+        "elapsed_s": phase.elapsed.as_secs_f64(),
+        "tasks_per_s": phase.tasks_per_s(),
+        "per_task_us": phase.per_task().as_secs_f64() * 1e6,
+        "latency_p50_ms": phase.latency_percentile(50.0).map(ms),
+        "latency_p99_ms": phase.latency_percentile(99.0).map(ms),
+        "writes_per_task": phase.writes_per_task(),
+        "reads_per_task": phase.reads_per_task(),
+        "ops": ops_json(&phase.ops),
+    })
+}
+
+fn json(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> serde_json::Value {
+    let raw = &report.raw;
+    serde_json::json!({
+        "zk": args.connect.zk,
+        "root": args.connect.root,
+        "workers": config.workers,
+        "in_flight": config.in_flight,
+        "raw": {
+            "nodes": raw.nodes,
+            "in_flight": raw.in_flight,
+            "creates_per_s": raw.creates_per_s(),
+            "deletes_per_s": raw.deletes_per_s(),
+            "writes_per_s": raw.writes_per_s(),
+        },
+        "backlog": report.backlog.as_ref().map(phase_json),
+        "tasks": phase_json(&report.tasks),
+        "efficiency": report.efficiency(),
+    })
+}

@@ -1,0 +1,355 @@
+//! The client-side checks every backend runs before anything is sent, and
+//! the size rules both backends share. There is one implementation of each,
+//! here, so the simulator and the real backend refuse the same input with
+//! the same error.
+//!
+//! Public API (signatures are stable; backends call these directly):
+//! - [`validate_data`]`(path, data) -> ZkResult<()>`: data over
+//!   [`MAX_DATA_BYTES`] is `DataTooLarge`;
+//! - [`validate_version`]`(path, version) -> ZkResult<()>`: a negative
+//!   expected version is `BadArguments`;
+//! - [`check_create`]`(path, data, mode) -> ZkResult<()>`: the path (or
+//!   sequential prefix) and the data of a `create`;
+//! - [`check_delete`]`(path, version) -> ZkResult<()>`;
+//! - [`check_set_data`]`(path, data, version) -> ZkResult<()>`;
+//! - [`check_read`]`(path) -> ZkResult<()>`: `exists`, `get_data`,
+//!   `get_children`, `sync`;
+//! - [`check_op`]`(op) -> ZkResult<()>`: one op of a multi, unwrapped;
+//! - [`check_multi`]`(ops) -> ZkResult<()>`: every op (a bad one is
+//!   `ZkError::Multi` with its index), then the whole request's size
+//!   ([`multi_request_bytes`] over [`MAX_REQUEST_BYTES`] is
+//!   `RequestTooLarge`);
+//! - [`multi_request_bytes`]`(ops) -> usize`: the multi request's size on
+//!   the wire;
+//! - [`children_reply_bytes`]`(names) -> usize`: the size of a
+//!   `getChildren2` reply on the wire;
+//! - [`check_children_reply`]`(path, names) -> ZkResult<()>`: a listing over
+//!   [`MAX_REPLY_BYTES`] is `ConnectionLoss`, as a client that refuses the
+//!   frame reports it.
+
+use crate::error::{ZkError, ZkResult};
+use crate::op::Op;
+use crate::path::{validate_path, validate_sequential_prefix};
+use crate::types::CreateMode;
+
+/// The largest payload zkdist sends in one node: ZooKeeper's default
+/// `jute.maxbuffer` (1 MiB) less a kibibyte for the request's framing and
+/// path. Checked before anything is sent, so both backends refuse the same
+/// payloads with the same error.
+pub const MAX_DATA_BYTES: usize = 1024 * 1024 - 1024;
+
+/// The largest reply a client accepts (`jute.maxbuffer` on the client). A
+/// `get_children` listing whose encoding passes it fails with connection
+/// loss, as it does on real clients.
+pub const MAX_REPLY_BYTES: usize = 1024 * 1024;
+
+/// The largest multi request zkdist sends, as counted by
+/// [`multi_request_bytes`]. The server drops the connection on a request
+/// frame over `jute.maxbuffer` (1 MiB less one byte by default), which the
+/// client can only report as a connection loss; the kibibyte kept back
+/// covers what the count cannot see: a chroot prefixed to every path and
+/// ACLs longer than `world:anyone`.
+pub const MAX_REQUEST_BYTES: usize = 1024 * 1024 - 1024;
+
+/// Refuses data over [`MAX_DATA_BYTES`], naming the path and the limit.
+pub fn validate_data(path: &str, data: &[u8]) -> ZkResult<()> {
+    if data.len() > MAX_DATA_BYTES {
+        return Err(ZkError::DataTooLarge {
+            path: path.to_owned(),
+            size_bytes: data.len(),
+            limit_bytes: MAX_DATA_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// Refuses an expected version that can never match. `None` means "any
+/// version" (ZooKeeper's `-1`); a negative `Some` is a caller's mistake that
+/// the wire format would silently turn into "any" or into a BadVersion.
+pub fn validate_version(path: &str, version: Option<i32>) -> ZkResult<()> {
+    match version {
+        Some(v) if v < 0 => Err(ZkError::BadArguments {
+            reason: format!(
+                "expected version {v} for {path} is negative; pass None to accept any version"
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Checks a `create`: the path (for sequential modes, the prefix the server
+/// appends the counter to) and the data.
+pub fn check_create(path: &str, data: &[u8], mode: CreateMode) -> ZkResult<()> {
+    if mode.is_sequential() {
+        validate_sequential_prefix(path)?;
+    } else {
+        validate_path(path)?;
+    }
+    validate_data(path, data)
+}
+
+/// Checks a `delete`: the path and the expected version.
+pub fn check_delete(path: &str, version: Option<i32>) -> ZkResult<()> {
+    validate_path(path)?;
+    validate_version(path, version)
+}
+
+/// Checks a `set_data`: the path, the data and the expected version.
+pub fn check_set_data(path: &str, data: &[u8], version: Option<i32>) -> ZkResult<()> {
+    validate_path(path)?;
+    validate_data(path, data)?;
+    validate_version(path, version)
+}
+
+/// Checks a read or a `sync`: the path only.
+pub fn check_read(path: &str) -> ZkResult<()> {
+    validate_path(path)
+}
+
+/// Checks one op of a multi, as the same request on its own would be
+/// checked. [`check_multi`] wraps its error with the op's index.
+pub fn check_op(op: &Op) -> ZkResult<()> {
+    match op {
+        Op::Create { path, data, mode } => check_create(path, data, *mode),
+        Op::Delete { path, version } => check_delete(path, *version),
+        Op::SetData {
+            path,
+            data,
+            version,
+        } => check_set_data(path, data, *version),
+        Op::Check { path, version } => {
+            validate_path(path)?;
+            validate_version(path, Some(*version))
+        }
+    }
+}
+
+/// Checks a multi: every op in order (the first bad one is reported as
+/// `ZkError::Multi` with its index, as the server reports a failing op),
+/// then the size of the whole request, which the server would refuse as one
+/// oversized frame by dropping the connection.
+pub fn check_multi(ops: &[Op]) -> ZkResult<()> {
+    for (index, op) in ops.iter().enumerate() {
+        check_op(op).map_err(|error| ZkError::Multi {
+            index,
+            error: Box::new(error),
+        })?;
+    }
+    let size_bytes = multi_request_bytes(ops);
+    if size_bytes > MAX_REQUEST_BYTES {
+        return Err(ZkError::RequestTooLarge {
+            ops: ops.len(),
+            size_bytes,
+            limit_bytes: MAX_REQUEST_BYTES,
+        });
+    }
+    Ok(())
+}
+
+// Jute encodings: an int is 4 bytes, a long 8, a bool 1, a string or a
+// buffer a 4-byte length then its bytes, a vector a 4-byte count then its
+// items.
+const INT_BYTES: usize = 4;
+const BOOL_BYTES: usize = 1;
+/// A request header: xid and op code.
+const REQUEST_HEADER_BYTES: usize = 2 * INT_BYTES;
+/// A multi's per-op header: op code, done flag, error.
+const MULTI_HEADER_BYTES: usize = INT_BYTES + BOOL_BYTES + INT_BYTES;
+/// The ACL list of a created node, counted as `[world:anyone, ALL]`: a
+/// count, then perms, scheme "world" and id "anyone". zkdist's other ACL,
+/// `auth` with an empty id, is shorter.
+const CREATE_ACL_BYTES: usize = INT_BYTES + INT_BYTES + (INT_BYTES + 5) + (INT_BYTES + 6);
+
+fn jute_bytes(bytes: usize) -> usize {
+    INT_BYTES + bytes
+}
+
+/// The size on the wire of a multi request as `zookeeper-client` encodes it,
+/// without the 4-byte frame length: the request header, each op with its
+/// multi header, and the closing multi header. Paths are counted as given
+/// (a chroot would lengthen each).
+pub fn multi_request_bytes(ops: &[Op]) -> usize {
+    let ops_bytes: usize = ops
+        .iter()
+        .map(|op| {
+            let body = match op {
+                // path, data, acl, flags
+                Op::Create { path, data, .. } => {
+                    jute_bytes(path.len()) + jute_bytes(data.len()) + CREATE_ACL_BYTES + INT_BYTES
+                }
+                // path, version
+                Op::Delete { path, .. } | Op::Check { path, .. } => {
+                    jute_bytes(path.len()) + INT_BYTES
+                }
+                // path, data, version
+                Op::SetData { path, data, .. } => {
+                    jute_bytes(path.len()) + jute_bytes(data.len()) + INT_BYTES
+                }
+            };
+            MULTI_HEADER_BYTES + body
+        })
+        .sum();
+    REQUEST_HEADER_BYTES + ops_bytes + MULTI_HEADER_BYTES
+}
+
+/// Bytes of a `getChildren2` reply on the wire: the reply header (xid,
+/// zxid, error: 16 bytes), the vector (a 4-byte count, then a 4-byte length
+/// and the bytes of each name) and the stat (68 bytes).
+pub fn children_reply_bytes(names: &[String]) -> usize {
+    const REPLY_HEADER_BYTES: usize = INT_BYTES + 8 + INT_BYTES;
+    // czxid, mzxid, ctime, mtime, version, cversion, aversion,
+    // ephemeralOwner, dataLength, numChildren, pzxid.
+    const STAT_BYTES: usize = 8 * 4 + INT_BYTES * 3 + 8 + INT_BYTES * 2 + 8;
+    REPLY_HEADER_BYTES
+        + INT_BYTES
+        + names.iter().map(|n| jute_bytes(n.len())).sum::<usize>()
+        + STAT_BYTES
+}
+
+/// Refuses a `get_children` listing of `path` whose reply is over
+/// [`MAX_REPLY_BYTES`]: a Java client drops such a frame as corrupt and
+/// reports a connection loss, and so do both backends.
+pub fn check_children_reply(path: &str, names: &[String]) -> ZkResult<()> {
+    let reply_bytes = children_reply_bytes(names);
+    if reply_bytes > MAX_REPLY_BYTES {
+        return Err(ZkError::ConnectionLoss {
+            reason: format!(
+                "the reply to get_children {path} is {reply_bytes} bytes, over the client's {MAX_REPLY_BYTES}-byte limit (jute.maxbuffer)"
+            ),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set_data(path: &str, len: usize) -> Op {
+        Op::SetData {
+            path: path.into(),
+            data: vec![0; len],
+            version: None,
+        }
+    }
+
+    #[test]
+    fn single_requests_are_checked() {
+        assert!(matches!(
+            check_read("a/b"),
+            Err(ZkError::InvalidPath { .. })
+        ));
+        assert_eq!(
+            check_create("/queue/", &[], CreateMode::PersistentSequential),
+            Ok(())
+        );
+        assert!(matches!(
+            check_create("/queue/", &[], CreateMode::Persistent),
+            Err(ZkError::InvalidPath { .. })
+        ));
+        assert!(matches!(
+            check_set_data("/a", &vec![0; MAX_DATA_BYTES + 1], None),
+            Err(ZkError::DataTooLarge { size_bytes, .. }) if size_bytes == MAX_DATA_BYTES + 1
+        ));
+        assert!(matches!(
+            check_delete("/a", Some(-2)),
+            Err(ZkError::BadArguments { .. })
+        ));
+        assert_eq!(check_delete("/a", None), Ok(()));
+    }
+
+    #[test]
+    fn a_bad_multi_op_is_reported_with_its_index() {
+        let ops = vec![
+            Op::Check {
+                path: "/a".into(),
+                version: 0,
+            },
+            Op::Delete {
+                path: "/a/".into(),
+                version: None,
+            },
+        ];
+        match check_multi(&ops) {
+            Err(ZkError::Multi { index: 1, error }) => {
+                assert!(matches!(*error, ZkError::InvalidPath { ref path, .. } if path == "/a/"))
+            }
+            other => panic!("{other:?}"),
+        }
+        let negative = vec![Op::Check {
+            path: "/a".into(),
+            version: -1,
+        }];
+        assert!(matches!(
+            check_multi(&negative),
+            Err(ZkError::Multi { index: 0, error }) if matches!(*error, ZkError::BadArguments { .. })
+        ));
+    }
+
+    #[test]
+    fn a_multi_is_bounded_as_a_whole() {
+        let ops = vec![set_data("/a", 600 * 1024), set_data("/b", 600 * 1024)];
+        let expected = multi_request_bytes(&ops);
+        assert_eq!(
+            check_multi(&ops),
+            Err(ZkError::RequestTooLarge {
+                ops: 2,
+                size_bytes: expected,
+                limit_bytes: MAX_REQUEST_BYTES,
+            })
+        );
+        // Each op alone is fine.
+        assert_eq!(check_multi(&ops[..1]), Ok(()));
+    }
+
+    #[test]
+    fn multi_request_size_counts_every_frame_field() {
+        assert_eq!(multi_request_bytes(&[]), 8 + 9);
+        assert_eq!(
+            multi_request_bytes(&[set_data("/ab", 5)]),
+            8 + 9 + (4 + 3 + 4 + 5 + 4) + 9
+        );
+        let create = Op::Create {
+            path: "/c".into(),
+            data: vec![1, 2],
+            mode: CreateMode::Persistent,
+        };
+        let check = Op::Check {
+            path: "/c".into(),
+            version: 0,
+        };
+        assert_eq!(
+            multi_request_bytes(&[create, check]),
+            8 + 9 + (4 + 2 + 4 + 2 + 27 + 4) + 9 + (4 + 2 + 4) + 9
+        );
+        // The boundary is exact: one byte more is refused.
+        let fixed = multi_request_bytes(&[set_data("/a", 0)]);
+        let at_limit = vec![set_data("/a", MAX_REQUEST_BYTES - fixed)];
+        assert_eq!(multi_request_bytes(&at_limit), MAX_REQUEST_BYTES);
+        assert_eq!(check_multi(&at_limit), Ok(()));
+        let over = vec![set_data("/a", MAX_REQUEST_BYTES - fixed + 1)];
+        assert!(matches!(
+            check_multi(&over),
+            Err(ZkError::RequestTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn children_reply_size_counts_names_and_framing() {
+        assert_eq!(children_reply_bytes(&[]), 16 + 4 + 68);
+        assert_eq!(
+            children_reply_bytes(&["abc".into(), "de".into()]),
+            88 + 7 + 6
+        );
+        let fits: Vec<String> = vec!["x".repeat(MAX_REPLY_BYTES - 88 - 4)];
+        assert_eq!(children_reply_bytes(&fits), MAX_REPLY_BYTES);
+        assert_eq!(check_children_reply("/big", &fits), Ok(()));
+        let over: Vec<String> = vec!["x".repeat(MAX_REPLY_BYTES - 88 - 3)];
+        match check_children_reply("/big", &over) {
+            Err(ZkError::ConnectionLoss { reason }) => {
+                assert!(reason.contains("/big") && reason.contains(&MAX_REPLY_BYTES.to_string()))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
