@@ -9,6 +9,7 @@
 pub mod client;
 pub mod codec;
 pub mod conformance;
+mod connector;
 mod coordinator;
 mod error;
 mod event;
@@ -23,6 +24,7 @@ pub mod zk;
 
 pub use client::{Client, ClientError, Status};
 pub use codec::{CodecError, MAX_RESULT_OUTPUT_BYTES, TaskPayload, TaskResult};
+pub use connector::Connector;
 pub use coordinator::Coordinator;
 pub use error::{ErrorCode, ZkError, ZkResult};
 pub use event::{Event, EventSender, EventStream, SessionState, WatchEvent, WatchKind};

@@ -32,6 +32,7 @@ mod arrival;
 mod client;
 mod command;
 mod config;
+mod connector;
 mod control;
 mod delivery;
 mod driver;
@@ -52,6 +53,7 @@ mod watches;
 
 pub use applied::{AppliedOp, Change, TxnKind};
 pub use config::SimConfig;
+pub use connector::SimConnector;
 pub use latency::Latency;
 pub use session::SimSession;
 pub use sim::SimZk;

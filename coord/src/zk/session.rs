@@ -275,3 +275,12 @@ impl Coordinator for ZkSession {
         }
     }
 }
+
+/// A configuration opens sessions on its ensemble.
+impl crate::Connector for ZkConfig {
+    type Session = ZkSession;
+
+    fn connect(&self) -> impl Future<Output = ZkResult<(ZkSession, EventStream)>> + Send {
+        ZkSession::connect(self)
+    }
+}
