@@ -37,9 +37,13 @@ pub enum Faults {
     None,
     /// Random latency distributions too (uniform, fixed, heavy-tailed).
     Latency,
-    /// Random latency plus one to three faults: link cuts (short, or past
-    /// the session timeout), session expiries and process crashes, on the
-    /// master or a worker, at random times.
+    /// Random latency, two master candidates, and one to four faults at
+    /// random times on the elected master or a worker: link cuts (short,
+    /// or past the session timeout), session expiries, and process crashes
+    /// (the process restarts after a random delay). Then the liveness
+    /// phase: once the faults are over and every link healed, every task
+    /// must finish; the client then deletes some finished tasks, and the
+    /// master's view must match the tree.
     All,
 }
 
@@ -186,7 +190,9 @@ async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan) -> RunReport {
             for _ in 0..plan.workers_before_master {
                 h.start_worker().await;
             }
-            h.start_master().await;
+            for _ in 0..plan.masters {
+                h.start_master().await;
+            }
             let master_started = Instant::now();
             let workers = async {
                 for &gap_us in &plan.worker_gaps_us {
@@ -201,15 +207,18 @@ async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan) -> RunReport {
                     h.submit(work_us).await;
                 }
             };
-            let faults = async {
-                for fault in &plan.faults {
-                    let at = master_started + Duration::from_micros(fault.at_us);
-                    tokio::time::sleep_until(at).await;
-                    inject(&h, fault).await;
-                }
-            };
+            let faults = run_faults(&h, &plan.faults, master_started);
             tokio::join!(workers, tasks, faults);
-            h.all_finished(RESULT_LIMIT).await
+            if !plan.faults.is_empty() {
+                h.liveness_phase();
+            }
+            let all_finished = h.all_finished(RESULT_LIMIT).await;
+            if all_finished {
+                for task in h.submitted().iter().take(plan.cleanups) {
+                    h.cleanup(task).await;
+                }
+            }
+            all_finished
         })
         .await;
     match all_finished {
@@ -219,22 +228,83 @@ async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan) -> RunReport {
     }
 }
 
-async fn inject(h: &Harness, fault: &PlannedFault) {
+/// What happens next in a run's fault schedule.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Due {
+    /// The plan's fault number `n`.
+    Fault(usize),
+    /// A crashed actor's new process starts.
+    Restart(String),
+}
+
+/// Injects the planned faults at their times (after `start`), restarts
+/// crashed processes after their delay, and returns once every fault is
+/// over: the last process restarted and the last cut link healed.
+async fn run_faults(h: &Harness, faults: &[PlannedFault], start: Instant) {
+    // Due time and insertion order -> what: a deterministic timeline.
+    let mut timeline: BTreeMap<(Instant, usize), Due> = faults
+        .iter()
+        .enumerate()
+        .map(|(n, fault)| {
+            (
+                (start + Duration::from_micros(fault.at_us), n),
+                Due::Fault(n),
+            )
+        })
+        .collect();
+    let mut order = faults.len();
+    let mut healed_by = start;
+    while let Some(((at, _), due)) = timeline.pop_first() {
+        tokio::time::sleep_until(at).await;
+        match due {
+            Due::Restart(name) => h.restart(&name),
+            Due::Fault(n) => {
+                let fault = &faults[n];
+                if let FaultKind::CutShort { ms } | FaultKind::CutLong { ms } = fault.kind {
+                    healed_by = healed_by.max(Instant::now() + Duration::from_millis(ms));
+                }
+                if let Some((name, restart_after_ms)) = inject(h, fault).await {
+                    let restart_at = Instant::now() + Duration::from_millis(restart_after_ms);
+                    timeline.insert((restart_at, order), Due::Restart(name));
+                    order += 1;
+                }
+            }
+        }
+    }
+    tokio::time::sleep_until(healed_by).await;
+}
+
+/// Injects one fault. For a crash that killed a process, returns the actor
+/// to restart and after how long.
+async fn inject(h: &Harness, fault: &PlannedFault) -> Option<(String, u64)> {
     let session = match fault.target {
-        Target::Master => h.master_session(),
+        Target::Master => match h.current_leader().await {
+            Some(session) => session,
+            None => {
+                h.sim()
+                    .note("harness: no fault on the master: none leads now");
+                return None;
+            }
+        },
         Target::Worker(n) if n <= h.workers_started() => h.worker_session(n),
         Target::Worker(n) => {
             h.sim()
                 .note(format!("harness: no fault on w{n}, which has not started"));
-            return;
+            return None;
         }
     };
     match fault.kind {
         FaultKind::CutShort { ms } | FaultKind::CutLong { ms } => {
-            h.cut(session, Duration::from_millis(ms)).await
+            h.cut(session, Duration::from_millis(ms)).await;
+            None
         }
-        FaultKind::Expire => h.expire(session).await,
-        FaultKind::Crash => h.crash(session).await,
+        FaultKind::Expire => {
+            h.expire(session).await;
+            None
+        }
+        FaultKind::Crash { restart_after_ms } => {
+            h.crash(session).await.map(|name| (name, restart_after_ms))
+        }
     }
 }
 

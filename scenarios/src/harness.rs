@@ -1,24 +1,33 @@
-//! The harness: a simulated ZooKeeper with a master, workers and a client
-//! on it, the checker watching every transaction and decision, and every
-//! decision noted into the simulator's trace (`decide <session>: ...`), so
-//! that one trace tells what ZooKeeper did and what the actors made of it.
+//! The harness: a simulated ZooKeeper with master candidates, workers and a
+//! client on it, the checker watching every transaction and decision, and
+//! every decision noted into the simulator's trace (`decide <actor>: ...`),
+//! so that one trace tells what ZooKeeper did and what the actors made of
+//! it.
+//!
+//! Masters and workers run as processes that outlive their sessions (see
+//! [`crate::roles`]): master candidates `m1`, `m2`... and workers `w1`,
+//! `w2`..., whose sessions are named `m1`, `m1.2`, `m1.3`... A crash kills
+//! a process with its session (the server expires the session after its
+//! timeout); a restart starts a new process for the same actor, which goes
+//! on with the actor's next session name.
 //!
 //! Every method takes `&self`, so a scenario's script can drive the
 //! harness while [`Harness::guard`] watches for the first violation.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-use zkdist_coord::{Client, Coordinator, EventStream, Layout, SessionId, TaskId, WorkerId};
-use zkdist_master::{Master, MasterDecision, MasterError, MasterState, claim_master};
+use zkdist_coord::{Client, Layout, SessionId, TaskId, WorkerId};
+use zkdist_master::{MasterDecision, MasterState};
 use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
-use zkdist_worker::{Worker, WorkerDecision, WorkerError};
+use zkdist_worker::WorkerDecision;
 
 use crate::checker::{Checker, TreeFacts, Violation, decision_line};
-use crate::handler::{WorkHandler, task_payload};
+use crate::handler::task_payload;
+use crate::roles::{ActorConnector, lock, master_role, worker_role};
 
 /// How long the master gets, after the last assignment node is gone, to
 /// hear of it: far longer than any latency the testbed draws.
@@ -70,8 +79,7 @@ struct Shared {
 
 impl Shared {
     fn checker(&self) -> MutexGuard<'_, Checker> {
-        // A panic elsewhere leaves the checker's state as it was: keep it.
-        self.checker.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.checker)
     }
 
     /// Runs a check; signals the harness when it found the first violation.
@@ -82,18 +90,28 @@ impl Shared {
     }
 }
 
-/// A running actor: how to stop it, and its task.
-struct Actor<T> {
-    session: SessionId,
-    stop: Option<oneshot::Sender<()>>,
+/// One running process of an actor: how to stop it, its task, and the task
+/// that notes its decisions (it ends once they are all noted).
+struct Process<T> {
+    stop: oneshot::Sender<()>,
     task: JoinHandle<T>,
-    /// Ends once the actor's decisions are all noted.
     forwarder: JoinHandle<()>,
 }
 
-struct RunningWorker {
-    actor: Actor<Result<WorkerId, WorkerError>>,
-    id: watch::Receiver<Option<WorkerId>>,
+/// An actor (a master candidate or a worker): its sessions, and its process
+/// unless it crashed and was not restarted yet.
+struct Actor<T> {
+    connector: ActorConnector,
+    process: Option<Process<T>>,
+    /// A worker's id on its latest session (unused for masters).
+    worker_id: Arc<watch::Sender<Option<WorkerId>>>,
+}
+
+/// Which kind of actor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Master,
+    Worker,
 }
 
 pub struct Harness {
@@ -103,13 +121,9 @@ pub struct Harness {
     shared: Arc<Shared>,
     violated: watch::Receiver<bool>,
     client: Client<SimSession>,
-    master: Mutex<Option<Actor<Result<MasterState, MasterError>>>>,
-    workers: Mutex<Vec<RunningWorker>>,
+    masters: Mutex<Vec<Actor<Option<MasterState>>>>,
+    workers: Mutex<Vec<Actor<Option<WorkerId>>>>,
     submitted: Mutex<Vec<TaskId>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Harness {
@@ -139,7 +153,7 @@ impl Harness {
             shared,
             violated,
             client,
-            master: Mutex::new(None),
+            masters: Mutex::new(Vec::new()),
             workers: Mutex::new(Vec::new()),
             submitted: Mutex::new(Vec::new()),
         }
@@ -172,104 +186,117 @@ impl Harness {
         }
     }
 
-    /// Connects session `master`, claims the master node and runs the
-    /// master, its decisions noted and checked. Returns its session.
+    fn connector(&self, kind: Kind, name: &str) -> ActorConnector {
+        #[cfg(feature = "mutants")]
+        {
+            let mutant = self
+                .config
+                .mutant
+                .filter(|mutant| mutant.is_master() == (kind == Kind::Master));
+            ActorConnector::new(&self.sim, name, mutant, &self.layout)
+        }
+        #[cfg(not(feature = "mutants"))]
+        {
+            let _ = kind;
+            ActorConnector::new(&self.sim, name)
+        }
+    }
+
+    /// Starts master candidate `m<n>` (n counts from 1): a process that
+    /// claims the master node or stands by, session after session. Returns
+    /// its first session once a master leads (this candidate, if none led
+    /// before).
     pub async fn start_master(&self) -> SessionId {
-        let name = "master".to_owned();
-        let (zk, events) = self.sim.connect(&name).await.expect("the master connects");
-        let session = zk.session_id();
-        #[cfg(feature = "mutants")]
-        if let Some(mutant) = self.config.mutant.filter(|m| m.is_master()) {
-            let zk = crate::mutant::MutantSession::new(zk, mutant, &self.layout);
-            self.spawn_master(name, session, zk, events).await;
-            return session;
-        }
-        self.spawn_master(name, session, zk, events).await;
+        let connector = {
+            let mut masters = lock(&self.masters);
+            let connector = self.connector(Kind::Master, &format!("m{}", masters.len() + 1));
+            masters.push(Actor {
+                connector: connector.clone(),
+                process: None,
+                worker_id: Arc::new(watch::channel(None).0),
+            });
+            connector
+        };
+        self.spawn(Kind::Master, connector.name());
+        let session = connector.opened_after(0).await;
+        self.leader().await;
         session
     }
 
-    async fn spawn_master<C: Coordinator>(
-        &self,
-        name: String,
-        session: SessionId,
-        zk: C,
-        events: EventStream,
-    ) {
-        assert!(
-            claim_master(&zk, &self.layout)
-                .await
-                .expect("claiming the master node"),
-            "no other master leads in the harness"
-        );
-        let (decisions_tx, decisions) = mpsc::unbounded_channel();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let master = Master::new(zk, events, self.layout.clone()).with_observer(decisions_tx);
-        let task = tokio::spawn(master.run_until(async move {
-            let _ = stopped.await;
-        }));
-        let forwarder = tokio::spawn(forward_master_decisions(
-            self.sim.clone(),
-            Arc::clone(&self.shared),
-            name,
-            decisions,
-        ));
-        let previous = lock(&self.master).replace(Actor {
-            session,
-            stop: Some(stop),
-            task,
-            forwarder,
-        });
-        assert!(previous.is_none(), "one master per harness");
-    }
-
-    /// Connects session `w<n>` (n counts from 1) and runs a worker on it.
-    /// Returns its session.
+    /// Starts worker `w<n>` (n counts from 1): a process that registers
+    /// and works, session after session. Returns its first session once
+    /// connected.
     pub async fn start_worker(&self) -> SessionId {
-        let index = lock(&self.workers).len() + 1;
-        let name = format!("w{index}");
-        let (zk, events) = self.sim.connect(&name).await.expect("a worker connects");
-        let session = zk.session_id();
-        #[cfg(feature = "mutants")]
-        if let Some(mutant) = self.config.mutant.filter(|m| !m.is_master()) {
-            let zk = crate::mutant::MutantSession::new(zk, mutant, &self.layout);
-            self.spawn_worker(name, session, zk, events);
-            return session;
-        }
-        self.spawn_worker(name, session, zk, events);
-        session
+        let connector = {
+            let mut workers = lock(&self.workers);
+            let connector = self.connector(Kind::Worker, &format!("w{}", workers.len() + 1));
+            workers.push(Actor {
+                connector: connector.clone(),
+                process: None,
+                worker_id: Arc::new(watch::channel(None).0),
+            });
+            connector
+        };
+        self.spawn(Kind::Worker, connector.name());
+        connector.opened_after(0).await
     }
 
-    fn spawn_worker<C: Coordinator>(
-        &self,
-        name: String,
-        session: SessionId,
-        zk: C,
-        events: EventStream,
-    ) {
-        let (decisions_tx, decisions) = mpsc::unbounded_channel();
+    /// Starts a process for the actor called `name`.
+    fn spawn(&self, kind: Kind, name: &str) {
+        let index = actor_index(name);
         let (stop, stopped) = oneshot::channel::<()>();
-        let worker =
-            Worker::new(zk, events, self.layout.clone(), WorkHandler).with_observer(decisions_tx);
-        let task = tokio::spawn(worker.run_until(async move {
+        let shutdown = async move {
             let _ = stopped.await;
-        }));
-        let (id_tx, id) = watch::channel(None);
-        let forwarder = tokio::spawn(forward_worker_decisions(
-            self.sim.clone(),
-            Arc::clone(&self.shared),
-            name,
-            decisions,
-            id_tx,
-        ));
-        lock(&self.workers).push(RunningWorker {
-            actor: Actor {
-                session,
-                stop: Some(stop),
-                task,
-                forwarder,
-            },
-            id,
-        });
+        };
+        match kind {
+            Kind::Master => {
+                let mut masters = lock(&self.masters);
+                let actor = &mut masters[index];
+                let (decisions_tx, decisions) = mpsc::unbounded_channel();
+                let task = tokio::spawn(master_role(
+                    actor.connector.clone(),
+                    self.layout.clone(),
+                    shutdown,
+                    decisions_tx,
+                ));
+                let forwarder = tokio::spawn(forward_master_decisions(
+                    self.sim.clone(),
+                    Arc::clone(&self.shared),
+                    name.to_owned(),
+                    decisions,
+                ));
+                let previous = actor.process.replace(Process {
+                    stop,
+                    task,
+                    forwarder,
+                });
+                assert!(previous.is_none(), "one process per actor at a time");
+            }
+            Kind::Worker => {
+                let mut workers = lock(&self.workers);
+                let actor = &mut workers[index];
+                let (decisions_tx, decisions) = mpsc::unbounded_channel();
+                let task = tokio::spawn(worker_role(
+                    actor.connector.clone(),
+                    self.layout.clone(),
+                    shutdown,
+                    decisions_tx,
+                ));
+                let forwarder = tokio::spawn(forward_worker_decisions(
+                    self.sim.clone(),
+                    Arc::clone(&self.shared),
+                    name.to_owned(),
+                    decisions,
+                    Arc::clone(&actor.worker_id),
+                ));
+                let previous = actor.process.replace(Process {
+                    stop,
+                    task,
+                    forwarder,
+                });
+                assert!(previous.is_none(), "one process per actor at a time");
+            }
+        }
     }
 
     /// How many workers were started.
@@ -277,30 +304,96 @@ impl Harness {
         lock(&self.workers).len()
     }
 
-    /// The session of worker `w<n>`.
+    /// How many master candidates were started.
+    pub fn masters_started(&self) -> usize {
+        lock(&self.masters).len()
+    }
+
+    /// The session worker `w<n>` works on now (its latest).
     pub fn worker_session(&self, n: usize) -> SessionId {
-        lock(&self.workers)[n - 1].actor.session
+        lock(&self.workers)[n - 1]
+            .connector
+            .current()
+            .expect("a started worker has a session")
     }
 
-    /// The session of the master.
-    pub fn master_session(&self) -> SessionId {
-        lock(&self.master)
-            .as_ref()
-            .expect("the master was started")
-            .session
+    /// The session master candidate `m<n>` runs on now (its latest).
+    pub fn master_session(&self, n: usize) -> SessionId {
+        lock(&self.masters)[n - 1]
+            .connector
+            .current()
+            .expect("a started candidate has a session")
     }
 
-    /// Waits until worker `w<n>` has registered, and returns its id.
+    /// The session that holds the master node now, if any.
+    pub async fn current_leader(&self) -> Option<SessionId> {
+        let master = self.layout.master();
+        self.sim
+            .inspect(move |tree| {
+                tree.stat(&master)
+                    .map(|stat| SessionId(stat.ephemeral_owner))
+            })
+            .await
+    }
+
+    /// Waits until a session holds the master node, and returns it.
+    ///
+    /// # Panics
+    /// If none does within a simulated minute.
+    pub async fn leader(&self) -> SessionId {
+        let master = self.layout.master();
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            self.sim.run_until(move |tree| tree.exists(&master)),
+        )
+        .await
+        .expect("a master leads within a simulated minute");
+        self.current_leader().await.expect("waited for it")
+    }
+
+    /// The actor whose process opened `session` (`m1`, `w2`...).
+    pub fn actor_of(&self, session: SessionId) -> Option<String> {
+        let masters = lock(&self.masters);
+        let workers = lock(&self.workers);
+        let names = masters
+            .iter()
+            .map(|actor| &actor.connector)
+            .chain(workers.iter().map(|actor| &actor.connector));
+        names
+            .filter(|connector| connector.owns(session))
+            .map(|connector| connector.name().to_owned())
+            .next()
+    }
+
+    /// Waits until worker `w<n>` has registered (on its latest session
+    /// that did), and returns its id.
     ///
     /// # Panics
     /// If it does not register within a simulated minute.
     pub async fn registered(&self, n: usize) -> WorkerId {
-        let mut id = lock(&self.workers)[n - 1].id.clone();
+        let mut id = lock(&self.workers)[n - 1].worker_id.subscribe();
         let registered =
             tokio::time::timeout(Duration::from_secs(60), id.wait_for(Option::is_some))
                 .await
                 .unwrap_or_else(|_| panic!("w{n} did not register within a simulated minute"))
-                .expect("the worker's forwarder keeps its id");
+                .expect("the worker keeps its id sender");
+        registered.clone().expect("waited for Some")
+    }
+
+    /// Waits until worker `w<n>` registers with an id other than `old`
+    /// (after its session ended), and returns the new id.
+    ///
+    /// # Panics
+    /// If it does not within a simulated minute.
+    pub async fn registered_again(&self, n: usize, old: &WorkerId) -> WorkerId {
+        let mut id = lock(&self.workers)[n - 1].worker_id.subscribe();
+        let registered = tokio::time::timeout(
+            Duration::from_secs(60),
+            id.wait_for(|id| id.as_ref().is_some_and(|id| id != old)),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("w{n} did not register again within a simulated minute"))
+        .expect("the worker keeps its id sender");
         registered.clone().expect("waited for Some")
     }
 
@@ -325,6 +418,17 @@ impl Harness {
         lock(&self.submitted).clone()
     }
 
+    /// The client deletes a finished task (its result, then its node), as
+    /// a user does once it read the result. Notes it.
+    pub async fn cleanup(&self, task: &TaskId) {
+        let outcome = self.client.cleanup(task).await;
+        let text = match outcome {
+            Ok(()) => format!("cleaned up {task}"),
+            Err(error) => format!("could not clean up {task}: {error}"),
+        };
+        self.sim.note(decision_line("client", &text));
+    }
+
     /// Tells the checker a failure happened (FIFO is no longer required).
     pub fn failure(&self, what: &str) {
         self.shared.checker().on_failure(what);
@@ -342,10 +446,65 @@ impl Harness {
         self.sim.expire(session).await;
     }
 
-    /// Crashes a session's process (see [`SimZk::crash`]).
-    pub async fn crash(&self, session: SessionId) {
+    /// Crashes the process that runs `session`: the session's link drops
+    /// for good (see [`SimZk::crash`]) and the process dies with everything
+    /// it was doing, before any of its tasks runs again. Returns the
+    /// actor's name, for [`Harness::restart`]; `None` when no process of
+    /// the harness runs that session (only the session crashes).
+    pub async fn crash(&self, session: SessionId) -> Option<String> {
         self.failure(&format!("crash {session}"));
-        self.sim.crash(session).await;
+        let crashed = self.sim.crash(session);
+        let mut killed = None;
+        if let Some(name) = self.actor_of(session) {
+            let process = if name.starts_with('m') {
+                lock(&self.masters)[actor_index(&name)]
+                    .process
+                    .take()
+                    .map(|p| (p.task.abort_handle(), p.forwarder))
+            } else {
+                lock(&self.workers)[actor_index(&name)]
+                    .process
+                    .take()
+                    .map(|p| (p.task.abort_handle(), p.forwarder))
+            };
+            if let Some((task, forwarder)) = process {
+                task.abort();
+                // What it decided before dying is still noted.
+                let _ = forwarder.await;
+                killed = Some(name);
+            }
+        }
+        crashed.await;
+        killed
+    }
+
+    /// Starts a new process for the actor called `name` (after a crash).
+    pub fn restart(&self, name: &str) {
+        self.sim.note(format!("harness: restart {name}"));
+        let kind = if name.starts_with('m') {
+            Kind::Master
+        } else {
+            Kind::Worker
+        };
+        self.spawn(kind, name);
+    }
+
+    /// How many sessions the actor `name` opened so far.
+    pub fn sessions_opened(&self, name: &str) -> usize {
+        let index = actor_index(name);
+        if name.starts_with('m') {
+            lock(&self.masters)[index].connector.sessions_opened()
+        } else {
+            lock(&self.workers)[index].connector.sessions_opened()
+        }
+    }
+
+    /// Notes that the faults are over and every link healed: from now on
+    /// every task must finish (the checker's liveness rule, judged at the
+    /// end of the run).
+    pub fn liveness_phase(&self) {
+        self.sim
+            .note("harness: faults over, links healed: liveness phase");
     }
 
     /// Waits until every submitted task has its result, for at most
@@ -363,8 +522,9 @@ impl Harness {
     }
 
     /// Ends the run: lets it settle (no assignment left, then time for the
-    /// master to hear of it), stops the master, checks the tree and the
-    /// master's final state, and reports. Stops early on a violation.
+    /// master to hear of it), stops the master candidates, checks the tree
+    /// and the leading master's final state, and reports. Stops early on a
+    /// violation.
     pub async fn finish(&self) -> RunReport {
         let master = self
             .guard(async {
@@ -374,7 +534,7 @@ impl Harness {
                 });
                 let _ = tokio::time::timeout(DRAIN_LIMIT, drained).await;
                 tokio::time::sleep(SETTLE).await;
-                self.stop_master().await
+                self.stop_masters().await
             })
             .await;
         if let Some(master) = master {
@@ -383,27 +543,39 @@ impl Harness {
                 .sim
                 .inspect(move |tree| TreeFacts::read(tree, &layout))
                 .await;
-            self.shared
-                .check(|checker| checker.on_end(&facts, master.as_ref().ok()));
-            if let Err(error) = &master {
-                self.sim
-                    .note(format!("harness: the master had stopped: {error}"));
+            if master.is_none() {
+                self.sim.note("harness: no master led at the end");
             }
+            self.shared
+                .check(|checker| checker.on_end(&facts, master.as_ref()));
         }
         self.report().await
     }
 
-    /// Stops the master and waits for it and its last decisions.
-    async fn stop_master(&self) -> Result<MasterState, MasterError> {
-        let mut actor = lock(&self.master).take().expect("the master was started");
-        if let Some(stop) = actor.stop.take() {
-            let _ = stop.send(());
+    /// Stops every master candidate and waits for each and its last
+    /// decisions. Returns the state of the one that led.
+    async fn stop_masters(&self) -> Option<MasterState> {
+        let leader = self.current_leader().await;
+        let processes: Vec<(bool, Process<Option<MasterState>>)> = lock(&self.masters)
+            .iter_mut()
+            .filter_map(|actor| {
+                let leads = leader.is_some_and(|session| actor.connector.owns(session));
+                actor.process.take().map(|process| (leads, process))
+            })
+            .collect();
+        let mut leading = None;
+        for (leads, process) in processes {
+            let _ = process.stop.send(());
+            let state = process
+                .task
+                .await
+                .expect("a master candidate does not panic");
+            let _ = process.forwarder.await;
+            if leads {
+                leading = state;
+            }
         }
-        let outcome = (&mut actor.task)
-            .await
-            .expect("the master task does not panic");
-        let _ = actor.forwarder.await;
-        outcome
+        leading
     }
 
     /// The report as things stand: the violation (noted at the end of the
@@ -437,6 +609,14 @@ impl Harness {
     }
 }
 
+/// `m3` and `w3` are the third of their kind: index 2.
+fn actor_index(name: &str) -> usize {
+    name[1..]
+        .parse::<usize>()
+        .expect("actor names are a letter and a number")
+        - 1
+}
+
 /// Notes every master decision in the trace and checks it, in order.
 async fn forward_master_decisions(
     sim: SimZk,
@@ -451,13 +631,13 @@ async fn forward_master_decisions(
 }
 
 /// Notes every worker decision in the trace and checks it, in order, and
-/// publishes the worker's id once it registered.
+/// publishes the worker's id each time it registers.
 async fn forward_worker_decisions(
     sim: SimZk,
     shared: Arc<Shared>,
     name: String,
     mut decisions: mpsc::UnboundedReceiver<WorkerDecision>,
-    id: watch::Sender<Option<WorkerId>>,
+    id: Arc<watch::Sender<Option<WorkerId>>>,
 ) {
     while let Some(decision) = decisions.recv().await {
         sim.note(decision_line(&name, &decision.to_string()));

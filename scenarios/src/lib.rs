@@ -23,6 +23,7 @@ mod harness;
 #[cfg(feature = "mutants")]
 pub mod mutant;
 mod plan;
+mod roles;
 pub mod scenarios;
 pub mod trace;
 

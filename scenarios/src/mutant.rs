@@ -69,9 +69,12 @@ impl Mutant {
             Mutant::MasterAssignsBusyWorkers => Invariant::WorkerAssignedTwice,
             Mutant::MasterListsIdsAsWorkers => Invariant::AssignedToUnregistered,
             Mutant::MasterReordersCreates => Invariant::FifoOrder,
-            Mutant::MasterSkipsTasksDiff
-            | Mutant::WorkerArmsAfterRegistering
-            | Mutant::WorkerReleasesBeforeResult => Invariant::FinishedExactlyOnce,
+            // Tasks never queued, or assignments never noticed: they never
+            // finish.
+            Mutant::MasterSkipsTasksDiff | Mutant::WorkerArmsAfterRegistering => {
+                Invariant::Liveness
+            }
+            Mutant::WorkerReleasesBeforeResult => Invariant::FinishedExactlyOnce,
         }
     }
 }
@@ -95,13 +98,14 @@ struct Memory {
 #[derive(Debug, Clone)]
 pub struct MutantSession<C> {
     inner: C,
-    mutant: Mutant,
+    /// `None`: every call passes through unchanged.
+    mutant: Option<Mutant>,
     layout: Layout,
     memory: Arc<Mutex<Memory>>,
 }
 
 impl<C: Coordinator> MutantSession<C> {
-    pub fn new(inner: C, mutant: Mutant, layout: &Layout) -> MutantSession<C> {
+    pub fn new(inner: C, mutant: Option<Mutant>, layout: &Layout) -> MutantSession<C> {
         MutantSession {
             inner,
             mutant,
@@ -122,7 +126,7 @@ impl<C: Coordinator> MutantSession<C> {
     /// Whether `path`, created with `data`, is an assignment of an
     /// even-numbered task.
     fn delayed_create(&self, path: &str, data: &[u8]) -> bool {
-        self.mutant == Mutant::MasterReordersCreates
+        self.mutant == Some(Mutant::MasterReordersCreates)
             && path::parent(path) == self.layout.assignments_dir()
             && std::str::from_utf8(data)
                 .ok()
@@ -149,7 +153,7 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
                 tokio::time::sleep(REORDER_DELAY).await;
             }
             let is_result = path.ends_with("/result");
-            if self.mutant == Mutant::WorkerReleasesBeforeResult
+            if self.mutant == Some(Mutant::WorkerReleasesBeforeResult)
                 && is_result
                 && let Some(assignment) = self.own_assignment()
             {
@@ -163,7 +167,7 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
             let registered = self
                 .remember(|memory| memory.worker.clone())
                 .is_some_and(|worker| created == self.layout.worker(&worker));
-            if self.mutant == Mutant::WorkerArmsAfterRegistering
+            if self.mutant == Some(Mutant::WorkerArmsAfterRegistering)
                 && registered
                 && let Some(assignment) = self.own_assignment()
             {
@@ -190,7 +194,7 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
     ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send {
         let path = path.to_owned();
         async move {
-            let first_arm = self.mutant == Mutant::WorkerArmsAfterRegistering
+            let first_arm = self.mutant == Some(Mutant::WorkerArmsAfterRegistering)
                 && self.own_assignment().as_deref() == Some(path.as_str())
                 && !self.remember(|memory| std::mem::replace(&mut memory.first_arm_skipped, true));
             if first_arm {
@@ -227,18 +231,17 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         async move {
             let (children, stat) = self.inner.get_children(&path, watch).await?;
             let children = match self.mutant {
-                Mutant::MasterAssignsBusyWorkers if path == self.layout.assignments_dir() => {
+                Some(Mutant::MasterAssignsBusyWorkers) if path == self.layout.assignments_dir() => {
                     Vec::new()
                 }
-                Mutant::MasterSkipsTasksDiff if path == self.layout.tasks_dir() => {
-                    self.remember(|memory| {
+                Some(Mutant::MasterSkipsTasksDiff) if path == self.layout.tasks_dir() => self
+                    .remember(|memory| {
                         memory
                             .first_tasks_listing
                             .get_or_insert_with(|| children.clone())
                             .clone()
-                    })
-                }
-                Mutant::MasterListsIdsAsWorkers if path == self.layout.workers_dir() => {
+                    }),
+                Some(Mutant::MasterListsIdsAsWorkers) if path == self.layout.workers_dir() => {
                     self.inner
                         .get_children(&self.layout.ids_dir(), Watch::No)
                         .await?
@@ -250,8 +253,30 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         }
     }
 
-    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
-        self.inner.multi(ops)
+    async fn multi(&self, ops: Vec<Op>) -> ZkResult<Vec<OpResult>> {
+        let delayed = ops.iter().any(|op| match op {
+            Op::Create { path, data, .. } => self.delayed_create(path, data),
+            _ => false,
+        });
+        if delayed {
+            tokio::time::sleep(REORDER_DELAY).await;
+        }
+        let own = self.own_assignment();
+        let releases_own =
+            |op: &Op| matches!(op, Op::Delete { path, .. } if Some(path) == own.as_ref());
+        if self.mutant == Some(Mutant::WorkerReleasesBeforeResult)
+            && ops.iter().any(|op| op.path().ends_with("/result"))
+            && let Some(index) = ops.iter().position(releases_own)
+        {
+            // The completion, split and in the wrong order: the
+            // release first, then the rest; the caller sees one answer.
+            let _ = self.inner.multi(vec![ops[index].clone()]).await;
+            let rest: Vec<Op> = ops.iter().filter(|op| !releases_own(op)).cloned().collect();
+            let mut results = self.inner.multi(rest).await?;
+            results.insert(index.min(results.len()), OpResult::Deleted);
+            return Ok(results);
+        }
+        self.inner.multi(ops).await
     }
 
     fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {

@@ -10,12 +10,17 @@ use zkdist_sim::Latency;
 
 use crate::explore::{ExploreConfig, Faults};
 
+/// The most faults one `--faults all` run draws.
+pub(crate) const MAX_FAULTS: usize = 4;
+
 /// Separates the plan's generator from the simulator's (same seed).
 const PLAN_STREAM: u64 = 0x5ce0_a210_0e5a_c0de;
 
 /// Whom a fault hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Target {
+    /// The elected master at the time (the session holding the master
+    /// node), whichever candidate that is.
     Master,
     /// Worker `w<n>`, from 1.
     Worker(usize),
@@ -33,7 +38,11 @@ pub(crate) enum FaultKind {
         ms: u64,
     },
     Expire,
-    Crash,
+    /// The process dies with its session, and a new process of the same
+    /// actor starts this long after.
+    Crash {
+        restart_after_ms: u64,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +65,11 @@ pub(crate) struct Plan {
     /// The pause before submitting each task that comes after the master.
     pub task_gaps_us: Vec<u64>,
     pub faults: Vec<PlannedFault>,
+    /// How many master candidates run (the second stands by).
+    pub masters: usize,
+    /// How many finished tasks the client deletes once all finished, the
+    /// oldest first, before the master's view is compared with the tree.
+    pub cleanups: usize,
 }
 
 impl Plan {
@@ -83,9 +97,13 @@ impl Plan {
                 _ => rng.random_range(1..=4_000),
             })
             .collect();
-        let faults = match config.faults {
-            Faults::All => draw_faults(&mut rng, config, crate::explore::SESSION_TIMEOUT_MS),
-            Faults::None | Faults::Latency => Vec::new(),
+        let (faults, masters, cleanups) = match config.faults {
+            Faults::All => (
+                draw_faults(&mut rng, config, crate::explore::SESSION_TIMEOUT_MS),
+                2,
+                rng.random_range(0..=config.tasks / 2),
+            ),
+            Faults::None | Faults::Latency => (Vec::new(), 1, 0),
         };
         Plan {
             latency,
@@ -95,6 +113,8 @@ impl Plan {
             worker_gaps_us,
             task_gaps_us,
             faults,
+            masters,
+            cleanups,
         }
     }
 }
@@ -121,7 +141,7 @@ fn draw_faults(
     config: &ExploreConfig,
     session_timeout_ms: u64,
 ) -> Vec<PlannedFault> {
-    let count = rng.random_range(1..=3);
+    let count = rng.random_range(1..=MAX_FAULTS);
     let mut faults: Vec<PlannedFault> = (0..count)
         .map(|_| {
             // The master is one process among workers + 1.
@@ -137,7 +157,9 @@ fn draw_faults(
                     ms: rng.random_range(session_timeout_ms..=2 * session_timeout_ms),
                 },
                 2 => FaultKind::Expire,
-                _ => FaultKind::Crash,
+                _ => FaultKind::Crash {
+                    restart_after_ms: rng.random_range(0..=2 * session_timeout_ms),
+                },
             };
             PlannedFault {
                 at_us: rng.random_range(0..=80_000),
@@ -162,6 +184,7 @@ mod tests {
         let none = Plan::draw(7, &config);
         assert_eq!(none.latency, Latency::Zero);
         assert!(none.faults.is_empty());
+        assert_eq!((none.masters, none.cleanups), (1, 0));
         assert_eq!(none.work_us.len(), config.tasks);
         assert_eq!(
             none.task_gaps_us.len(),
@@ -173,7 +196,9 @@ mod tests {
         };
         let with_faults = (0..20).map(|seed| Plan::draw(seed, &all));
         for plan in with_faults {
-            assert!((1..=3).contains(&plan.faults.len()));
+            assert!((1..=MAX_FAULTS).contains(&plan.faults.len()));
+            assert_eq!(plan.masters, 2);
+            assert!(plan.cleanups <= all.tasks / 2);
             assert!(plan.faults.windows(2).all(|w| w[0].at_us <= w[1].at_us));
             for fault in &plan.faults {
                 if let Target::Worker(n) = fault.target {

@@ -9,12 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::pending;
 use std::time::Duration;
 
-use zkdist_coord::{Coordinator, CreateMode, Layout, TaskId, WorkerId};
+use zkdist_coord::{Coordinator, CreateMode, Layout, Op, SessionId, TaskId, WorkerId};
 use zkdist_master::{MasterDecision, MasterState, Trigger};
 use zkdist_scenarios::{
     Checker, Harness, HarnessConfig, Invariant, RunReport, Step, TreeFacts, trace,
 };
-use zkdist_sim::{Latency, SimSession};
+use zkdist_sim::{AppliedOp, Change, Latency, SimSession, Tree, TxnKind};
 use zkdist_worker::WorkerDecision;
 
 fn worker(n: u32) -> WorkerId {
@@ -222,6 +222,19 @@ fn the_master_view_must_match_zookeeper_at_the_end() {
         worker(3)
     )));
     assert!(detail.contains(&format!("{} exists, but the master never saw it", task(2))));
+
+    // Bounded memory: once a client deleted task 1, the master must have
+    // forgotten it.
+    let cleaned_up = facts(&[1, 2], &[(1, &task0)], &[(0, true)]);
+    let (invariant, detail) = at_end(&cleaned_up, Some(&state)).expect("a difference");
+    assert_eq!(invariant, Invariant::MasterViewMatches);
+    assert_eq!(
+        detail,
+        format!(
+            "the master's view differs from ZooKeeper's: the master still remembers {}, which no longer exists",
+            task(1)
+        )
+    );
 }
 
 #[test]
@@ -233,7 +246,7 @@ fn a_task_without_a_result_at_the_end_is_lost() {
         &[(0, false), (1, true)],
     );
     let (invariant, detail) = at_end(&unfinished, Some(&state)).expect("lost");
-    assert_eq!(invariant, Invariant::FinishedExactlyOnce);
+    assert_eq!(invariant, Invariant::Liveness);
     assert_eq!(
         detail,
         format!(
@@ -247,14 +260,44 @@ fn a_task_without_a_result_at_the_end_is_lost() {
     assert!(detail.ends_with("is no longer registered"), "{detail}");
 }
 
-/// The simulator with the checker on and a rogue session that the test
-/// drives by hand, after the layout and tasks 0 and 1 exist.
+/// The simulator with the checker on and a rogue master session (it holds
+/// the master node) that the test drives by hand, after the layout and
+/// tasks 0 and 1 exist.
 async fn rogue(h: &Harness) -> SimSession {
+    let rogue = outsider(h).await;
+    rogue
+        .create(&h.layout().master(), b"rogue", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    rogue
+}
+
+/// Like [`rogue`], but the session does not hold the master node.
+async fn outsider(h: &Harness) -> SimSession {
     for _ in 0..2 {
         h.submit(0).await;
     }
     let (rogue, _events) = h.sim().connect("rogue").await.unwrap();
     rogue
+}
+
+/// A worker session, registered by hand: its id node, then its
+/// registration.
+async fn rogue_worker(h: &Harness, name: &str) -> (SimSession, WorkerId) {
+    let (zk, _events) = h.sim().connect(name).await.unwrap();
+    let id = zk
+        .create(
+            &h.layout().worker_id_prefix(),
+            b"",
+            CreateMode::EphemeralSequential,
+        )
+        .await
+        .unwrap();
+    let id = WorkerId::parse(zkdist_coord::path::name(&id)).unwrap();
+    zk.create(&h.layout().worker(&id), b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    (zk, id)
 }
 
 async fn create(zk: &SimSession, path: &str, data: &str) {
@@ -408,20 +451,7 @@ fn skipping_an_older_waiting_task_breaks_fifo() {
 fn a_worker_releasing_before_its_result_is_caught() {
     let report = caught(async |h| {
         let master = rogue(h).await;
-        let (worker_zk, _events) = h.sim().connect("rogue-worker").await.unwrap();
-        let id = worker_zk
-            .create(
-                &h.layout().worker_id_prefix(),
-                b"",
-                CreateMode::EphemeralSequential,
-            )
-            .await
-            .unwrap();
-        let id = WorkerId::parse(zkdist_coord::path::name(&id)).unwrap();
-        worker_zk
-            .create(&h.layout().worker(&id), b"", CreateMode::Ephemeral)
-            .await
-            .unwrap();
+        let (worker_zk, id) = rogue_worker(h, "rogue-worker").await;
         create(&master, &h.layout().assignment(&id), "task-0000000000").await;
         worker_zk
             .delete(&h.layout().assignment(&id), None)
@@ -432,5 +462,204 @@ fn a_worker_releasing_before_its_result_is_caught() {
         &report,
         Invariant::FinishedExactlyOnce,
         "worker-0000000000 released task-0000000000 before writing its result",
+    );
+}
+
+/// Runs `script` with the checker on and requires that it breaks no rule.
+fn clean(script: impl AsyncFnOnce(&Harness)) {
+    zkdist_sim::runtime::block_on(7, async {
+        let h = Harness::start(HarnessConfig::new(7, Latency::Fixed { ms: 1 })).await;
+        let ended = h.guard(script(&h)).await;
+        let report = h.report().await;
+        assert!(ended.is_some(), "stopped by {:?}", report.violation);
+        assert_eq!(report.violation, None);
+    })
+}
+
+/// The completion `multi` of the failures design: the result and the
+/// release of the worker's own assignment, in one transaction.
+fn completion(h: &Harness, task: &str, worker: &WorkerId) -> Vec<Op> {
+    let task = TaskId::parse(task).unwrap();
+    vec![
+        Op::Create {
+            path: h.layout().result(&task),
+            data: b"done".to_vec(),
+            mode: CreateMode::Persistent,
+        },
+        Op::Delete {
+            path: h.layout().assignment(worker),
+            version: Some(0),
+        },
+    ]
+}
+
+#[test]
+fn a_completion_multi_by_the_assigned_worker_breaks_no_rule() {
+    clean(async |h| {
+        let master = rogue(h).await;
+        let (worker_zk, id) = rogue_worker(h, "rogue-worker").await;
+        create(&master, &h.layout().assignment(&id), "task-0000000000").await;
+        worker_zk
+            .multi(completion(h, "task-0000000000", &id))
+            .await
+            .unwrap();
+    });
+}
+
+#[test]
+fn a_result_written_after_the_assignment_was_revoked_is_a_zombie_write() {
+    let report = caught(async |h| {
+        let master = rogue(h).await;
+        let (worker_zk, id) = rogue_worker(h, "zombie").await;
+        let assignment = h.layout().assignment(&id);
+        create(&master, &assignment, "task-0000000000").await;
+        // The master reclaims the assignment (it took the worker for dead).
+        master.delete(&assignment, None).await.unwrap();
+        let result = h
+            .layout()
+            .result(&TaskId::parse("task-0000000000").unwrap());
+        create(&worker_zk, &result, "done").await;
+    });
+    check_report(
+        &report,
+        Invariant::ZombieWrite,
+        "zombie wrote the result of task-0000000000 without holding its assignment (no assignment names it)",
+    );
+}
+
+#[test]
+fn a_result_written_by_another_workers_session_is_a_zombie_write() {
+    let report = caught(async |h| {
+        let master = rogue(h).await;
+        let (_holder, id) = rogue_worker(h, "holder").await;
+        let (other, _) = rogue_worker(h, "other").await;
+        create(&master, &h.layout().assignment(&id), "task-0000000000").await;
+        let result = h
+            .layout()
+            .result(&TaskId::parse("task-0000000000").unwrap());
+        create(&other, &result, "done").await;
+    });
+    check_report(
+        &report,
+        Invariant::ZombieWrite,
+        "other wrote the result of task-0000000000 without holding its assignment (its assignment is worker-0000000000's)",
+    );
+}
+
+#[test]
+fn an_assignment_from_a_session_without_the_master_node_is_a_deposed_master_write() {
+    let report = caught(async |h| {
+        let deposed = outsider(h).await;
+        let (_worker, id) = rogue_worker(h, "rogue-worker").await;
+        create(&deposed, &h.layout().assignment(&id), "task-0000000000").await;
+    });
+    check_report(
+        &report,
+        Invariant::DeposedMasterWrite,
+        "rogue created worker-0000000000's assignment (task-0000000000) without holding the master node",
+    );
+}
+
+#[test]
+fn a_reclaim_from_a_session_without_the_master_node_is_a_deposed_master_write() {
+    let report = caught(async |h| {
+        let master = rogue(h).await;
+        let (_worker, id) = rogue_worker(h, "rogue-worker").await;
+        let assignment = h.layout().assignment(&id);
+        create(&master, &assignment, "task-0000000000").await;
+        let (deposed, _events) = h.sim().connect("deposed").await.unwrap();
+        deposed.delete(&assignment, None).await.unwrap();
+    });
+    check_report(
+        &report,
+        Invariant::DeposedMasterWrite,
+        "deposed deleted worker-0000000000's assignment (task-0000000000) without holding the master node",
+    );
+}
+
+#[test]
+fn a_refused_assignment_create_inside_a_multi_is_caught() {
+    let report = caught(async |h| {
+        let master = rogue(h).await;
+        let (_worker, id) = rogue_worker(h, "rogue-worker").await;
+        let assignment = h.layout().assignment(&id);
+        create(&master, &assignment, "task-0000000000").await;
+        let fenced = vec![
+            Op::Check {
+                path: h.layout().tasks_dir(),
+                version: 0,
+            },
+            Op::Create {
+                path: assignment.clone(),
+                data: b"task-0000000001".to_vec(),
+                mode: CreateMode::Persistent,
+            },
+        ];
+        let _ = master.multi(fenced).await;
+    });
+    check_report(
+        &report,
+        Invariant::WorkerAssignedTwice,
+        "rogue tried to create /zkdist/assignments/worker-0000000000 while it exists (holding task-0000000000)",
+    );
+}
+
+/// A transaction as the simulator reports it, for feeding the checker by
+/// hand: `changes` on an otherwise empty tree.
+fn applied(zxid: i64, session: i64, kind: TxnKind, changes: Vec<Change>) -> AppliedOp {
+    AppliedOp {
+        zxid,
+        session: SessionId(session),
+        session_name: format!("s{session}"),
+        kind,
+        changes,
+        error: None,
+        elapsed: Duration::ZERO,
+        trace_line: format!("zxid=0x{zxid:x} s{session} ..."),
+    }
+}
+
+#[test]
+fn a_worker_stops_running_its_task_when_its_session_ends() {
+    let ids = Layout::default().ids_dir();
+    let started = |w: u32| WorkerDecision::TaskStarted {
+        worker: worker(w),
+        task: task(0),
+    };
+    let run = |end_first: bool| {
+        let mut checker = checker();
+        let tree = Tree::new();
+        let id_node = Change::Created(format!("{ids}/{}", worker(1)));
+        checker.on_applied(&applied(1, 5, TxnKind::Create, vec![id_node]), &tree);
+        checker.on_worker_decision("w1", &started(1));
+        if end_first {
+            // The first worker's session expires: it is a zombie now.
+            checker.on_applied(&applied(2, 5, TxnKind::ExpireSession, vec![]), &tree);
+        }
+        checker.on_worker_decision("w2", &started(2));
+        checker.violation().map(|violation| violation.invariant)
+    };
+    assert_eq!(run(false), Some(Invariant::TaskAssignedTwice));
+    assert_eq!(run(true), None);
+}
+
+#[test]
+fn each_master_candidate_is_judged_by_its_own_log_from_its_new_session_on() {
+    let mut checker = checker();
+    checker.on_master_decision("m1", &round(1, &[(1, 0)]));
+    // Another candidate leads now and rebuilt its state from ZooKeeper:
+    // the first one's log is not its own.
+    checker.on_master_decision("m2", &round(1, &[(2, 1)]));
+    assert_eq!(checker.violation(), None);
+    // A new session of the first candidate starts with a fresh log.
+    let mut new_session = applied(9, 9, TxnKind::CreateSession, vec![]);
+    new_session.session_name = "m1.2".to_owned();
+    checker.on_applied(&new_session, &Tree::new());
+    checker.on_master_decision("m1", &round(2, &[(1, 2)]));
+    assert_eq!(checker.violation(), None);
+    // On the same session, that round gives a busy worker a second task.
+    assert_eq!(
+        master_log(&[round(1, &[(1, 0)]), round(2, &[(1, 2)])]),
+        Some(Invariant::WorkerAssignedTwice)
     );
 }

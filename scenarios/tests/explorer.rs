@@ -37,7 +37,7 @@ fn the_same_seed_gives_the_same_trace_and_decisions() {
             let decisions = first
                 .trace
                 .iter()
-                .filter(|line| trace::message(line).starts_with("decide master:"))
+                .filter(|line| trace::message(line).starts_with("decide m1:"))
                 .count();
             assert!(decisions > 0, "the trace holds the master's decisions");
         }

@@ -87,7 +87,7 @@ fn connection_loss_on_applied_assignment_create() {
 fn worker_expires_holding_assignment() {
     let report = run_twice("worker_expires_holding_assignment");
     let violation = report.violation.expect("today's outcome is a violation");
-    assert_eq!(violation.invariant, Invariant::FinishedExactlyOnce);
+    assert_eq!(violation.invariant, Invariant::Liveness);
 }
 
 #[test]

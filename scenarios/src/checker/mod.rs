@@ -4,38 +4,60 @@
 //! master's final state. The first violation it finds is kept and every
 //! later input ignored: the harness then stops the run.
 //!
-//! The invariants, each with its precise meaning:
-//! - [`Invariant::TaskAssignedTwice`]: no two assignment nodes name the same
-//!   task; no round assigns a task the master's log shows held; no two
-//!   workers run one task at the same time (a worker runs a task from
-//!   starting it until it releases it or its session ends).
-//! - [`Invariant::WorkerAssignedTwice`]: no round assigns a worker whom the
-//!   master's own log shows busy; no create of an assignment node that
-//!   already exists (the server refuses it, but the master meant to give a
-//!   busy worker a second task); no worker starts a task while running
-//!   another.
+//! The invariants, each with its precise meaning. They are stated for a
+//! system that survives failures: processes crash and restart, sessions
+//! expire, links go down and come back, a master is deposed by another.
+//! "The elected master" is the session that holds the `master` node; a
+//! worker's "session" is the one that created its id node; a worker "runs"
+//! a task from its `TaskStarted` decision until it releases the assignment
+//! or its session ends on the server (a process that has not yet noticed
+//! its session ended is a zombie, and runs nothing as far as the rules go).
+//! - [`Invariant::TaskAssignedTwice`]: no two assignment nodes that exist at
+//!   the same time name the same task; no round of a master assigns a task
+//!   that master's own log shows held; no two workers run one task at the
+//!   same time.
+//! - [`Invariant::WorkerAssignedTwice`]: no round of a master assigns a
+//!   worker whom that master's own log shows busy; no create of an
+//!   assignment node that already exists, alone or inside a `multi` (the
+//!   server refuses it, but the master meant to give a busy worker a second
+//!   task); no worker starts a task while running another.
 //! - [`Invariant::AssignedToUnregistered`]: when an assignment node is
 //!   created, the worker's registration exists at that zxid. A worker that
 //!   leaves later (its session ends while it holds the assignment) breaks
-//!   no rule here; what becomes of its task is judged at the end.
-//! - [`Invariant::FifoOrder`]: until the first failure (an injected fault, or
-//!   a failed assignment create), assignment nodes are created in task
-//!   sequence order, never twice for one task, and never while an older task
-//!   waits unassigned; the master's rounds assign in that order too.
-//! - [`Invariant::FinishedExactlyOnce`]: no task's result is written twice,
-//!   no task runs again once finished, a worker releases an assignment only
-//!   after writing the task's result, and when the run ends every task has
-//!   its result.
+//!   no rule here; its task must be re-queued (see liveness).
+//! - [`Invariant::DeposedMasterWrite`]: every transaction that creates an
+//!   assignment node, or deletes another worker's one (a reclaim), comes
+//!   from the elected master: the session that holds the `master` node
+//!   right after the transaction. A worker deleting its own assignment is
+//!   not a master write.
+//! - [`Invariant::FifoOrder`]: until the first failure (an injected fault,
+//!   or a failed assignment create), assignment nodes are created in task
+//!   sequence order, never twice for one task, and never while an older
+//!   task waits unassigned; the masters' rounds assign in that order too.
+//! - [`Invariant::FinishedExactlyOnce`]: no task's result is created twice;
+//!   no worker decides twice that it wrote a task's result; no task is
+//!   started again once a worker wrote its result; no worker finds the
+//!   result of the task it ran already written (it ran twice); a worker
+//!   releases its assignment only with or after writing the task's result.
+//! - [`Invariant::ZombieWrite`]: a result is created only by a session
+//!   whose worker holds, right before that transaction, the assignment node
+//!   naming the task: a worker whose assignment was revoked, or whose
+//!   session ended, never writes a result.
+//! - [`Invariant::Liveness`]: when the run ends (after the faults stopped,
+//!   links healed and the system was given time to recover), every task
+//!   has its result.
 //! - [`Invariant::MasterViewMatches`]: at the end of a quiescent run, the
-//!   master's workers, their assignments, its pending queue and its
-//!   processed set agree with ZooKeeper's tree.
+//!   elected master's workers, their assignments and its pending queue
+//!   agree with ZooKeeper's tree, it has seen every task that exists, and
+//!   it remembers no task that no longer exists (its processed set is
+//!   bounded by the tree).
 
 mod view;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use zkdist_coord::{ErrorCode, Layout, TaskId, WorkerId};
+use zkdist_coord::{ErrorCode, Layout, SessionId, TaskId, WorkerId, ZkError};
 use zkdist_master::{MasterDecision, MasterState};
 use zkdist_sim::{AppliedOp, Change, Tree, TxnKind};
 use zkdist_worker::WorkerDecision;
@@ -50,17 +72,23 @@ pub enum Invariant {
     WorkerAssignedTwice,
     AssignedToUnregistered,
     FifoOrder,
+    DeposedMasterWrite,
     FinishedExactlyOnce,
+    ZombieWrite,
+    Liveness,
     MasterViewMatches,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 6] = [
+    pub const ALL: [Invariant; 9] = [
         Invariant::TaskAssignedTwice,
         Invariant::WorkerAssignedTwice,
         Invariant::AssignedToUnregistered,
         Invariant::FifoOrder,
+        Invariant::DeposedMasterWrite,
         Invariant::FinishedExactlyOnce,
+        Invariant::ZombieWrite,
+        Invariant::Liveness,
         Invariant::MasterViewMatches,
     ];
 
@@ -70,7 +98,10 @@ impl Invariant {
             Invariant::WorkerAssignedTwice => "worker-assigned-twice",
             Invariant::AssignedToUnregistered => "assigned-to-unregistered",
             Invariant::FifoOrder => "fifo-order",
+            Invariant::DeposedMasterWrite => "deposed-master-write",
             Invariant::FinishedExactlyOnce => "finished-exactly-once",
+            Invariant::ZombieWrite => "zombie-write",
+            Invariant::Liveness => "liveness",
             Invariant::MasterViewMatches => "master-view-matches",
         }
     }
@@ -170,20 +201,31 @@ impl fmt::Display for Violation {
     }
 }
 
+/// What one master candidate's own log says, replayed. It starts afresh
+/// with each session of the candidate (a new session rebuilds its state).
+#[derive(Debug, Default)]
+struct MasterLog {
+    /// Who holds what, in the master's own words.
+    holding: BTreeMap<WorkerId, TaskId>,
+}
+
 /// The checker's state: what the transactions and decisions so far
 /// established.
 #[derive(Debug)]
 pub struct Checker {
     assignments_prefix: String,
     tasks_prefix: String,
+    ids_prefix: String,
     workers_dir: String,
-    ids_dir: String,
     tasks_dir: String,
+    master_path: String,
 
     /// Every task node created (and not deleted), in sequence order.
     tasks: BTreeSet<TaskId>,
     /// The assignment nodes that exist now: worker -> data.
     assignment_nodes: BTreeMap<WorkerId, String>,
+    /// The session that created each worker's id node (its session).
+    worker_sessions: BTreeMap<WorkerId, SessionId>,
     /// Every task an assignment node was ever created for.
     ever_assigned: BTreeSet<TaskId>,
     /// The newest task given an assignment node, for FIFO.
@@ -194,20 +236,43 @@ pub struct Checker {
     /// before it.
     first_failure: Option<String>,
 
-    /// The master's log, replayed: who holds what in its own words.
-    master_holding: BTreeMap<WorkerId, TaskId>,
+    /// Each master candidate's log (by actor name: `m1`, `m2`...).
+    master_logs: BTreeMap<String, MasterLog>,
     /// The newest task a round assigned, for FIFO.
     last_round_task: Option<TaskId>,
     /// The workers' logs: who runs what now, and who finished what.
     running: BTreeMap<WorkerId, TaskId>,
     finished_by: BTreeMap<TaskId, WorkerId>,
-    /// Which worker each worker session registered as, so that a session's
-    /// end ends its worker's run.
-    worker_of_session: BTreeMap<String, WorkerId>,
 
     violation: Option<Violation>,
     /// Set once the run is over: later inputs (teardown) are not judged.
     closed: bool,
+}
+
+/// The actor a session belongs to: `m1.3` is a session of `m1`.
+fn actor_of_session(session_name: &str) -> &str {
+    session_name
+        .split_once('.')
+        .map_or(session_name, |(actor, _)| actor)
+}
+
+/// The request summaries of a transaction's trace line: one for a plain
+/// request, one per op for a `multi`.
+fn request_ops(trace_line: &str) -> Vec<&str> {
+    let text = crate::trace::message(trace_line);
+    // `zxid=0x1f m1 <request> -> <outcome>`
+    let request = text
+        .splitn(3, ' ')
+        .nth(2)
+        .and_then(|rest| rest.rsplit_once(" -> "))
+        .map_or("", |(request, _)| request);
+    match request
+        .strip_prefix("multi [")
+        .and_then(|ops| ops.strip_suffix(']'))
+    {
+        Some(ops) => ops.split(", ").collect(),
+        None => vec![request],
+    }
 }
 
 impl Checker {
@@ -215,20 +280,21 @@ impl Checker {
         Checker {
             assignments_prefix: format!("{}/", layout.assignments_dir()),
             tasks_prefix: format!("{}/", layout.tasks_dir()),
+            ids_prefix: format!("{}/", layout.ids_dir()),
             workers_dir: layout.workers_dir(),
-            ids_dir: layout.ids_dir(),
             tasks_dir: layout.tasks_dir(),
+            master_path: layout.master(),
             tasks: BTreeSet::new(),
             assignment_nodes: BTreeMap::new(),
+            worker_sessions: BTreeMap::new(),
             ever_assigned: BTreeSet::new(),
             last_assigned: None,
             results_created: BTreeMap::new(),
             first_failure: None,
-            master_holding: BTreeMap::new(),
+            master_logs: BTreeMap::new(),
             last_round_task: None,
             running: BTreeMap::new(),
             finished_by: BTreeMap::new(),
-            worker_of_session: BTreeMap::new(),
             violation: None,
             closed: false,
         }
@@ -270,8 +336,8 @@ impl Checker {
         true
     }
 
-    /// A fault was injected (or another failure happened): from now on the
-    /// founding design promises no FIFO order.
+    /// A fault was injected (or another failure happened): from now on
+    /// FIFO order is no longer required.
     pub fn on_failure(&mut self, what: &str) {
         if self.first_failure.is_none() {
             self.first_failure = Some(what.to_owned());
@@ -288,18 +354,34 @@ impl Checker {
             zxid: op.zxid,
             line: op.trace_line.clone(),
         };
-        if matches!(op.kind, TxnKind::ExpireSession | TxnKind::CloseSession)
-            && let Some(worker) = self.worker_of_session.get(&op.session_name)
-        {
-            // A worker whose session ended runs nothing any more.
-            self.running.remove(worker);
+        match op.kind {
+            TxnKind::ExpireSession | TxnKind::CloseSession => {
+                // A worker whose session ended runs nothing any more.
+                let ended: Vec<WorkerId> = self
+                    .worker_sessions
+                    .iter()
+                    .filter(|(_, session)| **session == op.session)
+                    .map(|(worker, _)| worker.clone())
+                    .collect();
+                for worker in ended {
+                    self.running.remove(&worker);
+                }
+            }
+            TxnKind::CreateSession => {
+                // A candidate's new session builds its state afresh.
+                self.master_logs.remove(actor_of_session(&op.session_name));
+            }
+            _ => {}
         }
         if let Some(detail) = self.refused_double_assignment(op) {
             return self.violate(Invariant::WorkerAssignedTwice, detail, step());
         }
+        // The assignments as they were before this transaction: a result
+        // and the release of its assignment may come in one `multi`.
+        let assignments_before = self.assignment_nodes.clone();
         for change in &op.changes {
             let found = match change {
-                Change::Created(path) => self.on_created(path, tree),
+                Change::Created(path) => self.on_created(op, path, tree, &assignments_before),
                 Change::Deleted(path) => self.on_deleted(op, path, tree),
                 Change::DataChanged(_) => None,
             };
@@ -310,20 +392,21 @@ impl Checker {
         false
     }
 
-    /// A create of an assignment node that already existed: the master
-    /// tried to give a second task to a busy worker. The server refuses it,
-    /// so only the transaction's trace line names the path.
+    /// A create of an assignment node that already existed, alone or in a
+    /// `multi`: the master tried to give a second task to a busy worker.
+    /// The server refuses it, so only the transaction's trace line names
+    /// the path.
     fn refused_double_assignment(&self, op: &AppliedOp) -> Option<String> {
-        let refused = op.kind == TxnKind::Create
-            && op
-                .error
-                .as_ref()
-                .is_some_and(|error| error.code() == ErrorCode::NodeExists);
-        if !refused {
+        let (index, error) = match (&op.kind, op.error.as_ref()?) {
+            (TxnKind::Create, error) => (0, error),
+            (TxnKind::Multi, ZkError::Multi { index, error }) => (*index, &**error),
+            _ => return None,
+        };
+        if error.code() != ErrorCode::NodeExists {
             return None;
         }
-        let text = crate::trace::message(&op.trace_line);
-        let path = text.split(" create ").nth(1)?.split(' ').next()?;
+        let ops = request_ops(&op.trace_line);
+        let path = ops.get(index)?.strip_prefix("create ")?.split(' ').next()?;
         let worker = path.strip_prefix(&self.assignments_prefix)?;
         let held = self
             .assignment_nodes
@@ -336,13 +419,31 @@ impl Checker {
         ))
     }
 
-    fn on_created(&mut self, path: &str, tree: &Tree) -> Option<(Invariant, String)> {
+    /// Whether `session` is the elected master right after a transaction.
+    fn is_elected(&self, session: SessionId, tree: &Tree) -> bool {
+        tree.stat(&self.master_path)
+            .is_some_and(|stat| stat.ephemeral_owner == session.0)
+    }
+
+    fn on_created(
+        &mut self,
+        op: &AppliedOp,
+        path: &str,
+        tree: &Tree,
+        assignments_before: &BTreeMap<WorkerId, String>,
+    ) -> Option<(Invariant, String)> {
         if let Some(name) = path.strip_prefix(&self.assignments_prefix) {
             let worker = WorkerId::parse(name).ok()?;
             let data = String::from_utf8_lossy(tree.data(path).unwrap_or_default()).into_owned();
-            let found = self.on_assignment_created(&worker, &data, tree);
+            let found = self.on_assignment_created(op, &worker, &data, tree);
             self.assignment_nodes.insert(worker, data);
             return found;
+        }
+        if let Some(name) = path.strip_prefix(&self.ids_prefix) {
+            if let Ok(worker) = WorkerId::parse(name) {
+                self.worker_sessions.insert(worker, op.session);
+            }
+            return None;
         }
         let rest = path.strip_prefix(&self.tasks_prefix)?;
         if let Some(task) = rest.strip_suffix("/result") {
@@ -355,14 +456,47 @@ impl Checker {
                     format!("the result of {task} was created {count} times"),
                 ));
             }
-        } else if let Ok(task) = TaskId::parse(rest) {
+            return self.zombie_write(op, &task, assignments_before);
+        }
+        if let Ok(task) = TaskId::parse(rest) {
             self.tasks.insert(task);
         }
         None
     }
 
+    /// Whether the result of `task`, created by `op`, was written by a
+    /// session that held no assignment naming the task.
+    fn zombie_write(
+        &self,
+        op: &AppliedOp,
+        task: &TaskId,
+        assignments_before: &BTreeMap<WorkerId, String>,
+    ) -> Option<(Invariant, String)> {
+        let holds_it = assignments_before.iter().any(|(worker, data)| {
+            data.as_str() == task.as_str() && self.worker_sessions.get(worker) == Some(&op.session)
+        });
+        if holds_it {
+            return None;
+        }
+        let holder = assignments_before
+            .iter()
+            .find(|(_, data)| data.as_str() == task.as_str())
+            .map_or_else(
+                || "no assignment names it".to_owned(),
+                |(worker, _)| format!("its assignment is {worker}'s"),
+            );
+        Some((
+            Invariant::ZombieWrite,
+            format!(
+                "{} wrote the result of {task} without holding its assignment ({holder})",
+                op.session_name
+            ),
+        ))
+    }
+
     fn on_assignment_created(
         &mut self,
+        op: &AppliedOp,
         worker: &WorkerId,
         data: &str,
         tree: &Tree,
@@ -384,6 +518,15 @@ impl Checker {
             return Some((
                 Invariant::TaskAssignedTwice,
                 format!("{data} assigned to {worker} while {other}'s assignment names it too"),
+            ));
+        }
+        if !self.is_elected(op.session, tree) {
+            return Some((
+                Invariant::DeposedMasterWrite,
+                format!(
+                    "{} created {worker}'s assignment ({data}) without holding the master node",
+                    op.session_name
+                ),
             ));
         }
         let task = TaskId::parse(data).ok()?;
@@ -422,18 +565,24 @@ impl Checker {
         if let Some(name) = path.strip_prefix(&self.assignments_prefix) {
             let worker = WorkerId::parse(name).ok()?;
             let data = self.assignment_nodes.remove(&worker)?;
-            // Only the worker's own release says "finished": its session
-            // owns its id node.
-            let id_node = format!("{}/{worker}", self.ids_dir);
-            let by_the_worker = tree
-                .stat(&id_node)
-                .is_some_and(|stat| stat.ephemeral_owner == op.session.0);
+            // Only the worker's own release says "finished"; anyone else's
+            // delete is a master's reclaim.
+            let by_the_worker = self.worker_sessions.get(&worker) == Some(&op.session);
+            if !by_the_worker {
+                if !self.is_elected(op.session, tree) {
+                    return Some((
+                        Invariant::DeposedMasterWrite,
+                        format!(
+                            "{} deleted {worker}'s assignment ({data}) without holding the master node",
+                            op.session_name
+                        ),
+                    ));
+                }
+                return None;
+            }
             let task = TaskId::parse(&data).ok()?;
             let task_node = format!("{}/{task}", self.tasks_dir);
-            if by_the_worker
-                && tree.exists(&task_node)
-                && !tree.exists(&format!("{task_node}/result"))
-            {
+            if tree.exists(&task_node) && !tree.exists(&format!("{task_node}/result")) {
                 return Some((
                     Invariant::FinishedExactlyOnce,
                     format!("{worker} released {task} before writing its result"),
@@ -447,8 +596,8 @@ impl Checker {
         None
     }
 
-    /// Checks one master decision against the master's earlier decisions
-    /// and the tree as the transactions so far left it.
+    /// Checks one decision of master candidate `actor` against its earlier
+    /// decisions (on the same session) and the rounds so far.
     pub fn on_master_decision(&mut self, actor: &str, decision: &MasterDecision) -> bool {
         if !self.judging() {
             return false;
@@ -457,59 +606,38 @@ impl Checker {
             actor: actor.to_owned(),
             text: decision.to_string(),
         };
+        let log = self.master_logs.entry(actor.to_owned()).or_default();
         match decision {
             MasterDecision::Round { assigned, .. } => {
                 for (worker, task) in assigned {
-                    if let Some((invariant, detail)) = self.round_breach(worker, task) {
+                    let log = self.master_logs.entry(actor.to_owned()).or_default();
+                    if let Some((invariant, detail)) = round_breach(
+                        log,
+                        self.first_failure.is_some(),
+                        &self.last_round_task,
+                        worker,
+                        task,
+                    ) {
                         return self.violate(invariant, detail, step());
                     }
+                    log.holding.insert(worker.clone(), task.clone());
                     self.last_round_task = self.last_round_task.clone().max(Some(task.clone()));
-                    self.master_holding.insert(worker.clone(), task.clone());
                 }
             }
             MasterDecision::AssignmentFailed { worker, error, .. } => {
-                self.master_holding.remove(worker);
+                log.holding.remove(worker);
                 self.on_failure(&format!("{actor}: {decision}: {error}"));
             }
             MasterDecision::WorkerIdle { worker, .. }
             | MasterDecision::WorkerLeft { worker, .. } => {
-                self.master_holding.remove(worker);
+                log.holding.remove(worker);
             }
             MasterDecision::TaskInProgress { worker, task } => {
-                self.master_holding.insert(worker.clone(), task.clone());
+                log.holding.insert(worker.clone(), task.clone());
             }
             _ => {}
         }
         false
-    }
-
-    fn round_breach(&self, worker: &WorkerId, task: &TaskId) -> Option<(Invariant, String)> {
-        if let Some(held) = self.master_holding.get(worker) {
-            return Some((
-                Invariant::WorkerAssignedTwice,
-                format!(
-                    "a round assigns {task} to {worker}, which the master's log shows holding {held}"
-                ),
-            ));
-        }
-        if let Some((other, _)) = self.master_holding.iter().find(|(_, held)| *held == task) {
-            return Some((
-                Invariant::TaskAssignedTwice,
-                format!(
-                    "a round assigns {task} to {worker} while the master's log shows {other} holding it"
-                ),
-            ));
-        }
-        if self.first_failure.is_none()
-            && let Some(last) = &self.last_round_task
-            && task <= last
-        {
-            return Some((
-                Invariant::FifoOrder,
-                format!("a round assigns {task} after {last} was assigned"),
-            ));
-        }
-        None
     }
 
     /// Checks one worker decision against what the workers did before.
@@ -544,11 +672,6 @@ impl Checker {
                 self.running.remove(worker);
                 None
             }
-            WorkerDecision::Registered { worker } => {
-                self.worker_of_session
-                    .insert(actor.to_owned(), worker.clone());
-                None
-            }
             _ => None,
         };
         match found {
@@ -579,15 +702,15 @@ impl Checker {
         None
     }
 
-    /// The end of a run: every task has its result, and the master's view
-    /// (when it survived) is ZooKeeper's.
+    /// The end of a run: every task has its result, and the elected
+    /// master's view (when one led) is ZooKeeper's.
     pub fn on_end(&mut self, facts: &TreeFacts, master: Option<&MasterState>) -> bool {
         if !self.judging() {
             return false;
         }
         if let Some((task, _)) = facts.tasks.iter().find(|(_, finished)| !**finished) {
             let detail = format!("{task} never finished: {}", facts.whereabouts(task, master));
-            return self.violate(Invariant::FinishedExactlyOnce, detail, Step::EndOfRun);
+            return self.violate(Invariant::Liveness, detail, Step::EndOfRun);
         }
         if let Some(state) = master {
             let differences = view::differences(state, facts);
@@ -601,4 +724,41 @@ impl Checker {
         }
         false
     }
+}
+
+/// Whether a round of the master whose log is `log` breaks a rule by
+/// assigning `task` to `worker`.
+fn round_breach(
+    log: &MasterLog,
+    after_failure: bool,
+    last_round_task: &Option<TaskId>,
+    worker: &WorkerId,
+    task: &TaskId,
+) -> Option<(Invariant, String)> {
+    if let Some(held) = log.holding.get(worker) {
+        return Some((
+            Invariant::WorkerAssignedTwice,
+            format!(
+                "a round assigns {task} to {worker}, which the master's log shows holding {held}"
+            ),
+        ));
+    }
+    if let Some((other, _)) = log.holding.iter().find(|(_, held)| *held == task) {
+        return Some((
+            Invariant::TaskAssignedTwice,
+            format!(
+                "a round assigns {task} to {worker} while the master's log shows {other} holding it"
+            ),
+        ));
+    }
+    if !after_failure
+        && let Some(last) = last_round_task
+        && task <= last
+    {
+        return Some((
+            Invariant::FifoOrder,
+            format!("a round assigns {task} after {last} was assigned"),
+        ));
+    }
+    None
 }

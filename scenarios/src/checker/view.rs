@@ -102,7 +102,9 @@ impl TreeFacts {
 }
 
 /// Every way the master's state differs from the tree's facts, in a stable
-/// order (empty when they agree).
+/// order (empty when they agree). The processed set must hold exactly the
+/// tasks that exist: all of them (the master saw each), and no other (it
+/// forgets the tasks a client deleted).
 pub(crate) fn differences(state: &MasterState, facts: &TreeFacts) -> Vec<String> {
     let mut found = Vec::new();
     for worker in state.workers().keys() {
@@ -162,6 +164,14 @@ pub(crate) fn differences(state: &MasterState, facts: &TreeFacts) -> Vec<String>
     for task in facts.tasks.keys() {
         if !state.processed_tasks().contains(task) {
             found.push(format!("{task} exists, but the master never saw it"));
+        }
+    }
+    // Bounded memory: a task a client deleted is forgotten.
+    for task in state.processed_tasks() {
+        if !facts.tasks.contains_key(task) {
+            found.push(format!(
+                "the master still remembers {task}, which no longer exists"
+            ));
         }
     }
     found

@@ -34,11 +34,11 @@ pub fn run_scenario(seed: u64) -> RunReport {
         let report = h.finish().await;
 
         let trace = &report.trace;
-        let released = find(trace, 0, "control release master");
+        let released = find(trace, 0, "control release m1");
         find(
             trace,
             released,
-            "deliver master reply get_children /zkdist/tasks watch -> 8 children",
+            "deliver m1 reply get_children /zkdist/tasks watch -> 8 children",
         );
         let submitted: Vec<String> = report.submitted.iter().map(ToString::to_string).collect();
         assert_eq!(assigned_in_rounds(trace), submitted, "FIFO, each once");

@@ -50,12 +50,12 @@ pub fn run_scenario(seed: u64) -> RunReport {
         let report = h.finish().await;
 
         let trace = &report.trace;
-        let cut = find(trace, 0, "control cut master");
-        let lost = find(trace, cut, "lost master reply create");
+        let cut = find(trace, 0, "control cut m1");
+        let lost = find(trace, cut, "lost m1 reply create");
         find(
             trace,
             lost,
-            &format!("decide master: assignment-failed {first}->{worker}"),
+            &format!("decide m1: assignment-failed {first}->{worker}"),
         );
         let arrived = find(trace, lost, &format!("decide client: submitted {second}"));
         find(trace, arrived, &format!("{first}->{worker}"));

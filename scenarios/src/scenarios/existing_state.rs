@@ -1,7 +1,7 @@
 //! Tasks and workers already exist when the master starts: three workers
-//! are registered and five tasks submitted; an earlier master left task 0
-//! finished (it has a result) and task 1 assigned to the first worker,
-//! which is running it.
+//! are registered and five tasks submitted; an earlier master (and a
+//! worker of its time) left task 0 finished (it has a result) and task 1
+//! assigned to the first worker, which is running it.
 //!
 //! What must hold: the new master adopts all of it before its first round:
 //! task 0 is not run again, task 1 stays with the first worker, and the
@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use zkdist_coord::{Coordinator, CreateMode, TaskResult};
+use zkdist_coord::{Coordinator, CreateMode, Op, TaskId, TaskResult, WorkerId, path};
 
 use super::script::{find, rounds_assigning, run, settle};
 use crate::harness::RunReport;
@@ -31,25 +31,56 @@ pub fn run_scenario(seed: u64) -> RunReport {
 
         h.note("an earlier master's leftovers: task 0 finished, task 1 assigned");
         let (old_master, _events) = h.sim().connect("old-master").await.expect("connects");
+        old_master
+            .create(&h.layout().master(), b"old", CreateMode::Ephemeral)
+            .await
+            .expect("the old master leads");
+        let (old_worker, _events) = h.sim().connect("old-worker").await.expect("connects");
+        let id = old_worker
+            .create(
+                &h.layout().worker_id_prefix(),
+                b"",
+                CreateMode::EphemeralSequential,
+            )
+            .await
+            .expect("the old worker's id");
+        let old_id = WorkerId::parse(path::name(&id)).expect("a worker id");
+        old_worker
+            .create(&h.layout().worker(&old_id), b"", CreateMode::Ephemeral)
+            .await
+            .expect("the old worker registers");
+        let create_assignment = async |worker: &WorkerId, task: &TaskId| {
+            old_master
+                .create(
+                    &h.layout().assignment(worker),
+                    task.as_str().as_bytes(),
+                    CreateMode::Persistent,
+                )
+                .await
+                .expect("the old assignment is written");
+        };
+        create_assignment(&old_id, &tasks[0]).await;
         let finished = TaskResult::Success {
             output: b"from an earlier run".to_vec(),
         };
-        old_master
-            .create(
-                &h.layout().result(&tasks[0]),
-                &finished.encode(),
-                CreateMode::Persistent,
-            )
+        old_worker
+            .multi(vec![
+                Op::Create {
+                    path: h.layout().result(&tasks[0]),
+                    data: finished.encode(),
+                    mode: CreateMode::Persistent,
+                },
+                Op::Delete {
+                    path: h.layout().assignment(&old_id),
+                    version: Some(0),
+                },
+            ])
             .await
             .expect("the old result is written");
-        old_master
-            .create(
-                &h.layout().assignment(&busy),
-                tasks[1].as_str().as_bytes(),
-                CreateMode::Persistent,
-            )
-            .await
-            .expect("the old assignment is written");
+        create_assignment(&busy, &tasks[1]).await;
+        for session in [old_worker, old_master] {
+            session.close().await.expect("the earlier run ends");
+        }
         settle().await;
 
         h.start_master().await;
@@ -60,21 +91,21 @@ pub fn run_scenario(seed: u64) -> RunReport {
         let report = h.finish().await;
 
         let trace = &report.trace;
-        let started = find(trace, 0, "connect master as session");
+        let started = find(trace, 0, "connect m1 as session");
         let already = find(
             trace,
             started,
-            &format!("decide master: task-already-finished {}", tasks[0]),
+            &format!("decide m1: task-already-finished {}", tasks[0]),
         );
         let adopted = find(
             trace,
             started,
-            &format!("decide master: task-in-progress {} on {busy}", tasks[1]),
+            &format!("decide m1: task-in-progress {} on {busy}", tasks[1]),
         );
         let initialised = find(
             trace,
             started,
-            "decide master: initialised workers=3 pending=3 busy=1",
+            "decide m1: initialised workers=3 pending=3 busy=1",
         );
         assert!(already < initialised && adopted < initialised);
         assert_eq!(rounds_assigning(trace, &tasks[0]), 0);

@@ -65,24 +65,24 @@ pub fn run_order(seed: u64, order: Order) -> RunReport {
         // master was held, in the order asked, and it heard them after the
         // release in that order.
         let trace = &report.trace;
-        let held = find(trace, 0, "control hold master");
+        let held = find(trace, 0, "control hold m1");
         let deleted = find(
             trace,
             held,
             &format!("w1 delete {}", h.layout().assignment(&worker)),
         );
         let created = find(trace, held, &format!("-> {}", h.layout().task(&second)));
-        let released = find(trace, held, "control release master");
+        let released = find(trace, held, "control release m1");
         assert!(deleted < released && created < released);
         let idle_event = find(
             trace,
             released,
-            "deliver master event NodeChildrenChanged /zkdist/assignments",
+            "deliver m1 event NodeChildrenChanged /zkdist/assignments",
         );
         let task_event = find(
             trace,
             released,
-            "deliver master event NodeChildrenChanged /zkdist/tasks",
+            "deliver m1 event NodeChildrenChanged /zkdist/tasks",
         );
         match order {
             Order::FinishFirst => assert!(deleted < created && idle_event < task_event),

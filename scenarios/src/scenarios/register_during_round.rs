@@ -42,13 +42,13 @@ pub fn run_scenario(seed: u64) -> RunReport {
         let report = h.finish().await;
 
         let trace = &report.trace;
-        let held = find(trace, 0, "control hold master");
+        let held = find(trace, 0, "control hold m1");
         let registered = find(
             trace,
             held,
             &format!("w2 create {}", h.layout().worker(&second_worker)),
         );
-        let released = find(trace, held, "control release master");
+        let released = find(trace, held, "control release m1");
         assert!(
             registered < released,
             "the worker registered during the round"
@@ -56,12 +56,12 @@ pub fn run_scenario(seed: u64) -> RunReport {
         let confirmed = find(
             trace,
             released,
-            &format!("decide master: assignment-created {first}->{first_worker}"),
+            &format!("decide m1: assignment-created {first}->{first_worker}"),
         );
         let joined = find(
             trace,
             released,
-            &format!("decide master: worker-joined {second_worker}"),
+            &format!("decide m1: worker-joined {second_worker}"),
         );
         let assigned = find(trace, released, &format!("{second}->{second_worker}"));
         assert!(confirmed < joined && joined < assigned);

@@ -16,19 +16,20 @@ pub(crate) const LATENCY: Latency = Latency::Fixed { ms: 1 };
 const STEP_LIMIT: Duration = Duration::from_secs(60);
 
 /// Runs a scenario's script on a fresh simulation runtime seeded with
-/// `seed`: starts the harness, runs the script until it ends or a rule
-/// breaks, and reports. The script ends the run itself (usually with
-/// [`Harness::finish`]).
+/// `seed`: starts the harness, runs the script to its end, and returns the
+/// report the script ends with (usually [`Harness::finish`]'s).
+///
+/// The script is not cut short by a violation: the checker keeps the first
+/// one and [`Harness::finish`] stops early on it, but the script's own
+/// assertions after it always run (a scenario may assert the violation
+/// itself).
 pub(crate) fn run<F>(seed: u64, script: F) -> RunReport
 where
     F: AsyncFnOnce(&Harness) -> RunReport,
 {
     zkdist_sim::runtime::block_on(seed, async move {
         let h = Harness::start(HarnessConfig::new(seed, LATENCY)).await;
-        match h.guard(script(&h)).await {
-            Some(report) => report,
-            None => h.report().await,
-        }
+        script(&h).await
     })
 }
 
@@ -134,7 +135,7 @@ pub(crate) fn contains(trace: &[String], from: usize, needle: &str) -> bool {
 pub(crate) fn assigned_in_rounds(trace: &[String]) -> Vec<String> {
     trace
         .iter()
-        .filter_map(|line| crate::trace::message(line).strip_prefix("decide master: round "))
+        .filter_map(|line| crate::trace::message(line).strip_prefix("decide m1: round "))
         .flat_map(|round| round.split(' ').skip(2))
         .filter_map(|pair| pair.split_once("->").map(|(task, _)| task.to_owned()))
         .collect()

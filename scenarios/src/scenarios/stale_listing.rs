@@ -22,7 +22,7 @@ pub fn run_scenario(seed: u64) -> RunReport {
         h.note("pause, and step until the server answers the master's listing");
         h.sim().pause().await;
         let (first, ()) = tokio::join!(h.submit(20_000), async {
-            step_until(h, "read master get_children /zkdist/tasks watch").await;
+            step_until(h, "read m1 get_children /zkdist/tasks watch").await;
             h.sim().hold(master).await;
             h.sim().resume().await;
         });
@@ -40,30 +40,26 @@ pub fn run_scenario(seed: u64) -> RunReport {
         let listed = find(
             trace,
             0,
-            "read master get_children /zkdist/tasks watch -> 1 children",
+            "read m1 get_children /zkdist/tasks watch -> 1 children",
         );
         let created = find(trace, listed, &format!("-> {}", h.layout().task(&second)));
-        let released = find(trace, created, "control release master");
+        let released = find(trace, created, "control release m1");
         let stale = find(
             trace,
             released,
-            "deliver master reply get_children /zkdist/tasks watch -> 1 children",
+            "deliver m1 reply get_children /zkdist/tasks watch -> 1 children",
         );
         let fired = find(
             trace,
             stale,
-            "deliver master event NodeChildrenChanged /zkdist/tasks",
+            "deliver m1 event NodeChildrenChanged /zkdist/tasks",
         );
         let relisted = find(
             trace,
             fired,
-            "deliver master reply get_children /zkdist/tasks watch -> 2 children",
+            "deliver m1 reply get_children /zkdist/tasks watch -> 2 children",
         );
-        find(
-            trace,
-            relisted,
-            &format!("decide master: task-queued {second}"),
-        );
+        find(trace, relisted, &format!("decide m1: task-queued {second}"));
         assert_eq!(rounds_assigning(trace, &first), 1);
         assert_eq!(rounds_assigning(trace, &second), 1);
         report

@@ -41,12 +41,12 @@ pub fn run_scenario(seed: u64) -> RunReport {
         find(
             trace,
             expired,
-            &format!("decide master: worker-left {worker} lost-task {lost}"),
+            &format!("decide m1: worker-left {worker} lost-task {lost}"),
         );
         find(trace, expired, &format!("{next}->{survivor}"));
         assert_eq!(rounds_assigning(trace, &lost), 1, "nobody runs it again");
         let violation = report.violation.as_ref().expect("today the task is lost");
-        assert_eq!(violation.invariant, Invariant::FinishedExactlyOnce);
+        assert_eq!(violation.invariant, Invariant::Liveness);
         assert_eq!(
             violation.detail,
             format!(
