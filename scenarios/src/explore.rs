@@ -286,12 +286,14 @@ async fn inject(h: &Harness, fault: &PlannedFault) -> Option<(String, u64)> {
                 return None;
             }
         },
-        Target::Worker(n) if n <= h.workers_started() => h.worker_session(n),
-        Target::Worker(n) => {
-            h.sim()
-                .note(format!("harness: no fault on w{n}, which has not started"));
-            return None;
-        }
+        Target::Worker(n) => match h.current_session(&format!("w{n}")) {
+            Some(session) => session,
+            None => {
+                h.sim()
+                    .note(format!("harness: no fault on w{n}, which has not started"));
+                return None;
+            }
+        },
     };
     match fault.kind {
         FaultKind::CutShort { ms } | FaultKind::CutLong { ms } => {

@@ -325,6 +325,22 @@ impl Harness {
             .expect("a started candidate has a session")
     }
 
+    /// The session the actor called `name` (`m1`, `w2`...) runs on now;
+    /// `None` before its first session is open.
+    pub fn current_session(&self, name: &str) -> Option<SessionId> {
+        let index = actor_index(name);
+        let connector = if name.starts_with('m') {
+            lock(&self.masters)
+                .get(index)
+                .map(|actor| actor.connector.clone())
+        } else {
+            lock(&self.workers)
+                .get(index)
+                .map(|actor| actor.connector.clone())
+        };
+        connector.and_then(|connector| connector.current())
+    }
+
     /// The session that holds the master node now, if any.
     pub async fn current_leader(&self) -> Option<SessionId> {
         let master = self.layout.master();
