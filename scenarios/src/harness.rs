@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-use zkdist_coord::{Client, Layout, SessionId, TaskId, WorkerId};
+use zkdist_coord::{Client, ClientError, Coordinator, Layout, SessionId, TaskId, WorkerId};
 use zkdist_master::{MasterDecision, MasterState};
 use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
 use zkdist_worker::WorkerDecision;
@@ -428,6 +428,27 @@ impl Harness {
         ));
         lock(&self.submitted).push(task.clone());
         task
+    }
+
+    /// Submits like [`Harness::submit`], but hands back the client's error
+    /// instead of panicking on it (a scenario that cuts the client's link).
+    pub async fn try_submit(&self, work_us: u64) -> Result<TaskId, ClientError> {
+        let n = lock(&self.submitted).len() as u64;
+        let task = self.client.submit(&task_payload(n, work_us)).await;
+        let text = match &task {
+            Ok(task) => format!("submitted {task} (work {}us)", work_us),
+            Err(error) => format!("submit failed: {error}"),
+        };
+        self.sim.note(decision_line("client", &text));
+        if let Ok(task) = &task {
+            lock(&self.submitted).push(task.clone());
+        }
+        task
+    }
+
+    /// The client's session.
+    pub fn client_session(&self) -> SessionId {
+        self.client.session().session_id()
     }
 
     pub fn submitted(&self) -> Vec<TaskId> {

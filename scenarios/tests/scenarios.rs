@@ -4,7 +4,7 @@
 //! shows up as a diff. Each scenario asserts its own interleaving and
 //! outcome as it runs.
 
-use zkdist_scenarios::{Invariant, RunReport, scenarios};
+use zkdist_scenarios::{RunReport, scenarios};
 
 /// Runs `name` twice, checks the runs agree and match the snapshot, and
 /// returns the report.
@@ -72,22 +72,74 @@ fn assignment_recreated_before_rearm() {
     holds("assignment_recreated_before_rearm");
 }
 
-/// Today's outcome, asserted in detail by the scenario itself: the task
-/// runs twice. The failures issue turns this into a run with no violation.
-#[test]
-fn connection_loss_on_applied_assignment_create() {
-    let report = run_twice("connection_loss_on_applied_assignment_create");
-    let violation = report.violation.expect("today's outcome is a violation");
-    assert_eq!(violation.invariant, Invariant::FinishedExactlyOnce);
-}
-
-/// Today's outcome, asserted in detail by the scenario itself: the task is
-/// lost.
 #[test]
 fn worker_expires_holding_assignment() {
-    let report = run_twice("worker_expires_holding_assignment");
-    let violation = report.violation.expect("today's outcome is a violation");
-    assert_eq!(violation.invariant, Invariant::Liveness);
+    holds("worker_expires_holding_assignment");
+}
+
+#[test]
+fn master_killed_mid_round() {
+    holds("master_killed_mid_round");
+}
+
+#[test]
+fn master_partitioned_standby_takes_over() {
+    holds("master_partitioned_standby_takes_over");
+}
+
+#[test]
+fn master_session_expires() {
+    holds("master_session_expires");
+}
+
+#[test]
+fn worker_killed_mid_task() {
+    holds("worker_killed_mid_task");
+}
+
+#[test]
+fn zombie_worker_completes_late() {
+    holds("zombie_worker_completes_late");
+}
+
+#[test]
+fn connection_loss_on_submit_applied() {
+    holds("connection_loss_on_submit_applied");
+}
+
+#[test]
+fn connection_loss_on_submit_not_applied() {
+    holds("connection_loss_on_submit_not_applied");
+}
+
+#[test]
+fn connection_loss_on_assignment_create_applied() {
+    holds("connection_loss_on_assignment_create_applied");
+}
+
+#[test]
+fn connection_loss_on_assignment_create_not_applied() {
+    holds("connection_loss_on_assignment_create_not_applied");
+}
+
+#[test]
+fn connection_loss_on_completion_applied() {
+    holds("connection_loss_on_completion_applied");
+}
+
+#[test]
+fn connection_loss_on_completion_not_applied() {
+    holds("connection_loss_on_completion_not_applied");
+}
+
+#[test]
+fn connection_loss_on_reclaim_applied() {
+    holds("connection_loss_on_reclaim_applied");
+}
+
+#[test]
+fn connection_loss_on_reclaim_not_applied() {
+    holds("connection_loss_on_reclaim_not_applied");
 }
 
 #[test]

@@ -4,13 +4,16 @@
 //! trace that it did, and checks what must hold (the checker runs
 //! throughout). The tests snapshot each scenario's trace.
 //!
-//! Two scenarios record failures the founding design does not handle
-//! (connection loss on an applied assignment create, a worker's session
-//! expiring mid-task); they assert today's outcome, violation included.
+//! The failure scenarios (a master killed mid-round, partitioned, expired;
+//! a worker killed mid-task, expired, or completing as a zombie; and a
+//! connection loss on each kind of write, applied and not applied) run
+//! with two master candidates where a standby matters, and require that
+//! no rule breaks and every task finishes exactly once.
 
 mod burst;
-mod create_connection_loss;
+mod connection_loss;
 mod existing_state;
+mod failures;
 mod finish_while_tasks_arrive;
 mod lost_wakeup;
 mod register_during_round;
@@ -19,6 +22,7 @@ mod stale_listing;
 mod worker_expires;
 
 use crate::harness::RunReport;
+use connection_loss::Write;
 use finish_while_tasks_arrive::Order;
 
 /// A named scenario and the seed it runs with.
@@ -42,7 +46,7 @@ impl Scenario {
     }
 }
 
-pub const ALL: [Scenario; 9] = [
+pub const ALL: [Scenario; 21] = [
     Scenario {
         name: "finish_then_task_arrive_while_master_held",
         seed: 101,
@@ -86,16 +90,88 @@ pub const ALL: [Scenario; 9] = [
         run: lost_wakeup::run_scenario,
     },
     Scenario {
-        name: "connection_loss_on_applied_assignment_create",
-        seed: 108,
-        about: "the master's assignment create is applied but its reply lost (today: the task runs twice)",
-        run: create_connection_loss::run_scenario,
-    },
-    Scenario {
         name: "worker_expires_holding_assignment",
         seed: 109,
-        about: "a worker's session expires mid-task (today: the task is lost)",
+        about: "a worker's session expires mid-task: the task is re-queued and runs elsewhere",
         run: worker_expires::run_scenario,
+    },
+    Scenario {
+        name: "master_killed_mid_round",
+        seed: 110,
+        about: "the master dies between two assignment creates; the standby takes over",
+        run: failures::master_killed_mid_round,
+    },
+    Scenario {
+        name: "master_partitioned_standby_takes_over",
+        seed: 111,
+        about: "the master is cut off past its timeout; the standby leads; the old one stands by",
+        run: failures::master_partitioned_standby_takes_over,
+    },
+    Scenario {
+        name: "master_session_expires",
+        seed: 112,
+        about: "the master's session expires; the standby leads; the old one re-joins",
+        run: failures::master_session_expires,
+    },
+    Scenario {
+        name: "worker_killed_mid_task",
+        seed: 113,
+        about: "a worker's process dies mid-task; its task is reclaimed and runs elsewhere",
+        run: failures::worker_killed_mid_task,
+    },
+    Scenario {
+        name: "zombie_worker_completes_late",
+        seed: 114,
+        about: "a worker finishes after its session expired; it writes nothing",
+        run: failures::zombie_worker_completes_late,
+    },
+    Scenario {
+        name: "connection_loss_on_submit_applied",
+        seed: 120,
+        about: "the client's task create is applied but its reply lost: no second task",
+        run: |seed| connection_loss::run_write(seed, Write::Submit, true),
+    },
+    Scenario {
+        name: "connection_loss_on_submit_not_applied",
+        seed: 121,
+        about: "the client's task create is lost on the way: it is created once",
+        run: |seed| connection_loss::run_write(seed, Write::Submit, false),
+    },
+    Scenario {
+        name: "connection_loss_on_assignment_create_applied",
+        seed: 122,
+        about: "the master's assignment create is applied but its reply lost",
+        run: |seed| connection_loss::run_write(seed, Write::AssignmentCreate, true),
+    },
+    Scenario {
+        name: "connection_loss_on_assignment_create_not_applied",
+        seed: 123,
+        about: "the master's assignment create is lost on the way",
+        run: |seed| connection_loss::run_write(seed, Write::AssignmentCreate, false),
+    },
+    Scenario {
+        name: "connection_loss_on_completion_applied",
+        seed: 124,
+        about: "the worker's completion is applied but its reply lost",
+        run: |seed| connection_loss::run_write(seed, Write::Completion, true),
+    },
+    Scenario {
+        name: "connection_loss_on_completion_not_applied",
+        seed: 125,
+        about: "the worker's completion is lost on the way",
+        run: |seed| connection_loss::run_write(seed, Write::Completion, false),
+    },
+    Scenario {
+        name: "connection_loss_on_reclaim_applied",
+        seed: 126,
+        about: "the master's reclaim of a dead worker's assignment is applied but its reply lost",
+        run: |seed| connection_loss::run_write(seed, Write::Reclaim, true),
+    },
+    Scenario {
+        name: "connection_loss_on_reclaim_not_applied",
+        seed: 127,
+        about: "the master's reclaim of a dead worker's assignment is lost on the way",
+        run: |seed| connection_loss::run_write(seed, Write::Reclaim, false),
     },
 ];
 

@@ -1,0 +1,199 @@
+//! Processes that fail: a master killed in the middle of a round, a master
+//! cut off while a standby takes over, a master's and a worker's session
+//! expiring, a worker killed in the middle of its task, and a worker that
+//! finishes its task after its session expired (a zombie).
+//!
+//! What must hold in each: no rule breaks (the checker runs throughout:
+//! no task held twice, no write from a deposed master or a zombie), every
+//! task finishes exactly once, and the role that failed comes back (a
+//! crashed process when restarted, an expired one on a new session).
+
+use std::time::Duration;
+
+use super::script::{assignment_exists, find, run, settle, step_until, until};
+use crate::harness::RunReport;
+
+/// Far more than any task of these scenarios takes.
+const FINISH_LIMIT: Duration = Duration::from_secs(60);
+/// Past the harness's session timeout (2 s).
+const PAST_TIMEOUT: Duration = Duration::from_millis(3_000);
+
+/// Two master candidates (`m1` leads, `m2` stands by) and `workers`
+/// registered workers.
+async fn cluster(h: &crate::Harness, workers: usize) {
+    h.start_master().await;
+    h.start_master().await;
+    for n in 1..=workers {
+        h.start_worker().await;
+        h.registered(n).await;
+    }
+    settle().await;
+}
+
+/// The leader is killed between the two assignment creates of one round:
+/// the first is applied, the second is in flight (the seed decides whether
+/// it reached the server). The standby takes over once the dead leader's
+/// session expires, rebuilds from the tree and finishes the job; the dead
+/// candidate restarts and stands by.
+pub fn master_killed_mid_round(seed: u64) -> RunReport {
+    run(seed, async move |h| {
+        cluster(h, 2).await;
+        let m1 = h.master_session(1);
+        h.submit(20_000).await;
+        h.submit(20_000).await;
+        h.note("pause, and step until the first assignment is applied");
+        h.sim().pause().await;
+        step_until(h, "create /zkdist/assignments/").await;
+        h.note("the round's first assignment is applied: kill the master");
+        let killed = h.crash(m1).await.expect("m1's process");
+        h.sim().resume().await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        h.restart(&killed);
+        assert!(h.all_finished(FINISH_LIMIT).await, "every task finishes");
+        let report = h.finish().await;
+
+        let trace = &report.trace;
+        let crashed = find(trace, 0, "control crash m1");
+        let expired = find(trace, crashed, "m1 expire");
+        find(trace, expired, "decide m2: elected");
+        find(trace, crashed, "harness: restart m1");
+        find(trace, crashed, "decide m1: standing-by");
+        report
+    })
+}
+
+/// The leader's link is cut past its session timeout while tasks run: its
+/// session expires, the standby is elected and carries on, new tasks go
+/// out meanwhile; when the link heals the old leader learns its session
+/// expired, writes nothing, and stands by on a new session.
+pub fn master_partitioned_standby_takes_over(seed: u64) -> RunReport {
+    run(seed, async move |h| {
+        cluster(h, 2).await;
+        let m1 = h.master_session(1);
+        let worker = h.registered(1).await;
+        h.submit(1_000_000).await;
+        until(
+            h,
+            "the first task is assigned",
+            assignment_exists(h, &worker),
+        )
+        .await;
+        h.note("cut the leader off past its session timeout");
+        h.cut(m1, PAST_TIMEOUT + Duration::from_millis(500)).await;
+        let later = h.submit(5_000).await;
+        let _ = later;
+        assert!(h.all_finished(FINISH_LIMIT).await, "every task finishes");
+        let report = h.finish().await;
+
+        let trace = &report.trace;
+        let cut = find(trace, 0, "control cut m1");
+        let expired = find(trace, cut, "m1 expire");
+        let elected = find(trace, expired, "decide m2: elected");
+        let healed = find(trace, elected, "heal m1: the session expired");
+        find(trace, healed, "connect m1.2");
+        find(trace, healed, "decide m1: standing-by");
+        report
+    })
+}
+
+/// The leader's session expires (the server ends it): the standby is
+/// elected; the old leader's process notices, opens a new session and
+/// stands by.
+pub fn master_session_expires(seed: u64) -> RunReport {
+    run(seed, async move |h| {
+        cluster(h, 2).await;
+        let m1 = h.master_session(1);
+        h.submit(30_000).await;
+        h.submit(30_000).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        h.note("expire the leader's session");
+        h.expire(m1).await;
+        h.submit(1_000).await;
+        assert!(h.all_finished(FINISH_LIMIT).await, "every task finishes");
+        let report = h.finish().await;
+
+        let trace = &report.trace;
+        let expired = find(trace, 0, "control expire m1");
+        find(trace, expired, "decide m2: elected");
+        find(trace, expired, "connect m1.2");
+        find(trace, expired, "decide m1: standing-by");
+        report
+    })
+}
+
+/// A worker's process is killed while it runs its task: its session
+/// expires after the timeout, the master reclaims the assignment and puts
+/// the task back in the queue, and the other worker runs it. The killed
+/// worker restarts and registers under a new id.
+pub fn worker_killed_mid_task(seed: u64) -> RunReport {
+    run(seed, async move |h| {
+        h.start_master().await;
+        let doomed = h.start_worker().await;
+        let worker = h.registered(1).await;
+        h.start_worker().await;
+        let survivor = h.registered(2).await;
+        settle().await;
+
+        let task = h.submit(50_000).await;
+        until(h, "the task is assigned", assignment_exists(h, &worker)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        h.note("kill the first worker's process while it runs the task");
+        let killed = h.crash(doomed).await.expect("w1's process");
+        tokio::time::sleep(PAST_TIMEOUT).await;
+        h.restart(&killed);
+        assert!(h.all_finished(FINISH_LIMIT).await, "every task finishes");
+        let report = h.finish().await;
+
+        let trace = &report.trace;
+        let crashed = find(trace, 0, "control crash w1");
+        let expired = find(trace, crashed, "w1 expire");
+        let reclaimed = find(
+            trace,
+            expired,
+            &format!("decide m1: assignment-reclaimed {task} from {worker}"),
+        );
+        let requeued = find(
+            trace,
+            reclaimed,
+            &format!("decide m1: task-requeued {task}"),
+        );
+        find(trace, requeued, &format!("{task}->{survivor}"));
+        find(trace, crashed, "connect w1.2");
+        report
+    })
+}
+
+/// A worker's link is cut past its session timeout while it runs a long
+/// task: the server expires its session, the master reclaims and
+/// re-queues the task, and the other worker runs it. The cut-off worker
+/// finishes the task while still cut off (a zombie): its completion is
+/// refused with its expired session, it writes nothing, and it joins
+/// again under a new id.
+pub fn zombie_worker_completes_late(seed: u64) -> RunReport {
+    run(seed, async move |h| {
+        h.start_master().await;
+        let zombie = h.start_worker().await;
+        let worker = h.registered(1).await;
+        h.start_worker().await;
+        let survivor = h.registered(2).await;
+        settle().await;
+
+        let task = h.submit(2_500_000).await;
+        until(h, "the task is assigned", assignment_exists(h, &worker)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        h.note("cut the first worker off until after it finished its task");
+        h.cut(zombie, Duration::from_millis(4_000)).await;
+        assert!(h.all_finished(FINISH_LIMIT).await, "every task finishes");
+        h.registered_again(1, &worker).await;
+        let report = h.finish().await;
+
+        let trace = &report.trace;
+        let cut = find(trace, 0, "control cut w1");
+        let expired = find(trace, cut, "w1 expire");
+        find(trace, expired, &format!("decide m1: task-requeued {task}"));
+        let rerun = find(trace, expired, &format!("{survivor} started {task}"));
+        let healed = find(trace, rerun, "heal w1: the session expired");
+        find(trace, healed, "connect w1.2");
+        report
+    })
+}
