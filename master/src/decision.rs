@@ -275,7 +275,11 @@ impl fmt::Display for MasterDecision {
                 worker,
                 task,
                 recovery,
-            } => write!(f, "assignment-recovered {task}->{worker} {}", recovery.name()),
+            } => write!(
+                f,
+                "assignment-recovered {task}->{worker} {}",
+                recovery.name()
+            ),
             MasterDecision::AssignmentReclaimed {
                 worker,
                 task,
@@ -407,9 +411,15 @@ mod tests {
                 },
                 "task-requeued task-0000000005 not-applied worker-0000000002",
             ),
-            (MasterDecision::Elected { epoch: Epoch(3) }, "elected epoch=3"),
+            (
+                MasterDecision::Elected { epoch: Epoch(3) },
+                "elected epoch=3",
+            ),
             (MasterDecision::StandingBy, "standing-by"),
-            (MasterDecision::Deposed { epoch: Epoch(3) }, "deposed epoch=3"),
+            (
+                MasterDecision::Deposed { epoch: Epoch(3) },
+                "deposed epoch=3",
+            ),
             (
                 MasterDecision::SessionLost {
                     state: Some(SessionState::Expired),

@@ -159,7 +159,10 @@ pub(crate) async fn stand_by<C: Coordinator>(
     layout: &Layout,
 ) -> ZkResult<StandbyEnd> {
     let master = layout.master();
-    if retry_read(|| zk.exists(&master, Watch::Yes)).await?.is_none() {
+    if retry_read(|| zk.exists(&master, Watch::Yes))
+        .await?
+        .is_none()
+    {
         return Ok(StandbyEnd::ClaimAgain);
     }
     let mut disconnected = false;

@@ -13,9 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
-use zkdist_coord::{
-    Connector, Coordinator, ErrorCode, EventStream, Layout, SessionState, ZkError,
-};
+use zkdist_coord::{Connector, Coordinator, ErrorCode, EventStream, Layout, SessionState, ZkError};
 
 use crate::decision::MasterDecision;
 use crate::election::{StandbyEnd, claim_master, stand_by};

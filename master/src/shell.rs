@@ -75,10 +75,10 @@ enum Reply {
 }
 
 /// What a fenced write's reply means.
-enum Fenced {
+enum FencedReply {
     Applied,
     /// The epoch check (op 0) failed.
-    Fenced,
+    FencedOff,
     /// The write's own op failed: nothing was applied.
     OpFailed(ZkError),
     /// Connection loss: applied or not, nobody knows yet.
@@ -88,13 +88,13 @@ enum Fenced {
     Error(ZkError),
 }
 
-fn classify(result: ZkResult<Vec<OpResult>>) -> Fenced {
+fn classify(result: ZkResult<Vec<OpResult>>) -> FencedReply {
     match result {
-        Ok(_) => Fenced::Applied,
-        Err(ZkError::Multi { index: 0, .. }) => Fenced::Fenced,
-        Err(ZkError::Multi { error, .. }) => Fenced::OpFailed(*error),
-        Err(error) if error.is_outcome_unknown() => Fenced::Unknown,
-        Err(error) => Fenced::Error(error),
+        Ok(_) => FencedReply::Applied,
+        Err(ZkError::Multi { index: 0, .. }) => FencedReply::FencedOff,
+        Err(ZkError::Multi { error, .. }) => FencedReply::OpFailed(*error),
+        Err(error) if error.is_outcome_unknown() => FencedReply::Unknown,
+        Err(error) => FencedReply::Error(error),
     }
 }
 
@@ -298,12 +298,14 @@ impl<C: Coordinator> Master<C> {
                 result,
             } => {
                 let outcome = match classify(result) {
-                    Fenced::Applied => WriteOutcome::Applied,
-                    Fenced::Fenced => WriteOutcome::Fenced,
-                    Fenced::Unknown => WriteOutcome::Unknown,
-                    Fenced::OpFailed(error) => WriteOutcome::Failed(error.to_string()),
-                    Fenced::Error(error) => match session_end(&error) {
-                        Some(state) => return Err(MasterError::SessionEnded { state: Some(state) }),
+                    FencedReply::Applied => WriteOutcome::Applied,
+                    FencedReply::FencedOff => WriteOutcome::Fenced,
+                    FencedReply::Unknown => WriteOutcome::Unknown,
+                    FencedReply::OpFailed(error) => WriteOutcome::Failed(error.to_string()),
+                    FencedReply::Error(error) => match session_end(&error) {
+                        Some(state) => {
+                            return Err(MasterError::SessionEnded { state: Some(state) });
+                        }
                         None => WriteOutcome::Failed(error.to_string()),
                     },
                 };
@@ -434,7 +436,11 @@ impl<C: Coordinator> Master<C> {
 /// Whether `task` has a result, exists without one, or is gone. A task with
 /// a result is finished whatever else holds; without one, whether its node
 /// exists tells unfinished from gone.
-async fn task_status<C: Coordinator>(zk: &C, layout: &Layout, task: &TaskId) -> ZkResult<TaskStatus> {
+async fn task_status<C: Coordinator>(
+    zk: &C,
+    layout: &Layout,
+    task: &TaskId,
+) -> ZkResult<TaskStatus> {
     if retrying_read!(zk.exists(&layout.result(task), Watch::No))?.is_some() {
         return Ok(TaskStatus::Finished);
     }
@@ -495,13 +501,13 @@ async fn reclaim<C: Coordinator>(
             },
         ];
         match classify(zk.multi(ops).await) {
-            Fenced::Applied => break true,
-            Fenced::OpFailed(ZkError::NoNode { .. }) => break false,
-            Fenced::Fenced => return Ok(ReclaimOutcome::Fenced),
-            Fenced::Unknown => {
+            FencedReply::Applied => break true,
+            FencedReply::OpFailed(ZkError::NoNode { .. }) => break false,
+            FencedReply::FencedOff => return Ok(ReclaimOutcome::Fenced),
+            FencedReply::Unknown => {
                 tokio::time::sleep(Duration::from_millis(READ_RETRY_DELAY_MS)).await
             }
-            Fenced::OpFailed(error) | Fenced::Error(error) => return Err(error),
+            FencedReply::OpFailed(error) | FencedReply::Error(error) => return Err(error),
         }
     };
     let status = task_status(zk, layout, task).await?;

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use zkdist_coord::{Coordinator, CreateMode, Layout, TaskResult};
-use zkdist_master::{Master, MasterDecision, MasterError, Trigger};
+use zkdist_master::{Epoch, Master, MasterDecision, MasterError, Trigger, claim_master};
 use zkdist_sim::{Latency, SimConfig, SimZk};
 use zkdist_worker::WorkerDecision;
 
@@ -145,7 +145,8 @@ fn the_master_stops_with_a_clear_error_when_its_session_expires() {
         let layout = Layout::default();
         let (zk, events) = sim.connect("master").await.unwrap();
         let session = zk.session_id();
-        let master = tokio::spawn(Master::new(zk, events, layout).run());
+        // Unclaimed: the test is about the session, not the election.
+        let master = tokio::spawn(Master::new(zk, events, layout, Epoch(0)).run());
         tokio::time::sleep(Duration::from_millis(10)).await;
         sim.expire(session).await;
         let outcome = tokio::time::timeout(STEP_TIMEOUT, master)
@@ -172,7 +173,11 @@ fn a_root_that_cannot_be_created_is_a_clear_error() {
             .unwrap();
         let layout = Layout::new("/ephemeral/zkdist").unwrap();
         let (zk, events) = sim.connect("master").await.unwrap();
-        let error = Master::new(zk, events, layout).run().await.unwrap_err();
+        // Unclaimed: the claim would fail on the layout the same way.
+        let error = Master::new(zk, events, layout, Epoch(0))
+            .run()
+            .await
+            .unwrap_err();
         assert!(matches!(error, MasterError::Layout { .. }), "{error:?}");
         let message = error.to_string();
         assert!(message.contains("/ephemeral/zkdist"), "{message}");
@@ -208,10 +213,11 @@ fn tasks_submitted_while_the_master_is_disconnected_are_assigned_after() {
         let layout = Layout::default();
         let (zk, events) = sim.connect("master").await.unwrap();
         let master_session = zk.session_id();
+        let epoch = claim_master(&zk, &layout).await.unwrap().unwrap();
         let (decisions_tx, mut decisions) = tokio::sync::mpsc::unbounded_channel();
         let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let master = tokio::spawn(
-            Master::new(zk, events, layout.clone())
+            Master::new(zk, events, layout.clone(), epoch)
                 .with_observer(decisions_tx)
                 .run_until(async move {
                     let _ = stop_rx.await;
@@ -247,7 +253,9 @@ fn tasks_submitted_while_the_master_is_disconnected_are_assigned_after() {
                 .unwrap_or_else(|| panic!("no reconnection in the trace:\n{}", trace.join("\n")));
         let first_assignment = trace
             .iter()
-            .position(|line| line.contains("master create /zkdist/assignments/"))
+            .position(|line| {
+                line.contains("master multi") && line.contains("create /zkdist/assignments/")
+            })
             .expect("an assignment was created");
         assert!(
             healed < first_assignment,

@@ -710,9 +710,7 @@ impl MasterState {
         assert_eq!(departed.task, task);
         assert_ne!(departed.stage, DepartedStage::Reclaiming);
         departed.stage = DepartedStage::Reclaiming;
-        self.step
-            .commands
-            .push(Command::Reclaim { worker, task });
+        self.step.commands.push(Command::Reclaim { worker, task });
     }
 
     /// Puts a task no one holds back in the queue, at its place in task

@@ -86,7 +86,8 @@ fn relist(master: &mut MasterState, dir: Directory, children: Vec<String>) -> St
 /// Confirms every create of a step.
 fn confirm(master: &mut MasterState, step: &Step) {
     for (worker, task) in creates(step) {
-        let confirmed = master.on_assignment_created(worker.clone(), task.clone(), WriteOutcome::Applied);
+        let confirmed =
+            master.on_assignment_created(worker.clone(), task.clone(), WriteOutcome::Applied);
         assert_eq!(
             confirmed.decisions,
             vec![MasterDecision::AssignmentCreated { worker, task }]
@@ -787,11 +788,14 @@ fn a_create_in_doubt_for_a_worker_that_left_is_reclaimed_whatever_happened() {
             status: TaskStatus::Unfinished,
         },
     );
-    assert!(step.decisions.contains(&MasterDecision::AssignmentReclaimed {
-        worker: w(1),
-        task: t(1),
-        deleted: false
-    }));
+    assert!(
+        step.decisions
+            .contains(&MasterDecision::AssignmentReclaimed {
+                worker: w(1),
+                task: t(1),
+                deleted: false
+            })
+    );
     assert_eq!(pending(&master), [t(1), t(2)]);
 }
 
@@ -848,11 +852,8 @@ fn a_create_in_doubt_is_read_back_and_never_sent_blindly_again() {
 fn a_create_in_doubt_found_not_applied_requeues_the_task_and_assigns_it_again() {
     let mut master = create_in_flight();
     master.on_assignment_created(w(1), t(1), WriteOutcome::Unknown);
-    let step = master.on_assignment_recovered(
-        w(1),
-        t(1),
-        AssignmentFound::Absent(TaskStatus::Unfinished),
-    );
+    let step =
+        master.on_assignment_recovered(w(1), t(1), AssignmentFound::Absent(TaskStatus::Unfinished));
     assert_eq!(
         step.decisions,
         vec![
