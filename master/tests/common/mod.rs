@@ -99,6 +99,11 @@ impl<T, D> Running<T, D> {
         self.handle.abort();
     }
 
+    /// Waits for the actor's next decision (`None` once it stopped).
+    pub async fn next_decision(&mut self) -> Option<D> {
+        self.decisions.recv().await
+    }
+
     /// Decisions taken so far.
     pub fn decisions_so_far(&mut self) -> Vec<D> {
         let mut taken = Vec::new();
