@@ -63,27 +63,33 @@ pub async fn run_master_role<K: Connector>(
         }
     };
     loop {
-        let end = tokio::select! {
+        let connected = tokio::select! {
             biased;
             () = &mut shutdown => return Ok(()),
-            connected = connector.connect() => match connected {
-                Ok((zk, events)) => {
-                    let zk = Arc::new(zk);
-                    let end = run_session(&zk, events, &layout, shutdown.as_mut(), &observer, &publish).await;
-                    // Best effort: an ended session refuses, which is fine.
-                    let _ = zk.close().await;
-                    end?
-                }
-                Err(error) if is_permanent(&error) => {
-                    return Err(MasterError::SessionEnded { state: Some(SessionState::AuthFailed) });
-                }
-                Err(error) => {
-                    publish(MasterDecision::Restarting {
-                        reason: format!("cannot connect: {error}"),
-                    });
-                    SessionEnd::Restart
-                }
-            },
+            connected = connector.connect() => connected,
+        };
+        let end = match connected {
+            Ok((zk, events)) => {
+                let zk = Arc::new(zk);
+                let end =
+                    run_session(&zk, events, &layout, shutdown.as_mut(), &observer, &publish).await;
+                // Best effort: frees the `master` node at once if this
+                // session still holds it; an ended session refuses, which
+                // is fine.
+                let _ = zk.close().await;
+                end?
+            }
+            Err(error) if is_permanent(&error) => {
+                return Err(MasterError::SessionEnded {
+                    state: Some(SessionState::AuthFailed),
+                });
+            }
+            Err(error) => {
+                publish(MasterDecision::Restarting {
+                    reason: format!("cannot connect: {error}"),
+                });
+                SessionEnd::Restart
+            }
         };
         match end {
             SessionEnd::Shutdown => return Ok(()),
