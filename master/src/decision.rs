@@ -8,7 +8,8 @@ use zkdist_coord::{Directory, SessionState, TaskId, WorkerId};
 
 use crate::election::Epoch;
 
-/// Why an assignment round ran. The founding design allows exactly three.
+/// Why an assignment round ran: the founding design's three triggers, and a
+/// fourth for a task that goes back to the queue after a failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Trigger {
     /// A task appeared (there may be idle workers for it).

@@ -375,3 +375,17 @@ fn a_dead_workers_task_is_requeued_and_finishes_on_another_worker() {
         assert_eq!(state.workers().len(), 1, "only the survivor is left");
     });
 }
+
+/// Failover keeps a run a function of its seed, under madsim's randomized
+/// scheduling too.
+#[cfg(madsim)]
+#[test]
+fn failover_is_deterministic() {
+    use zkdist_sim::runtime::{check_determinism, current_seed};
+    check_determinism(3, || async {
+        failover(current_seed(), MasterFault::Expire).await
+    });
+    check_determinism(4, || async {
+        failover(current_seed(), MasterFault::Crash).await
+    });
+}
