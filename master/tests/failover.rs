@@ -1,5 +1,6 @@
 //! Failures the master must survive, end to end on the simulator: the
-//! leading master's session expiring or its process crashing while a
+//! leading master's session expiring, its process crashing, or its link
+//! cut past the session timeout while a
 //! standby waits, and a worker dying mid-task. In each case every task
 //! finishes exactly once, checked on the server's tree.
 
@@ -113,6 +114,11 @@ enum MasterFault {
     /// The leader's process dies; the server expires its session after the
     /// session timeout.
     Crash,
+    /// The leader's link is cut for longer than the session timeout: the
+    /// server expires the session while the leader hears nothing, and the
+    /// leader learns it only when the link heals, after the standby took
+    /// over.
+    Partition,
 }
 
 async fn failover(seed: u64, fault: MasterFault) {
@@ -164,6 +170,11 @@ async fn failover(seed: u64, fault: MasterFault) {
     let first = match fault {
         MasterFault::Expire => {
             sim.expire(leader).await;
+            Ok(first)
+        }
+        MasterFault::Partition => {
+            sim.cut(leader, Duration::from_millis(SESSION_TIMEOUT_MS + 1_000))
+                .await;
             Ok(first)
         }
         MasterFault::Crash => {
@@ -226,10 +237,10 @@ async fn failover(seed: u64, fault: MasterFault) {
             "seed {seed}: the successor found tasks waiting"
         );
     }
-    if fault == MasterFault::Crash {
+    if fault != MasterFault::Expire {
         assert_eq!(elected_epochs(&decisions[1]), [Epoch(2)], "the standby won");
     }
-    if fault == MasterFault::Expire {
+    if fault != MasterFault::Crash {
         assert!(
             decisions[0].contains(&MasterDecision::SessionLost {
                 state: Some(zkdist_coord::SessionState::Expired)
@@ -374,6 +385,13 @@ fn a_dead_workers_task_is_requeued_and_finishes_on_another_worker() {
         assert_eq!(state.reclaiming().count(), 0);
         assert_eq!(state.workers().len(), 1, "only the survivor is left");
     });
+}
+
+#[test]
+fn a_standby_takes_over_while_the_master_is_partitioned() {
+    for seed in 0..6 {
+        run_sim(seed, failover(seed, MasterFault::Partition));
+    }
 }
 
 /// Failover keeps a run a function of its seed, under madsim's randomized
