@@ -1,8 +1,8 @@
 //! Failures the master must survive, end to end on the simulator: the
 //! leading master's session expiring, its process crashing, or its link
-//! cut past the session timeout while a
-//! standby waits, and a worker dying mid-task. In each case every task
-//! finishes exactly once, checked on the server's tree.
+//! cut past the session timeout while a standby waits, and a worker dying
+//! mid-task. In each case every task finishes exactly once, checked on the
+//! server's tree.
 
 mod common;
 
