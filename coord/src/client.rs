@@ -115,7 +115,9 @@ impl<C: Coordinator> Client<C> {
         &self.zk
     }
 
-    /// Gives the session and its event stream back.
+    /// Gives the session and its event stream back. A `Client` built again
+    /// on the same session counts its submissions from zero again, so its
+    /// tokens repeat the first one's: do not submit through both.
     pub fn into_parts(self) -> (C, EventStream) {
         (self.zk, self.events)
     }

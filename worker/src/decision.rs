@@ -44,7 +44,9 @@ pub enum WorkerDecision {
         applied: bool,
     },
     /// The session ended while the worker held `task`: it stopped running
-    /// it and wrote nothing (the master re-queues it).
+    /// it and sends nothing more (the master re-queues it). Only a
+    /// completion already sent, whose reply the session's end cut off, may
+    /// have been applied; the master then finds the result.
     TaskAbandoned { worker: WorkerId, task: TaskId },
     /// The session ended (expired, closed, or its stream stopped): this
     /// worker id acts no more.

@@ -16,7 +16,7 @@ use std::pin::{Pin, pin};
 use tokio::sync::mpsc::UnboundedSender;
 use zkdist_coord::retry::until_known;
 use zkdist_coord::{
-    Coordinator, CreateMode, ErrorCode, Event, EventStream, Layout, SessionState, TaskId,
+    Coordinator, CreateMode, ErrorCode, Event, EventStream, Layout, SessionState, Stat, TaskId,
     TaskResult, Watch, WorkerId, ZkError, path,
 };
 
@@ -427,10 +427,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// Reads the assignment node's stat after a write to it had an unknown
     /// outcome. The `sync` first makes the server this session now talks to
     /// catch up with the leader, so a write that was applied shows.
-    async fn read_after_loss(
-        &self,
-        assignment: &str,
-    ) -> Result<Option<zkdist_coord::Stat>, WorkerError> {
+    async fn read_after_loss(&self, assignment: &str) -> Result<Option<Stat>, WorkerError> {
         let read = async {
             until_known(|| self.zk.sync(assignment)).await?;
             until_known(|| self.zk.exists(assignment, Watch::No)).await
