@@ -404,3 +404,72 @@ fn a_worker_partitioned_past_its_session_timeout_writes_nothing() {
         );
     });
 }
+
+/// A short disconnection while the handler runs is not a session's end:
+/// the task finishes and is completed, and the disconnection's events,
+/// read while the task ran, are acted on afterwards (the worker looks at
+/// its assignment node again) without stopping it.
+#[test]
+fn a_short_disconnection_while_a_task_runs_does_not_stop_it() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        setup
+            .sim
+            .cut(worker.session.session_id(), Duration::from_secs(1))
+            .await;
+        // Past the heal: the task is still running.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        handler.open_once();
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::ResultWritten {
+                worker: id.clone(),
+                task: task.clone(),
+                success: true
+            }
+        );
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::AssignmentReleased {
+                worker: id.clone(),
+                task: Some(task.clone())
+            }
+        );
+
+        let next = setup
+            .client
+            .submit(&task_payload("echo", "next"))
+            .await
+            .unwrap();
+        handler.open_once();
+        assign_and_wait(&setup, &id, next.as_str()).await;
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::TaskStarted {
+                worker: id.clone(),
+                task: next
+            }
+        );
+        let trace = setup.sim.trace().await;
+        assert_eq!(
+            count_lines(&trace, "heal worker: reconnected"),
+            1,
+            "{}",
+            trace.join("\n")
+        );
+        // After the task the worker looked at its assignment node once more
+        // because of the disconnection it heard of meanwhile (and found it
+        // gone, its own completion having deleted it).
+        let assignment = setup.layout.assignment(&id);
+        assert_eq!(
+            count_lines(
+                &trace,
+                &format!("read worker get_data {assignment} -> NoNode")
+            ),
+            1,
+            "{}",
+            trace.join("\n")
+        );
+    });
+}
