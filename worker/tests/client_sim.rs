@@ -55,9 +55,19 @@ fn submitted_tasks_carry_distinct_tokens_and_keep_fifo_order() {
         // The token is the session's and the submission's: the first
         // submission of this session.
         let session = setup.client.session().session_id();
+        let first_token = TaskToken::for_submission(session, 0);
+        assert_eq!(submitted[0].token(), Some(first_token));
         assert_eq!(
-            submitted[0].token(),
-            Some(TaskToken::for_submission(session, 0))
+            setup.layout.task(&submitted[0]),
+            format!(
+                "{}{:010}",
+                setup.layout.protected_task_prefix(first_token),
+                submitted[0].sequence()
+            )
+        );
+        assert_eq!(
+            setup.layout.protected_task_prefix(first_token),
+            format!("/zkdist/tasks/task-{first_token}-")
         );
         // Names no longer sort in submission order (the token comes
         // first); task ids do.
