@@ -129,74 +129,88 @@ fn an_applied_completion_whose_reply_is_lost_is_recognised_and_not_sent_again() 
     });
 }
 
+/// Runs a worker whose completion is cut in flight, with `seed`; checks
+/// the outcome and returns whether the first multi was applied, and the
+/// trace.
+fn completion_cut_in_flight(seed: u64) -> (bool, Vec<String>) {
+    run_seeded(seed, async move {
+        let setup = setup_seeded(seed, Latency::Fixed { ms: LATENCY_MS }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let session = worker.session.session_id();
+        handler.open_once();
+        // The worker sends the multi at once; cut halfway through its
+        // trip to the server.
+        tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
+        setup.sim.cut(session, Duration::from_secs(1)).await;
+
+        let recovered = worker.next_decision().await;
+        let WorkerDecision::CompletionRecovered { applied, .. } = recovered else {
+            panic!("seed {seed}: {recovered}");
+        };
+        let mut expected = vec![];
+        if !applied {
+            expected.push(WorkerDecision::ResultWritten {
+                worker: id.clone(),
+                task: task.clone(),
+                success: true,
+            });
+        }
+        expected.push(WorkerDecision::AssignmentReleased {
+            worker: id.clone(),
+            task: Some(task.clone()),
+        });
+        for want in expected {
+            assert_eq!(worker.next_decision().await, want, "seed {seed}");
+        }
+
+        let trace = setup.sim.trace().await;
+        let sent_again = count_lines(&trace, "lost worker multi [create");
+        let applied_lines = count_applied(&trace, "worker multi [create");
+        assert_eq!(applied_lines, 1, "seed {seed}: applied exactly once");
+        // Not applied means the first multi never reached the server
+        // and a second one went out.
+        assert_eq!(sent_again, usize::from(!applied), "seed {seed}");
+        let result_path = setup.layout.result(&task);
+        let assignment = setup.layout.assignment(&id);
+        let (result, assigned) = setup
+            .sim
+            .inspect(move |tree| (result_of(tree, &result_path), tree.exists(&assignment)))
+            .await;
+        assert_eq!(
+            result,
+            Some(TaskResult::Success {
+                output: b"done".to_vec()
+            }),
+            "seed {seed}"
+        );
+        assert!(!assigned, "seed {seed}: the assignment is released");
+        (applied, trace)
+    })
+}
+
 /// A cut while the completion is in flight: for some seeds the multi had
 /// reached the server (applied, reply lost), for others it had not. The
 /// worker must tell which: applied is not sent again, not applied is.
 /// Either way the task ends with exactly one result and the worker idle.
 #[test]
 fn a_completion_cut_in_flight_is_sent_again_only_if_it_was_not_applied() {
-    let mut outcomes = BTreeSet::new();
-    for seed in 0..16 {
-        let applied = run_seeded(seed, async move {
-            let setup = setup_seeded(seed, Latency::Fixed { ms: LATENCY_MS }).await;
-            let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
-            let session = worker.session.session_id();
-            handler.open_once();
-            // The worker sends the multi at once; cut halfway through its
-            // trip to the server.
-            tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
-            setup.sim.cut(session, Duration::from_secs(1)).await;
-
-            let recovered = worker.next_decision().await;
-            let WorkerDecision::CompletionRecovered { applied, .. } = recovered else {
-                panic!("seed {seed}: {recovered}");
-            };
-            let mut expected = vec![];
-            if !applied {
-                expected.push(WorkerDecision::ResultWritten {
-                    worker: id.clone(),
-                    task: task.clone(),
-                    success: true,
-                });
-            }
-            expected.push(WorkerDecision::AssignmentReleased {
-                worker: id.clone(),
-                task: Some(task.clone()),
-            });
-            for want in expected {
-                assert_eq!(worker.next_decision().await, want, "seed {seed}");
-            }
-
-            let trace = setup.sim.trace().await;
-            let sent_again = count_lines(&trace, "lost worker multi [create");
-            let applied_lines = count_applied(&trace, "worker multi [create");
-            assert_eq!(applied_lines, 1, "seed {seed}: applied exactly once");
-            // Not applied means the first multi never reached the server
-            // and a second one went out.
-            assert_eq!(sent_again, usize::from(!applied), "seed {seed}");
-            let result_path = setup.layout.result(&task);
-            let assignment = setup.layout.assignment(&id);
-            let (result, assigned) = setup
-                .sim
-                .inspect(move |tree| (result_of(tree, &result_path), tree.exists(&assignment)))
-                .await;
-            assert_eq!(
-                result,
-                Some(TaskResult::Success {
-                    output: b"done".to_vec()
-                }),
-                "seed {seed}"
-            );
-            assert!(!assigned, "seed {seed}: the assignment is released");
-            applied
-        });
-        outcomes.insert(applied);
-    }
+    let outcomes: BTreeSet<bool> = (0..16)
+        .map(|seed| completion_cut_in_flight(seed).0)
+        .collect();
     assert_eq!(
         outcomes,
         BTreeSet::from([false, true]),
         "both outcomes happen for some seed"
     );
+}
+
+#[test]
+fn the_same_seed_gives_the_same_trace() {
+    for seed in [3, 4] {
+        let (_, first) = completion_cut_in_flight(seed);
+        let (_, second) = completion_cut_in_flight(seed);
+        assert_eq!(first, second, "seed {seed}");
+    }
 }
 
 #[test]
