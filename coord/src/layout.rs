@@ -18,7 +18,7 @@
 //! ```
 
 use crate::error::{ZkError, ZkResult};
-use crate::names::{TASK_PREFIX, TaskId, WORKER_PREFIX, WorkerId};
+use crate::names::{TASK_PREFIX, TaskId, TaskToken, WORKER_PREFIX, WorkerId};
 use crate::path;
 use crate::{Coordinator, CreateMode, Watch};
 
@@ -101,6 +101,13 @@ impl Layout {
     /// The prefix a persistent-sequential create turns into a new task.
     pub fn task_prefix(&self) -> String {
         path::join(&self.tasks_dir(), TASK_PREFIX)
+    }
+
+    /// The prefix a persistent-sequential create turns into a task whose
+    /// name carries `token` (`tasks/task-<token>-`), so that its creator can
+    /// find it after a connection loss.
+    pub fn protected_task_prefix(&self, token: TaskToken) -> String {
+        path::join(&self.tasks_dir(), &token.name_prefix())
     }
 
     /// A task's node; its data is the payload.
