@@ -21,9 +21,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use zkdist_coord::{Client, ClientError, Coordinator, Layout, SessionId, TaskId, WorkerId};
-use zkdist_master::{MasterDecision, MasterState};
+use zkdist_master::{MasterDecision, MasterError, MasterState};
 use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
-use zkdist_worker::WorkerDecision;
+use zkdist_worker::{WorkerDecision, WorkerError};
 
 use crate::checker::{Checker, TreeFacts, Violation, decision_line};
 use crate::handler::task_payload;
@@ -107,6 +107,9 @@ struct Actor<T> {
     worker_id: Arc<watch::Sender<Option<WorkerId>>>,
 }
 
+/// What a master candidate's process returns.
+type MasterRun = Result<Option<MasterState>, MasterError>;
+
 /// Which kind of actor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -121,8 +124,8 @@ pub struct Harness {
     shared: Arc<Shared>,
     violated: watch::Receiver<bool>,
     client: Client<SimSession>,
-    masters: Mutex<Vec<Actor<Option<MasterState>>>>,
-    workers: Mutex<Vec<Actor<Option<WorkerId>>>>,
+    masters: Mutex<Vec<Actor<MasterRun>>>,
+    workers: Mutex<Vec<Actor<Result<(), WorkerError>>>>,
     submitted: Mutex<Vec<TaskId>>,
 }
 
@@ -593,20 +596,28 @@ impl Harness {
     /// decisions. Returns the state of the one that led.
     async fn stop_masters(&self) -> Option<MasterState> {
         let leader = self.current_leader().await;
-        let processes: Vec<(bool, Process<Option<MasterState>>)> = lock(&self.masters)
+        let processes: Vec<(String, bool, Process<MasterRun>)> = lock(&self.masters)
             .iter_mut()
             .filter_map(|actor| {
                 let leads = leader.is_some_and(|session| actor.connector.owns(session));
-                actor.process.take().map(|process| (leads, process))
+                let name = actor.connector.name().to_owned();
+                actor.process.take().map(|process| (name, leads, process))
             })
             .collect();
         let mut leading = None;
-        for (leads, process) in processes {
+        for (name, leads, process) in processes {
             let _ = process.stop.send(());
-            let state = process
+            let state = match process
                 .task
                 .await
-                .expect("a master candidate does not panic");
+                .expect("a master candidate does not panic")
+            {
+                Ok(state) => state,
+                Err(error) => {
+                    self.sim.note(format!("harness: {name} gave up: {error}"));
+                    None
+                }
+            };
             let _ = process.forwarder.await;
             if leads {
                 leading = state;

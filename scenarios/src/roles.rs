@@ -7,30 +7,19 @@
 //! actor's mutant when the tests ask for one, and tells the harness which
 //! session the actor runs on now, so that faults can aim at it.
 //!
-//! [`master_role`] and [`worker_role`] are the loops themselves: a thin
-//! adapter over [`Master`] and [`Worker`], which each run one session.
+//! [`master_role`] and [`worker_role`] are the loops themselves: the
+//! master's and the worker's own role loops, with the testbed's handler.
 
 use std::future::Future;
-use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
-use zkdist_coord::{
-    Connector, Coordinator, Event, EventStream, Layout, SessionId, SessionState, Watch, WatchKind,
-    WorkerId, ZkError, ZkResult,
-};
-use zkdist_master::{Master, MasterDecision, MasterState, claim_master};
+use zkdist_coord::{Connector, Coordinator, EventStream, Layout, SessionId, ZkResult};
+use zkdist_master::{MasterDecision, MasterError, MasterState, run_master_role_for_state};
 use zkdist_sim::{SimConnector, SimSession, SimZk};
-use zkdist_worker::{Worker, WorkerDecision};
+use zkdist_worker::{WorkerDecision, WorkerError, run_worker_role};
 
 use crate::handler::WorkHandler;
-
-/// How long a role waits before opening its next session, so that a
-/// session that fails at once cannot spin the simulation.
-const NEXT_SESSION_DELAY: Duration = Duration::from_millis(10);
-/// How long a role waits before a retry after an unknown outcome.
-const RETRY_DELAY: Duration = Duration::from_millis(50);
 
 /// The session a role's process works on: the mutant tests wrap it so that
 /// it plants their bug (with no mutant it passes every call through).
@@ -112,115 +101,31 @@ impl Connector for ActorConnector {
     }
 }
 
-/// A master candidate: on each session it claims the `master` node or
-/// stands by until the node goes, then runs the master until the session
-/// ends. Returns on `shutdown`, with the master's state if it led then.
+/// A master candidate: the master crate's role loop, which claims the
+/// master node or stands by, session after session. Returns on `shutdown`,
+/// with the master's state if this candidate led then (`None` too if the
+/// role gave up, which it reports as a decision-less error in the trace).
 pub(crate) async fn master_role<C: Connector>(
     connector: C,
     layout: Layout,
     shutdown: impl Future<Output = ()>,
     observer: mpsc::UnboundedSender<MasterDecision>,
-) -> Option<MasterState> {
-    let mut shutdown = pin!(shutdown);
-    loop {
-        let Ok((zk, mut events)) = connector.connect().await else {
-            tokio::time::sleep(NEXT_SESSION_DELAY).await;
-            continue;
-        };
-        let leads = tokio::select! {
-            biased;
-            () = shutdown.as_mut() => return None,
-            leads = lead_or_stand_by(&zk, &mut events, &layout) => leads,
-        };
-        if leads {
-            let master = Master::new(zk, events, layout.clone()).with_observer(observer.clone());
-            if let Ok(state) = master.run_until(shutdown.as_mut()).await {
-                return Some(state);
-            }
-        } else {
-            // The session ended while standing by: closing it is
-            // harmless.
-            let _ = zk.close().await;
-        }
-        // Dropping the last handle of a session still alive closes it, so
-        // that its ephemerals (the master node) go.
-        tokio::time::sleep(NEXT_SESSION_DELAY).await;
-    }
+) -> Result<Option<MasterState>, MasterError> {
+    run_master_role_for_state(connector, layout, shutdown, Some(observer)).await
 }
 
-/// Claims the master node, or waits for it to go and claims again. Returns
-/// true once this session leads, false when the session ended.
-async fn lead_or_stand_by<C: Coordinator>(
-    zk: &C,
-    events: &mut EventStream,
-    layout: &Layout,
-) -> bool {
-    let master = layout.master();
-    let mine = zk.session_id().to_string();
-    loop {
-        match claim_master(zk, layout).await {
-            Ok(true) => return true,
-            Ok(false) => {}
-            Err(error) if error.is_outcome_unknown() => {
-                tokio::time::sleep(RETRY_DELAY).await;
-                continue;
-            }
-            Err(_) => return false,
-        }
-        // Taken: by this session (a claim whose reply was lost), or by
-        // another, whose node this one watches.
-        match zk.get_data(&master, Watch::No).await {
-            Ok((data, _)) if data == mine.as_bytes() => return true,
-            Ok(_) | Err(ZkError::NoNode { .. }) => {}
-            Err(error) if error.is_outcome_unknown() => continue,
-            Err(_) => return false,
-        }
-        match zk.exists(&master, Watch::Yes).await {
-            Ok(None) => continue,
-            Ok(Some(_)) => {}
-            Err(error) if error.is_outcome_unknown() => continue,
-            Err(_) => return false,
-        }
-        loop {
-            match events.recv().await {
-                None => return false,
-                Some(Event::Watch(watch)) if watch.path == master => {
-                    if watch.kind == WatchKind::NodeDeleted {
-                        break;
-                    }
-                }
-                Some(Event::Watch(_)) => {}
-                // Back after a disconnection: look again.
-                Some(Event::Session(SessionState::Connected)) => break,
-                Some(Event::Session(SessionState::Disconnected)) => {}
-                Some(Event::Session(_)) => return false,
-            }
-        }
-    }
-}
-
-/// A worker process: on each session it runs a worker (a new id each
-/// time) until the session ends. Returns on `shutdown`, with the id it had
-/// then.
+/// A worker process: the worker crate's role loop, which registers and
+/// works under a new id on each session. Returns on `shutdown`.
 pub(crate) async fn worker_role<C: Connector>(
     connector: C,
     layout: Layout,
     shutdown: impl Future<Output = ()>,
     observer: mpsc::UnboundedSender<WorkerDecision>,
-) -> Option<WorkerId> {
-    let mut shutdown = pin!(shutdown);
-    loop {
-        let Ok((zk, events)) = connector.connect().await else {
-            tokio::time::sleep(NEXT_SESSION_DELAY).await;
-            continue;
-        };
-        let worker =
-            Worker::new(zk, events, layout.clone(), WorkHandler).with_observer(observer.clone());
-        if let Ok(id) = worker.run_until(shutdown.as_mut()).await {
-            return Some(id);
-        }
-        tokio::time::sleep(NEXT_SESSION_DELAY).await;
-    }
+) -> Result<(), WorkerError>
+where
+    C::Session: Clone,
+{
+    run_worker_role(connector, layout, WorkHandler, shutdown, Some(observer)).await
 }
 
 /// Holds one value behind a lock that a panic elsewhere does not poison.

@@ -10,7 +10,7 @@ use std::future::pending;
 use std::time::Duration;
 
 use zkdist_coord::{Coordinator, CreateMode, Layout, Op, SessionId, TaskId, WorkerId};
-use zkdist_master::{MasterDecision, MasterState, Trigger};
+use zkdist_master::{Epoch, MasterDecision, MasterState, Trigger, WriteOutcome};
 use zkdist_scenarios::{
     Checker, Harness, HarnessConfig, Invariant, RunReport, Step, TreeFacts, trace,
 };
@@ -154,7 +154,7 @@ fn a_task_finished_twice_is_caught() {
 /// registered, tasks 0 and 1 exist (0 without a result, 1 with one), and
 /// the first round gave task 0 to `worker(1)`, confirmed.
 fn master_after_one_round() -> MasterState {
-    let mut state = MasterState::new();
+    let mut state = MasterState::new(Epoch(1));
     state.start();
     state.on_workers_listed(vec![worker(1).to_string(), worker(2).to_string()]);
     state.on_tasks_listed(vec![task(0).to_string(), task(1).to_string()]);
@@ -162,7 +162,7 @@ fn master_after_one_round() -> MasterState {
     state.on_task_checked(task(1), true);
     let step = state.on_assignments_listed(vec![]);
     assert!(state.is_initialised(), "{step:?}");
-    state.on_assignment_created(worker(1), task(0), Ok(()));
+    state.on_assignment_created(worker(1), task(0), WriteOutcome::Applied);
     state
 }
 
@@ -323,9 +323,18 @@ fn caught(script: impl AsyncFnOnce(&Harness)) -> RunReport {
     })
 }
 
+/// The name of the `n`th task submitted (from 0).
+fn t(h: &Harness, n: usize) -> String {
+    h.submitted()[n].to_string()
+}
+
 /// The report names the seed, the zxid, and ends its excerpt at the
-/// transaction's line.
+/// transaction's line. `{t0}` and `{t1}` in `detail` stand for the names of
+/// the first two tasks submitted.
 fn check_report(report: &RunReport, invariant: Invariant, detail: &str) {
+    let detail = &detail
+        .replace("{t0}", report.submitted[0].as_str())
+        .replace("{t1}", report.submitted[1].as_str());
     let violation = report.violation.as_ref().expect("a violation");
     assert_eq!(report.seed, 7);
     assert_eq!(violation.invariant, invariant, "{violation}");
@@ -362,14 +371,14 @@ fn an_assignment_to_an_unregistered_worker_is_caught() {
         create(
             &rogue,
             &h.layout().assignment(&worker(9)),
-            "task-0000000000",
+            &t(h, 0),
         )
         .await;
     });
     check_report(
         &report,
         Invariant::AssignedToUnregistered,
-        "task-0000000000 assigned to worker-0000000009, which is not registered",
+        "{t0} assigned to worker-0000000009, which is not registered",
     );
 }
 
@@ -387,20 +396,20 @@ fn one_task_in_two_assignment_nodes_is_caught() {
         create(
             &rogue,
             &h.layout().assignment(&worker(1)),
-            "task-0000000000",
+            &t(h, 0),
         )
         .await;
         create(
             &rogue,
             &h.layout().assignment(&worker(2)),
-            "task-0000000000",
+            &t(h, 0),
         )
         .await;
     });
     check_report(
         &report,
         Invariant::TaskAssignedTwice,
-        "task-0000000000 assigned to worker-0000000002 while worker-0000000001's assignment names it too",
+        "{t0} assigned to worker-0000000002 while worker-0000000001's assignment names it too",
     );
 }
 
@@ -414,13 +423,13 @@ fn a_second_assignment_for_a_busy_worker_is_caught_though_refused() {
             .await
             .unwrap();
         let assignment = h.layout().assignment(&worker(1));
-        create(&rogue, &assignment, "task-0000000000").await;
-        create(&rogue, &assignment, "task-0000000001").await;
+        create(&rogue, &assignment, &t(h, 0)).await;
+        create(&rogue, &assignment, &t(h, 1)).await;
     });
     check_report(
         &report,
         Invariant::WorkerAssignedTwice,
-        "rogue tried to create /zkdist/assignments/worker-0000000001 while it exists (holding task-0000000000)",
+        "rogue tried to create /zkdist/assignments/worker-0000000001 while it exists (holding {t0})",
     );
 }
 
@@ -436,14 +445,14 @@ fn skipping_an_older_waiting_task_breaks_fifo() {
         create(
             &rogue,
             &h.layout().assignment(&worker(1)),
-            "task-0000000001",
+            &t(h, 1),
         )
         .await;
     });
     check_report(
         &report,
         Invariant::FifoOrder,
-        "task-0000000001 assigned while the older task-0000000000 still waits",
+        "{t1} assigned while the older {t0} still waits",
     );
 }
 
@@ -452,7 +461,7 @@ fn a_worker_releasing_before_its_result_is_caught() {
     let report = caught(async |h| {
         let master = rogue(h).await;
         let (worker_zk, id) = rogue_worker(h, "rogue-worker").await;
-        create(&master, &h.layout().assignment(&id), "task-0000000000").await;
+        create(&master, &h.layout().assignment(&id), &t(h, 0)).await;
         worker_zk
             .delete(&h.layout().assignment(&id), None)
             .await
@@ -461,7 +470,7 @@ fn a_worker_releasing_before_its_result_is_caught() {
     check_report(
         &report,
         Invariant::FinishedExactlyOnce,
-        "worker-0000000000 released task-0000000000 before writing its result",
+        "worker-0000000000 released {t0} before writing its result",
     );
 }
 
@@ -498,9 +507,9 @@ fn a_completion_multi_by_the_assigned_worker_breaks_no_rule() {
     clean(async |h| {
         let master = rogue(h).await;
         let (worker_zk, id) = rogue_worker(h, "rogue-worker").await;
-        create(&master, &h.layout().assignment(&id), "task-0000000000").await;
+        create(&master, &h.layout().assignment(&id), &t(h, 0)).await;
         worker_zk
-            .multi(completion(h, "task-0000000000", &id))
+            .multi(completion(h, &t(h, 0), &id))
             .await
             .unwrap();
     });
@@ -512,18 +521,18 @@ fn a_result_written_after_the_assignment_was_revoked_is_a_zombie_write() {
         let master = rogue(h).await;
         let (worker_zk, id) = rogue_worker(h, "zombie").await;
         let assignment = h.layout().assignment(&id);
-        create(&master, &assignment, "task-0000000000").await;
+        create(&master, &assignment, &t(h, 0)).await;
         // The master reclaims the assignment (it took the worker for dead).
         master.delete(&assignment, None).await.unwrap();
         let result = h
             .layout()
-            .result(&TaskId::parse("task-0000000000").unwrap());
+            .result(&TaskId::parse(&t(h, 0)).unwrap());
         create(&worker_zk, &result, "done").await;
     });
     check_report(
         &report,
         Invariant::ZombieWrite,
-        "zombie wrote the result of task-0000000000 without holding its assignment (no assignment names it)",
+        "zombie wrote the result of {t0} without holding its assignment (no assignment names it)",
     );
 }
 
@@ -533,16 +542,16 @@ fn a_result_written_by_another_workers_session_is_a_zombie_write() {
         let master = rogue(h).await;
         let (_holder, id) = rogue_worker(h, "holder").await;
         let (other, _) = rogue_worker(h, "other").await;
-        create(&master, &h.layout().assignment(&id), "task-0000000000").await;
+        create(&master, &h.layout().assignment(&id), &t(h, 0)).await;
         let result = h
             .layout()
-            .result(&TaskId::parse("task-0000000000").unwrap());
+            .result(&TaskId::parse(&t(h, 0)).unwrap());
         create(&other, &result, "done").await;
     });
     check_report(
         &report,
         Invariant::ZombieWrite,
-        "other wrote the result of task-0000000000 without holding its assignment (its assignment is worker-0000000000's)",
+        "other wrote the result of {t0} without holding its assignment (its assignment is worker-0000000000's)",
     );
 }
 
@@ -551,12 +560,12 @@ fn an_assignment_from_a_session_without_the_master_node_is_a_deposed_master_writ
     let report = caught(async |h| {
         let deposed = outsider(h).await;
         let (_worker, id) = rogue_worker(h, "rogue-worker").await;
-        create(&deposed, &h.layout().assignment(&id), "task-0000000000").await;
+        create(&deposed, &h.layout().assignment(&id), &t(h, 0)).await;
     });
     check_report(
         &report,
         Invariant::DeposedMasterWrite,
-        "rogue created worker-0000000000's assignment (task-0000000000) without holding the master node",
+        "rogue created worker-0000000000's assignment ({t0}) without holding the master node",
     );
 }
 
@@ -566,14 +575,14 @@ fn a_reclaim_from_a_session_without_the_master_node_is_a_deposed_master_write() 
         let master = rogue(h).await;
         let (_worker, id) = rogue_worker(h, "rogue-worker").await;
         let assignment = h.layout().assignment(&id);
-        create(&master, &assignment, "task-0000000000").await;
+        create(&master, &assignment, &t(h, 0)).await;
         let (deposed, _events) = h.sim().connect("deposed").await.unwrap();
         deposed.delete(&assignment, None).await.unwrap();
     });
     check_report(
         &report,
         Invariant::DeposedMasterWrite,
-        "deposed deleted worker-0000000000's assignment (task-0000000000) without holding the master node",
+        "deposed deleted worker-0000000000's assignment ({t0}) without holding the master node",
     );
 }
 
@@ -583,7 +592,7 @@ fn a_refused_assignment_create_inside_a_multi_is_caught() {
         let master = rogue(h).await;
         let (_worker, id) = rogue_worker(h, "rogue-worker").await;
         let assignment = h.layout().assignment(&id);
-        create(&master, &assignment, "task-0000000000").await;
+        create(&master, &assignment, &t(h, 0)).await;
         let fenced = vec![
             Op::Check {
                 path: h.layout().tasks_dir(),
@@ -591,7 +600,7 @@ fn a_refused_assignment_create_inside_a_multi_is_caught() {
             },
             Op::Create {
                 path: assignment.clone(),
-                data: b"task-0000000001".to_vec(),
+                data: t(h, 1).into_bytes(),
                 mode: CreateMode::Persistent,
             },
         ];
@@ -600,7 +609,7 @@ fn a_refused_assignment_create_inside_a_multi_is_caught() {
     check_report(
         &report,
         Invariant::WorkerAssignedTwice,
-        "rogue tried to create /zkdist/assignments/worker-0000000000 while it exists (holding task-0000000000)",
+        "rogue tried to create /zkdist/assignments/worker-0000000000 while it exists (holding {t0})",
     );
 }
 
@@ -641,6 +650,17 @@ fn a_worker_stops_running_its_task_when_its_session_ends() {
     };
     assert_eq!(run(false), Some(Invariant::TaskAssignedTwice));
     assert_eq!(run(true), None);
+
+    // A worker that starts its task only after its session ended (it read
+    // the assignment just before) is a zombie from the start.
+    let mut checker = checker();
+    let tree = Tree::new();
+    let id_node = Change::Created(format!("{ids}/{}", worker(1)));
+    checker.on_applied(&applied(1, 5, TxnKind::Create, vec![id_node]), &tree);
+    checker.on_applied(&applied(2, 5, TxnKind::ExpireSession, vec![]), &tree);
+    checker.on_worker_decision("w1", &started(1));
+    checker.on_worker_decision("w2", &started(2));
+    assert_eq!(checker.violation(), None);
 }
 
 #[test]
@@ -661,5 +681,28 @@ fn each_master_candidate_is_judged_by_its_own_log_from_its_new_session_on() {
     assert_eq!(
         master_log(&[round(1, &[(1, 0)]), round(2, &[(1, 2)])]),
         Some(Invariant::WorkerAssignedTwice)
+    );
+}
+
+/// A worker registers, then its session ends; the master then creates its
+/// assignment (it decided before it heard of the end).
+async fn assign_to_a_worker_that_left(h: &Harness, after_a_failure: bool) {
+    let master = rogue(h).await;
+    let (worker_zk, id) = rogue_worker(h, "gone").await;
+    worker_zk.close().await.unwrap();
+    if after_a_failure {
+        h.failure("expire gone");
+    }
+    create(&master, &h.layout().assignment(&id), &t(h, 0)).await;
+}
+
+#[test]
+fn an_assignment_to_a_worker_that_just_left_is_the_masters_to_reclaim_after_a_failure() {
+    clean(async |h| assign_to_a_worker_that_left(h, true).await);
+    let report = caught(async |h| assign_to_a_worker_that_left(h, false).await);
+    check_report(
+        &report,
+        Invariant::AssignedToUnregistered,
+        "{t0} assigned to worker-0000000000, which is not registered",
     );
 }

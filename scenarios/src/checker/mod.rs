@@ -22,9 +22,12 @@
 //!   server refuses it, but the master meant to give a busy worker a second
 //!   task); no worker starts a task while running another.
 //! - [`Invariant::AssignedToUnregistered`]: when an assignment node is
-//!   created, the worker's registration exists at that zxid. A worker that
-//!   leaves later (its session ends while it holds the assignment) breaks
-//!   no rule here; its task must be re-queued (see liveness).
+//!   created, the worker's registration exists at that zxid; after the
+//!   first failure, it is enough that the worker registered at some point
+//!   (its session may have ended between the master's decision and the
+//!   create, which no master can prevent: it must then reclaim the
+//!   assignment, see liveness). A worker that leaves later (its session
+//!   ends while it holds the assignment) breaks no rule here either.
 //! - [`Invariant::DeposedMasterWrite`]: every transaction that creates an
 //!   assignment node, or deletes another worker's one (a reclaim), comes
 //!   from the elected master: the session that holds the `master` node
@@ -35,7 +38,8 @@
 //!   sequence order, never twice for one task, and never while an older
 //!   task waits unassigned; the masters' rounds assign in that order too.
 //! - [`Invariant::FinishedExactlyOnce`]: no task's result is created twice;
-//!   no worker decides twice that it wrote a task's result; no task is
+//!   no two workers decide they wrote a task's result (written, or found
+//!   applied after a connection loss); no task is
 //!   started again once a worker wrote its result; no worker finds the
 //!   result of the task it ran already written (it ran twice); a worker
 //!   releases its assignment only with or after writing the task's result.
@@ -58,7 +62,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use zkdist_coord::{ErrorCode, Layout, SessionId, TaskId, WorkerId, ZkError};
-use zkdist_master::{MasterDecision, MasterState};
+use zkdist_master::{MasterDecision, MasterState, Recovery};
 use zkdist_sim::{AppliedOp, Change, Tree, TxnKind};
 use zkdist_worker::WorkerDecision;
 
@@ -226,6 +230,10 @@ pub struct Checker {
     assignment_nodes: BTreeMap<WorkerId, String>,
     /// The session that created each worker's id node (its session).
     worker_sessions: BTreeMap<WorkerId, SessionId>,
+    /// Every worker that ever registered.
+    ever_registered: BTreeSet<WorkerId>,
+    /// Sessions the server ended (expired or closed).
+    ended_sessions: BTreeSet<SessionId>,
     /// Every task an assignment node was ever created for.
     ever_assigned: BTreeSet<TaskId>,
     /// The newest task given an assignment node, for FIFO.
@@ -287,6 +295,8 @@ impl Checker {
             tasks: BTreeSet::new(),
             assignment_nodes: BTreeMap::new(),
             worker_sessions: BTreeMap::new(),
+            ever_registered: BTreeSet::new(),
+            ended_sessions: BTreeSet::new(),
             ever_assigned: BTreeSet::new(),
             last_assigned: None,
             results_created: BTreeMap::new(),
@@ -356,6 +366,7 @@ impl Checker {
         };
         match op.kind {
             TxnKind::ExpireSession | TxnKind::CloseSession => {
+                self.ended_sessions.insert(op.session);
                 // A worker whose session ended runs nothing any more.
                 let ended: Vec<WorkerId> = self
                     .worker_sessions
@@ -439,6 +450,15 @@ impl Checker {
             self.assignment_nodes.insert(worker, data);
             return found;
         }
+        if let Some(name) = path
+            .strip_prefix(&self.workers_dir)
+            .and_then(|rest| rest.strip_prefix('/'))
+        {
+            if let Ok(worker) = WorkerId::parse(name) {
+                self.ever_registered.insert(worker);
+            }
+            return None;
+        }
         if let Some(name) = path.strip_prefix(&self.ids_prefix) {
             if let Ok(worker) = WorkerId::parse(name) {
                 self.worker_sessions.insert(worker, op.session);
@@ -502,7 +522,12 @@ impl Checker {
         tree: &Tree,
     ) -> Option<(Invariant, String)> {
         let registration = format!("{}/{worker}", self.workers_dir);
-        if !tree.exists(&registration) {
+        // After a failure the worker may have left between the master's
+        // decision and the create: that race is the master's to repair (it
+        // reclaims the assignment), and liveness judges whether it did.
+        let left_meanwhile =
+            self.first_failure.is_some() && self.ever_registered.contains(worker);
+        if !tree.exists(&registration) && !left_meanwhile {
             return Some((
                 Invariant::AssignedToUnregistered,
                 format!(
@@ -629,11 +654,25 @@ impl Checker {
                 self.on_failure(&format!("{actor}: {decision}: {error}"));
             }
             MasterDecision::WorkerIdle { worker, .. }
-            | MasterDecision::WorkerLeft { worker, .. } => {
+            | MasterDecision::WorkerLeft { worker, .. }
+            | MasterDecision::AssignmentReclaimed { worker, .. } => {
                 log.holding.remove(worker);
+            }
+            MasterDecision::AssignmentRecovered {
+                worker, recovery, ..
+            } => {
+                // Only an applied create whose task is not finished leaves
+                // the worker busy.
+                if *recovery != Recovery::Applied {
+                    log.holding.remove(worker);
+                }
             }
             MasterDecision::TaskInProgress { worker, task } => {
                 log.holding.insert(worker.clone(), task.clone());
+            }
+            MasterDecision::Elected { .. } => {
+                // A new leadership builds its state from the tree.
+                log.holding.clear();
             }
             _ => {}
         }
@@ -652,7 +691,16 @@ impl Checker {
         let found = match decision {
             WorkerDecision::TaskStarted { worker, task } => {
                 let found = self.start_breach(worker, task);
-                self.running.insert(worker.clone(), task.clone());
+                // A worker whose session already ended is a zombie: it
+                // runs nothing as far as the rules go (and can write
+                // nothing).
+                let zombie = self
+                    .worker_sessions
+                    .get(worker)
+                    .is_some_and(|session| self.ended_sessions.contains(session));
+                if !zombie {
+                    self.running.insert(worker.clone(), task.clone());
+                }
                 found
             }
             WorkerDecision::ResultWritten { worker, task, .. } => self
@@ -668,7 +716,26 @@ impl Checker {
                 Invariant::FinishedExactlyOnce,
                 format!("{worker} ran {task}, whose result was already written: it ran twice"),
             )),
-            WorkerDecision::AssignmentReleased { worker, .. } => {
+            WorkerDecision::CompletionRecovered {
+                worker,
+                task,
+                applied: true,
+            } => self
+                .finished_by
+                .insert(task.clone(), worker.clone())
+                .filter(|first| first != worker)
+                .map(|first| {
+                    (
+                        Invariant::FinishedExactlyOnce,
+                        format!("{task} finished twice: by {first}, then by {worker}"),
+                    )
+                }),
+            // The worker stops running its task: it released it, it was
+            // taken back, or its session ended (it wrote nothing then).
+            WorkerDecision::AssignmentReleased { worker, .. }
+            | WorkerDecision::AssignmentRevoked { worker, .. }
+            | WorkerDecision::TaskAbandoned { worker, .. }
+            | WorkerDecision::SessionLost { worker } => {
                 self.running.remove(worker);
                 None
             }
