@@ -18,6 +18,7 @@ use zkdist_coord::{Connector, Coordinator, ErrorCode, EventStream, Layout, Sessi
 use crate::decision::MasterDecision;
 use crate::election::{StandbyEnd, claim_master, stand_by};
 use crate::shell::{Master, MasterError};
+use crate::state::MasterState;
 
 /// The pause before a new session is opened after one ended, so a role
 /// whose ensemble is down does not spin.
@@ -25,8 +26,9 @@ pub const SESSION_RETRY_DELAY_MS: u64 = 200;
 
 /// How one session of the role ended.
 enum SessionEnd {
-    /// Shutdown was requested: the role returns.
-    Shutdown,
+    /// Shutdown was requested: the role returns, with the master's state
+    /// if this session led.
+    Shutdown(Option<Box<MasterState>>),
     /// Start over with a new session.
     Restart,
 }
@@ -54,6 +56,20 @@ pub async fn run_master_role<K: Connector>(
     shutdown: impl Future<Output = ()>,
     observer: Option<UnboundedSender<MasterDecision>>,
 ) -> Result<(), MasterError> {
+    run_master_role_for_state(connector, layout, shutdown, observer)
+        .await
+        .map(|_| ())
+}
+
+/// [`run_master_role`], returning on shutdown the state of the master this
+/// candidate ran then (`None` if it was standing by), so that a test can
+/// compare the leader's view with the tree.
+pub async fn run_master_role_for_state<K: Connector>(
+    connector: K,
+    layout: Layout,
+    shutdown: impl Future<Output = ()>,
+    observer: Option<UnboundedSender<MasterDecision>>,
+) -> Result<Option<MasterState>, MasterError> {
     let mut shutdown = pin!(shutdown);
     let publish = |decision: MasterDecision| {
         tracing::info!(target: "zkdist::master", "{decision}");
@@ -65,7 +81,7 @@ pub async fn run_master_role<K: Connector>(
     loop {
         let connected = tokio::select! {
             biased;
-            () = &mut shutdown => return Ok(()),
+            () = &mut shutdown => return Ok(None),
             connected = connector.connect() => connected,
         };
         let end = match connected {
@@ -92,11 +108,11 @@ pub async fn run_master_role<K: Connector>(
             }
         };
         match end {
-            SessionEnd::Shutdown => return Ok(()),
+            SessionEnd::Shutdown(state) => return Ok(state.map(|state| *state)),
             SessionEnd::Restart => {
                 tokio::select! {
                     biased;
-                    () = &mut shutdown => return Ok(()),
+                    () = &mut shutdown => return Ok(None),
                     () = tokio::time::sleep(Duration::from_millis(SESSION_RETRY_DELAY_MS)) => {}
                 }
             }
@@ -154,7 +170,7 @@ async fn run_session<C: Coordinator>(
     };
     let laid_out = tokio::select! {
         biased;
-        () = shutdown.as_mut() => return Ok(SessionEnd::Shutdown),
+        () = shutdown.as_mut() => return Ok(SessionEnd::Shutdown(None)),
         laid_out = layout.ensure_layout(&**zk) => laid_out,
     };
     if let Err(error) = laid_out {
@@ -163,7 +179,7 @@ async fn run_session<C: Coordinator>(
     let epoch = loop {
         let claimed = tokio::select! {
             biased;
-            () = shutdown.as_mut() => return Ok(SessionEnd::Shutdown),
+            () = shutdown.as_mut() => return Ok(SessionEnd::Shutdown(None)),
             claimed = claim_master(&**zk, layout) => claimed,
         };
         match claimed {
@@ -186,7 +202,7 @@ async fn run_session<C: Coordinator>(
         }
         let waited = tokio::select! {
             biased;
-            () = shutdown.as_mut() => return Ok(SessionEnd::Shutdown),
+            () = shutdown.as_mut() => return Ok(SessionEnd::Shutdown(None)),
             waited = stand_by(&**zk, &mut events, layout) => waited,
         };
         match waited {
@@ -204,7 +220,7 @@ async fn run_session<C: Coordinator>(
         master = master.with_observer(observer.clone());
     }
     match master.run_until(shutdown.as_mut()).await {
-        Ok(_) => Ok(SessionEnd::Shutdown),
+        Ok(state) => Ok(SessionEnd::Shutdown(Some(Box::new(state)))),
         Err(MasterError::SessionEnded { state }) => {
             publish(MasterDecision::SessionLost { state });
             if state == Some(SessionState::AuthFailed) {

@@ -368,12 +368,7 @@ fn check_report(report: &RunReport, invariant: Invariant, detail: &str) {
 fn an_assignment_to_an_unregistered_worker_is_caught() {
     let report = caught(async |h| {
         let rogue = rogue(h).await;
-        create(
-            &rogue,
-            &h.layout().assignment(&worker(9)),
-            &t(h, 0),
-        )
-        .await;
+        create(&rogue, &h.layout().assignment(&worker(9)), &t(h, 0)).await;
     });
     check_report(
         &report,
@@ -393,18 +388,8 @@ fn one_task_in_two_assignment_nodes_is_caught() {
                 .await
                 .unwrap();
         }
-        create(
-            &rogue,
-            &h.layout().assignment(&worker(1)),
-            &t(h, 0),
-        )
-        .await;
-        create(
-            &rogue,
-            &h.layout().assignment(&worker(2)),
-            &t(h, 0),
-        )
-        .await;
+        create(&rogue, &h.layout().assignment(&worker(1)), &t(h, 0)).await;
+        create(&rogue, &h.layout().assignment(&worker(2)), &t(h, 0)).await;
     });
     check_report(
         &report,
@@ -442,12 +427,7 @@ fn skipping_an_older_waiting_task_breaks_fifo() {
             .create(&registration, b"", CreateMode::Ephemeral)
             .await
             .unwrap();
-        create(
-            &rogue,
-            &h.layout().assignment(&worker(1)),
-            &t(h, 1),
-        )
-        .await;
+        create(&rogue, &h.layout().assignment(&worker(1)), &t(h, 1)).await;
     });
     check_report(
         &report,
@@ -508,10 +488,7 @@ fn a_completion_multi_by_the_assigned_worker_breaks_no_rule() {
         let master = rogue(h).await;
         let (worker_zk, id) = rogue_worker(h, "rogue-worker").await;
         create(&master, &h.layout().assignment(&id), &t(h, 0)).await;
-        worker_zk
-            .multi(completion(h, &t(h, 0), &id))
-            .await
-            .unwrap();
+        worker_zk.multi(completion(h, &t(h, 0), &id)).await.unwrap();
     });
 }
 
@@ -524,9 +501,7 @@ fn a_result_written_after_the_assignment_was_revoked_is_a_zombie_write() {
         create(&master, &assignment, &t(h, 0)).await;
         // The master reclaims the assignment (it took the worker for dead).
         master.delete(&assignment, None).await.unwrap();
-        let result = h
-            .layout()
-            .result(&TaskId::parse(&t(h, 0)).unwrap());
+        let result = h.layout().result(&TaskId::parse(&t(h, 0)).unwrap());
         create(&worker_zk, &result, "done").await;
     });
     check_report(
@@ -543,9 +518,7 @@ fn a_result_written_by_another_workers_session_is_a_zombie_write() {
         let (_holder, id) = rogue_worker(h, "holder").await;
         let (other, _) = rogue_worker(h, "other").await;
         create(&master, &h.layout().assignment(&id), &t(h, 0)).await;
-        let result = h
-            .layout()
-            .result(&TaskId::parse(&t(h, 0)).unwrap());
+        let result = h.layout().result(&TaskId::parse(&t(h, 0)).unwrap());
         create(&other, &result, "done").await;
     });
     check_report(

@@ -1,9 +1,6 @@
-//! The explorer: a seed is a schedule, replayed byte for byte; the founding
-//! design keeps every rule under random latencies; and with faults, every
-//! violation the explorer reports is reproduced by a replay at the same
-//! step.
-
-use std::collections::BTreeMap;
+//! The explorer: a seed is a schedule, replayed byte for byte; every rule
+//! holds under random latencies; with faults, every outcome the explorer
+//! reports is reproduced by a replay, a violation at the same step.
 
 use zkdist_scenarios::{ExploreConfig, Faults, SeedOutcome, explore, run_seed, trace};
 
@@ -86,29 +83,21 @@ fn explored_outcomes_come_in_seed_order_whatever_the_threads() {
     assert_eq!(seeds, (10..30).collect::<Vec<_>>());
 }
 
-/// With faults the founding design breaks; the explorer says so, and a
-/// replay of each reported seed gives back the very same trace, byte for
-/// byte, and the same violation at the same step and trace line.
+/// With faults, a replay of a seed gives back the very same trace, byte
+/// for byte, and the same outcome: for a violation, the same rule at the
+/// same step and trace line.
 #[test]
 fn a_replay_reproduces_the_explorers_trace_and_violation() {
     let config = config(Faults::All);
-    let explored = outcomes(0..40, &config, 2, true);
-    let violated: Vec<&SeedOutcome> = explored
-        .iter()
-        .filter(|outcome| outcome.violation.is_some())
-        .collect();
-    assert!(
-        violated.len() >= 10,
-        "faults break the founding design: {} of 40 seeds",
-        violated.len()
-    );
-    let mut by_invariant = BTreeMap::new();
-    for outcome in explored
+    let explored = outcomes(0..60, &config, 2, true);
+    let replayed_seeds: Vec<&SeedOutcome> = explored
         .iter()
         .filter(|o| o.violation.is_some())
         .take(12)
-        .chain(explored.iter().filter(|o| o.violation.is_none()).take(3))
-    {
+        .chain(explored.iter().filter(|o| o.violation.is_none()).take(6))
+        .collect();
+    assert!(replayed_seeds.len() >= 6);
+    for outcome in replayed_seeds {
         let replayed = run_seed(outcome.seed, &config);
         let explored_trace = outcome.trace.as_ref().expect("traces were kept");
         assert_eq!(&replayed.trace, explored_trace, "seed {}", outcome.seed);
@@ -123,10 +112,21 @@ fn a_replay_reproduces_the_explorers_trace_and_violation() {
             let line = violation.trace_line.expect("located");
             assert!(line <= explored_trace.len());
             assert_eq!(violation.excerpt.last(), Some(&explored_trace[line - 1]));
-            *by_invariant.entry(violation.invariant).or_insert(0) += 1;
         }
     }
-    assert!(!by_invariant.is_empty());
+}
+
+/// The faults mode's goal: processes crash and restart, sessions expire,
+/// links go down and heal, and still no rule breaks and every task
+/// finishes exactly once.
+#[test]
+#[ignore = "seeds 47, 1483 and 1855 of --faults all still break finished-exactly-once: a newly elected master checks a task's result before it reads the assignment that names it, and a completion in between makes it assign the finished task again"]
+fn no_violation_over_200_seeds_with_all_faults() {
+    let found: Vec<_> = outcomes(0..200, &config(Faults::All), 2, false)
+        .into_iter()
+        .filter_map(|outcome| outcome.violation.map(|v| (outcome.seed, v.summary())))
+        .collect();
+    assert_eq!(found, [], "violations with --faults all");
 }
 
 #[test]

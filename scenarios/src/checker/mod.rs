@@ -525,8 +525,7 @@ impl Checker {
         // After a failure the worker may have left between the master's
         // decision and the create: that race is the master's to repair (it
         // reclaims the assignment), and liveness judges whether it did.
-        let left_meanwhile =
-            self.first_failure.is_some() && self.ever_registered.contains(worker);
+        let left_meanwhile = self.first_failure.is_some() && self.ever_registered.contains(worker);
         if !tree.exists(&registration) && !left_meanwhile {
             return Some((
                 Invariant::AssignedToUnregistered,
@@ -658,14 +657,12 @@ impl Checker {
             | MasterDecision::AssignmentReclaimed { worker, .. } => {
                 log.holding.remove(worker);
             }
+            // Only an applied create whose task is not finished leaves the
+            // worker busy.
             MasterDecision::AssignmentRecovered {
                 worker, recovery, ..
-            } => {
-                // Only an applied create whose task is not finished leaves
-                // the worker busy.
-                if *recovery != Recovery::Applied {
-                    log.holding.remove(worker);
-                }
+            } if *recovery != Recovery::Applied => {
+                log.holding.remove(worker);
             }
             MasterDecision::TaskInProgress { worker, task } => {
                 log.holding.insert(worker.clone(), task.clone());

@@ -25,7 +25,7 @@ pub fn run_scenario(seed: u64) -> RunReport {
             h.registered(n).await;
         }
         let mut tasks = Vec::new();
-        for work_us in [1_000, 40_000, 5_000, 2_000, 3_000] {
+        for work_us in [1_000, 400_000, 5_000, 2_000, 3_000] {
             tasks.push(h.submit(work_us).await);
         }
 

@@ -69,7 +69,7 @@ pub fn run_order(seed: u64, order: Order) -> RunReport {
         let deleted = find(
             trace,
             held,
-            &format!("w1 delete {}", h.layout().assignment(&worker)),
+            &format!("delete {} v0] -> ok", h.layout().assignment(&worker)),
         );
         let created = find(trace, held, &format!("-> {}", h.layout().task(&second)));
         let released = find(trace, held, "control release m1");

@@ -50,12 +50,12 @@ pub fn run_scenario(seed: u64) -> RunReport {
         let recreated = find(
             trace,
             0,
-            &format!("m1 create {assignment} persistent 15B -> {assignment}"),
+            &format!("m1 multi [check /zkdist/epoch v1, create {assignment} "),
         );
         let recreated = find(
             trace,
             recreated + 1,
-            &format!("m1 create {assignment} persistent 15B -> {assignment}"),
+            &format!("m1 multi [check /zkdist/epoch v1, create {assignment} "),
         );
         let released = find(trace, recreated, "control release w1");
         let rearmed = find(

@@ -127,7 +127,7 @@ pub const ALL: [Scenario; 21] = [
     },
     Scenario {
         name: "connection_loss_on_submit_applied",
-        seed: 120,
+        seed: 122,
         about: "the client's task create is applied but its reply lost: no second task",
         run: |seed| connection_loss::run_write(seed, Write::Submit, true),
     },
@@ -145,7 +145,7 @@ pub const ALL: [Scenario; 21] = [
     },
     Scenario {
         name: "connection_loss_on_assignment_create_not_applied",
-        seed: 123,
+        seed: 127,
         about: "the master's assignment create is lost on the way",
         run: |seed| connection_loss::run_write(seed, Write::AssignmentCreate, false),
     },
@@ -169,7 +169,7 @@ pub const ALL: [Scenario; 21] = [
     },
     Scenario {
         name: "connection_loss_on_reclaim_not_applied",
-        seed: 127,
+        seed: 128,
         about: "the master's reclaim of a dead worker's assignment is lost on the way",
         run: |seed| connection_loss::run_write(seed, Write::Reclaim, false),
     },
