@@ -633,7 +633,22 @@ fn a_worker_stops_running_its_task_when_its_session_ends() {
     checker.on_applied(&applied(2, 5, TxnKind::ExpireSession, vec![]), &tree);
     checker.on_worker_decision("w1", &started(1));
     checker.on_worker_decision("w2", &started(2));
+    let written = WorkerDecision::ResultWritten {
+        worker: worker(2),
+        task: task(0),
+        success: true,
+    };
+    checker.on_worker_decision("w2", &written);
+    // Even after another worker finished it: a zombie's late start is no
+    // second run.
+    checker.on_worker_decision("w1", &started(1));
     assert_eq!(checker.violation(), None);
+    // A live worker starting a finished task is.
+    checker.on_worker_decision("w3", &started(3));
+    assert_eq!(
+        checker.violation().map(|violation| violation.invariant),
+        Some(Invariant::FinishedExactlyOnce)
+    );
 }
 
 #[test]

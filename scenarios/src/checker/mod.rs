@@ -39,8 +39,9 @@
 //!   task waits unassigned; the masters' rounds assign in that order too.
 //! - [`Invariant::FinishedExactlyOnce`]: no task's result is created twice;
 //!   no two workers decide they wrote a task's result (written, or found
-//!   applied after a connection loss); no task is
-//!   started again once a worker wrote its result; no worker finds the
+//!   applied after a connection loss); no worker whose session is alive
+//!   starts a task once a worker wrote its result (unless a client deleted
+//!   the task meanwhile: the worker then finds it gone); no worker finds the
 //!   result of the task it ran already written (it ran twice); a worker
 //!   releases its assignment only with or after writing the task's result.
 //! - [`Invariant::ZombieWrite`]: a result is created only by a session
@@ -687,18 +688,21 @@ impl Checker {
         };
         let found = match decision {
             WorkerDecision::TaskStarted { worker, task } => {
-                let found = self.start_breach(worker, task);
-                // A worker whose session already ended is a zombie: it
-                // runs nothing as far as the rules go (and can write
-                // nothing).
+                // A worker whose session already ended (it read its
+                // assignment just before, or hears of the end late) is a
+                // zombie: it runs nothing as far as the rules go, and the
+                // zombie-write rule sees to it that it writes nothing.
                 let zombie = self
                     .worker_sessions
                     .get(worker)
                     .is_some_and(|session| self.ended_sessions.contains(session));
-                if !zombie {
+                if zombie {
+                    None
+                } else {
+                    let found = self.start_breach(worker, task);
                     self.running.insert(worker.clone(), task.clone());
+                    found
                 }
-                found
             }
             WorkerDecision::ResultWritten { worker, task, .. } => self
                 .finished_by
@@ -745,7 +749,13 @@ impl Checker {
     }
 
     fn start_breach(&self, worker: &WorkerId, task: &TaskId) -> Option<(Invariant, String)> {
-        if let Some(by) = self.finished_by.get(task) {
+        // A task a client already deleted cannot run again: the worker
+        // finds its node gone.
+        if let Some(by) = self
+            .finished_by
+            .get(task)
+            .filter(|_| self.tasks.contains(task))
+        {
             return Some((
                 Invariant::FinishedExactlyOnce,
                 format!("{worker} started {task}, which {by} already finished"),
