@@ -39,16 +39,22 @@ pub enum Mutant {
     WorkerArmsAfterRegistering,
     /// The worker deletes its assignment before writing the task's result.
     WorkerReleasesBeforeResult,
+    /// The master's reclaim of a dead worker's assignment is never sent:
+    /// the session answers it as applied. The master re-queues the task
+    /// and gives it to another worker while the dead one's assignment
+    /// still names it. Needs faults (workers must die).
+    MasterFakesReclaims,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 6] = [
+    pub const ALL: [Mutant; 7] = [
         Mutant::MasterAssignsBusyWorkers,
         Mutant::MasterSkipsTasksDiff,
         Mutant::MasterListsIdsAsWorkers,
         Mutant::MasterReordersCreates,
         Mutant::WorkerArmsAfterRegistering,
         Mutant::WorkerReleasesBeforeResult,
+        Mutant::MasterFakesReclaims,
     ];
 
     /// Whether the master carries the bug (else every worker does).
@@ -59,7 +65,14 @@ impl Mutant {
                 | Mutant::MasterSkipsTasksDiff
                 | Mutant::MasterListsIdsAsWorkers
                 | Mutant::MasterReordersCreates
+                | Mutant::MasterFakesReclaims
         )
+    }
+
+    /// Whether the bug shows only when processes fail (the explorer's
+    /// `--faults all`).
+    pub fn needs_faults(self) -> bool {
+        self == Mutant::MasterFakesReclaims
     }
 
     /// The invariant the bug characteristically breaks (on some seeds
@@ -69,6 +82,7 @@ impl Mutant {
             Mutant::MasterAssignsBusyWorkers => Invariant::WorkerAssignedTwice,
             Mutant::MasterListsIdsAsWorkers => Invariant::AssignedToUnregistered,
             Mutant::MasterReordersCreates => Invariant::FifoOrder,
+            Mutant::MasterFakesReclaims => Invariant::TaskAssignedTwice,
             // Tasks never queued, or assignments never noticed: they never
             // finish.
             Mutant::MasterSkipsTasksDiff | Mutant::WorkerArmsAfterRegistering => {
@@ -260,6 +274,19 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         });
         if delayed {
             tokio::time::sleep(REORDER_DELAY).await;
+        }
+        let reclaim = ops.iter().any(|op| {
+            matches!(op, Op::Delete { path, .. }
+                if path::parent(path) == self.layout.assignments_dir())
+        }) && !ops.iter().any(|op| matches!(op, Op::Create { .. }));
+        if self.mutant == Some(Mutant::MasterFakesReclaims) && reclaim {
+            return Ok(ops
+                .iter()
+                .map(|op| match op {
+                    Op::Check { .. } => OpResult::Checked,
+                    _ => OpResult::Deleted,
+                })
+                .collect());
         }
         let own = self.own_assignment();
         let releases_own =

@@ -2,7 +2,9 @@
 //! worker on a session that plants one known bug, see
 //! `zkdist_scenarios::mutant`) breaks a rule within a bounded number of
 //! seeds, and the system without the mutant breaks none over the same
-//! seeds. Run them with `cargo test -p zkdist-scenarios mutant`.
+//! seeds (with random latency, and with every kind of fault for the
+//! mutants that need processes to fail). Run them with
+//! `cargo test -p zkdist-scenarios mutant`.
 
 use zkdist_scenarios::mutant::Mutant;
 use zkdist_scenarios::{ExploreConfig, Faults, Invariant, explore};
@@ -10,18 +12,28 @@ use zkdist_scenarios::{ExploreConfig, Faults, Invariant, explore};
 /// Every mutant must be caught within this many seeds.
 const SEEDS: u64 = 40;
 
-fn config(mutant: Option<Mutant>) -> ExploreConfig {
+fn config(faults: Faults, mutant: Option<Mutant>) -> ExploreConfig {
     ExploreConfig {
-        faults: Faults::Latency,
+        faults,
         mutant,
         ..ExploreConfig::default()
     }
 }
 
+/// The fault mode a mutant is explored with: random latency, or every
+/// kind of fault for a bug that shows only when processes fail.
+fn faults_for(mutant: Mutant) -> Faults {
+    if mutant.needs_faults() {
+        Faults::All
+    } else {
+        Faults::Latency
+    }
+}
+
 /// The seeds among `0..SEEDS` that break a rule, with the rule.
-fn violations(mutant: Option<Mutant>) -> Vec<(u64, Invariant)> {
+fn violations(faults: Faults, mutant: Option<Mutant>) -> Vec<(u64, Invariant)> {
     let mut found = Vec::new();
-    explore(0..SEEDS, &config(mutant), 1, false, |outcome| {
+    explore(0..SEEDS, &config(faults, mutant), 1, false, |outcome| {
         if let Some(violation) = outcome.violation {
             found.push((outcome.seed, violation.invariant));
         }
@@ -34,7 +46,7 @@ fn violations(mutant: Option<Mutant>) -> Vec<(u64, Invariant)> {
 /// it first on other seeds: a reordered create also fools the master into
 /// taking a busy worker for idle).
 fn caught(mutant: Mutant) {
-    let found = violations(Some(mutant));
+    let found = violations(faults_for(mutant), Some(mutant));
     assert!(
         !found.is_empty(),
         "{mutant:?} went unnoticed over {SEEDS} seeds"
@@ -50,7 +62,17 @@ fn caught(mutant: Mutant) {
 
 #[test]
 fn mutant_free_system_breaks_no_rule_over_the_same_seeds() {
-    assert_eq!(violations(None), []);
+    assert_eq!(violations(Faults::Latency, None), []);
+}
+
+#[test]
+fn mutant_free_system_breaks_no_rule_over_the_same_seeds_with_faults() {
+    assert_eq!(violations(Faults::All, None), []);
+}
+
+#[test]
+fn mutant_master_fakes_reclaims_is_caught() {
+    caught(Mutant::MasterFakesReclaims);
 }
 
 #[test]
