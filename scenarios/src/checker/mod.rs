@@ -227,6 +227,8 @@ pub struct Checker {
 
     /// Every task node created (and not deleted), in sequence order.
     tasks: BTreeSet<TaskId>,
+    /// Every task node deleted (by a client cleaning up).
+    deleted_tasks: BTreeSet<TaskId>,
     /// The assignment nodes that exist now: worker -> data.
     assignment_nodes: BTreeMap<WorkerId, String>,
     /// The session that created each worker's id node (its session).
@@ -294,6 +296,7 @@ impl Checker {
             tasks_dir: layout.tasks_dir(),
             master_path: layout.master(),
             tasks: BTreeSet::new(),
+            deleted_tasks: BTreeSet::new(),
             assignment_nodes: BTreeMap::new(),
             worker_sessions: BTreeMap::new(),
             ever_registered: BTreeSet::new(),
@@ -617,6 +620,7 @@ impl Checker {
             && let Ok(task) = TaskId::parse(rest)
         {
             self.tasks.remove(&task);
+            self.deleted_tasks.insert(task);
         }
         None
     }
@@ -754,7 +758,7 @@ impl Checker {
         if let Some(by) = self
             .finished_by
             .get(task)
-            .filter(|_| self.tasks.contains(task))
+            .filter(|_| !self.deleted_tasks.contains(task))
         {
             return Some((
                 Invariant::FinishedExactlyOnce,
