@@ -33,6 +33,8 @@ pub enum Write {
     Reclaim,
 }
 
+/// How long the actors get to react to the delivery just stepped.
+const REACT: Duration = Duration::from_millis(5);
 /// A short outage: far below the session timeout.
 const OUTAGE: Duration = Duration::from_millis(50);
 const FINISH_LIMIT: Duration = Duration::from_secs(60);
@@ -41,7 +43,10 @@ const FINISH_LIMIT: Duration = Duration::from_secs(60);
 /// paused, so what they send stays in flight), cuts `session`'s link, and
 /// resumes.
 async fn cut_in_flight(h: &Harness, session: SessionId, what: &str) {
-    tokio::time::sleep(Duration::from_millis(1)).await;
+    // Nothing arrives while paused, so the wait only needs to be long
+    // enough for the actor to send (a worker's zero-length task still
+    // waits on a timer first, which madsim may round up to a millisecond).
+    tokio::time::sleep(REACT).await;
     h.note(format!("cut the link with the {what} in flight"));
     h.cut(session, OUTAGE).await;
     h.sim().resume().await;
