@@ -14,7 +14,7 @@ mod common;
 use libtest_mimic::{Arguments, Trial};
 use serde_json::Value;
 use zkdist_coord::zk::ZkSession;
-use zkdist_coord::zk::testing::{self, server_trial};
+use zkdist_coord::zk::testing::{self, KazooOp, server_trial};
 use zkdist_coord::{Coordinator, Layout, MAX_DATA_BYTES, Watch};
 
 use common::{Finished, Role, Scratch, eventually, run, run_with_stdin};
@@ -35,6 +35,10 @@ fn main() {
         server_trial(
             "exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task",
             exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task,
+        ),
+        server_trial(
+            "with_auth_outsiders_read_everything_and_change_nothing",
+            with_auth_outsiders_read_everything_and_change_nothing,
         ),
         server_trial(
             "bad_submissions_are_refused_and_create_nothing",
@@ -400,6 +404,199 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     assert_eq!(target.status()["master_present"], false);
     target.delete_root();
 }
+
+// ---------------------------------------------------------------------------
+// Access control.
+
+/// The credentials the roles of the access-control test run with.
+const OWNER_AUTH: &str = "zkdist-ops:correct horse";
+
+/// Roles and clients with `--auth` lay out and run the system; outsiders
+/// (kazoo without credentials and with a wrong password, and zkdist
+/// commands without `--auth`) read every node, and `zkdist status` works
+/// for them, but every write they try is refused with an auth error: no
+/// submission, no assignment, no completion, no registration, no deletion.
+/// Nothing they tried changed anything, and the roles carry on.
+fn with_auth_outsiders_read_everything_and_change_nothing(connect: String) {
+    let scratch = Scratch::new("auth");
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let layout = Layout::new(&target.root).unwrap();
+    let auth = ["--auth", OWNER_AUTH];
+    let mut roles = vec![
+        target.spawn("master", &["master", auth[0], auth[1]], &scratch),
+        target.spawn(
+            "worker",
+            &["worker", "--allow-exec", auth[0], auth[1]],
+            &scratch,
+        ),
+    ];
+    // Status without credentials: reading needs none.
+    let status = eventually("a master and a worker, seen without credentials", || {
+        let status = target.try_status()?;
+        (status["master_present"] == true && workers_in(&status) == 1).then_some(status)
+    });
+    let worker = status["workers"][0].as_str().unwrap().to_owned();
+
+    // A finished task, and a running one that waits for the test's go.
+    let finished = target.run(&["submit", "--wait", auth[0], auth[1], PI_20K]);
+    finished.expect_code(0);
+    let finished_task = task_id(&finished);
+    check_pi(finished.stdout_lines()[1], 20_000);
+    let gate = scratch.path("gate");
+    let script = format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display());
+    let gated = serde_json::json!({"kind": "exec", "argv": ["sh", "-c", script]}).to_string();
+    let running = target.run(&["submit", auth[0], auth[1], &gated]);
+    running.expect_code(0);
+    let running_task = task_id(&running);
+    eventually("the worker starts the gated task", || {
+        let status = target.status();
+        (status["assignments"][&worker] == running_task.as_str()).then_some(())
+    });
+
+    let task_path = |task: &str| format!("{}/{task}", layout.tasks_dir());
+    let finished_path = task_path(&finished_task);
+    let finished_result = format!("{finished_path}/result");
+    let running_path = task_path(&running_task);
+    let assignment = format!("{}/{worker}", layout.assignments_dir());
+    let worker_node = format!("{}/{worker}", layout.workers_dir());
+    let stranger = "worker-0000099999";
+    let reads = [
+        KazooOp::Get(layout.master()),
+        KazooOp::Children(layout.workers_dir()),
+        KazooOp::Children(layout.tasks_dir()),
+        KazooOp::Get(running_path.clone()),
+        KazooOp::Get(finished_result.clone()),
+        KazooOp::Get(assignment.clone()),
+    ];
+    let writes = [
+        // submit
+        KazooOp::CreateSequential(layout.task_prefix()),
+        // assign
+        KazooOp::Create(format!("{}/{stranger}", layout.assignments_dir())),
+        KazooOp::Set(assignment.clone()),
+        // complete
+        KazooOp::Create(format!("{running_path}/result")),
+        KazooOp::Delete(assignment.clone()),
+        // register
+        KazooOp::CreateEphemeral(format!("{}/{stranger}", layout.workers_dir())),
+        KazooOp::CreateSequential(layout.worker_id_prefix()),
+        // delete and overwrite
+        KazooOp::Delete(worker_node.clone()),
+        KazooOp::Delete(layout.master()),
+        KazooOp::Set(running_path.clone()),
+        KazooOp::Set(finished_result.clone()),
+        KazooOp::Delete(finished_result.clone()),
+        KazooOp::Delete(finished_path.clone()),
+        KazooOp::Delete(layout.tasks_dir()),
+    ];
+    let ops: Vec<KazooOp> = reads.iter().chain(&writes).cloned().collect();
+    let wrong_password = "zkdist-ops:wrong horse";
+    for outsider in [None, Some(wrong_password)] {
+        let answers = testing::run_kazoo(&target.connect, outsider, &ops);
+        let (read_answers, write_answers) = answers.split_at(reads.len());
+        for answer in read_answers {
+            assert_eq!(answer.outcome, "ok", "kazoo {outsider:?}: {answer:?}");
+        }
+        let value = |i: usize| read_answers[i].value.clone();
+        assert!(
+            value(0).as_str().unwrap().starts_with("0x"),
+            "{:?}",
+            value(0)
+        );
+        assert_eq!(value(1), serde_json::json!([worker]));
+        let mut tasks = vec![finished_task.clone(), running_task.clone()];
+        tasks.sort();
+        assert_eq!(value(2), serde_json::json!(tasks));
+        assert_eq!(value(3), gated.as_str());
+        assert!(
+            value(4).as_str().unwrap().contains("estimate"),
+            "{:?}",
+            value(4)
+        );
+        assert_eq!(value(5), running_task.as_str());
+        for answer in write_answers {
+            assert_eq!(
+                answer.outcome, "NoAuthError",
+                "kazoo {outsider:?} was not refused: {answer:?}"
+            );
+        }
+    }
+
+    // zkdist itself, without credentials or with wrong ones: clear errors
+    // naming the path refused and what to pass.
+    let tasks_prefix = layout.task_prefix();
+    target
+        .run(&["submit", PI_20K])
+        .expect_code(1)
+        .expect_stderr(&[
+            &format!("not allowed to change {tasks_prefix} without the credentials that own"),
+            "--auth USER:PASSWORD",
+            &format!("not authorised for {tasks_prefix}"),
+        ]);
+    target
+        .run(&["submit", "--auth", wrong_password, PI_20K])
+        .expect_code(1)
+        .expect_stderr(&[
+            &format!("--auth user \"zkdist-ops\" may not change {tasks_prefix}"),
+            "or the password is wrong",
+        ]);
+    let cleanup = target.run(&["wait", "--cleanup", &finished_task]);
+    cleanup.expect_code(1).expect_stderr(&[
+        &format!("not allowed to change {finished_result}"),
+        &format!("cannot clean up {finished_task}"),
+    ]);
+    assert!(
+        cleanup.stdout.contains("estimate"),
+        "the result is read: {}",
+        cleanup.stdout
+    );
+    target.run(&["worker"]).expect_code(1).expect_stderr(&[
+        &format!("not allowed to change {}", layout.worker_id_prefix()),
+        "--auth USER:PASSWORD",
+    ]);
+
+    // Nothing changed: the same two tasks, one worker still busy with the
+    // gated task, the finished one's result in place.
+    let status = target.status();
+    assert_eq!(status["master_present"], true);
+    assert_eq!(status["workers"], serde_json::json!([worker]));
+    assert_eq!(status["assignments"][&worker], running_task.as_str());
+    assert_eq!(status["finished_tasks"], 1);
+    assert_eq!(status["assigned_tasks"], 1);
+    assert_eq!(status["pending_tasks"], 0);
+    assert_eq!(
+        target.children(&layout.assignments_dir()),
+        vec![worker.clone()]
+    );
+
+    // The owner's roles carry on: the gated task finishes, and the owner
+    // cleans up.
+    std::fs::write(&gate, b"").unwrap();
+    let waited = target.run(&["wait", "--cleanup", auth[0], auth[1], &running_task]);
+    waited.expect_code(0);
+    assert!(
+        waited.stdout.contains("\"exit_code\":0"),
+        "{}",
+        waited.stdout
+    );
+    assert!(!target.exists(&running_path), "the owner cleans up");
+    for role in roles.iter_mut() {
+        assert!(role.is_running(), "{} died:\n{}", role.name, role.log());
+    }
+    terminate_all(&mut roles);
+    let owner = testing::config(&target.connect).with_digest_auth("zkdist-ops", "correct horse");
+    testing::runtime().block_on(testing::delete_tree(&owner, &target.root));
+    assert!(
+        !target.exists(&target.root),
+        "{} is cleaned up",
+        target.root
+    );
+}
+
+const PI_20K: &str = r#"{"kind":"pi","samples":20000}"#;
 
 // ---------------------------------------------------------------------------
 // Bad input.

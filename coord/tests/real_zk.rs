@@ -15,10 +15,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use libtest_mimic::{Arguments, Trial};
+use zkdist_coord::zk::testing::KazooOp;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{
-    Coordinator, CreateMode, Event, EventStream, SessionState, Watch, WatchEvent, WatchKind,
-    ZkError,
+    Coordinator, CreateMode, Event, EventStream, Layout, Op, SessionState, Watch, WatchEvent,
+    WatchKind, ZkError,
 };
 
 /// How long a test waits for an event that must come.
@@ -67,7 +68,8 @@ tests![
     Nothing CurrentThread an_unreachable_server_fails_with_connection_loss_naming_it,
     Server CurrentThread a_missing_chroot_is_named,
     Server CurrentThread a_chroot_that_exists_roots_every_path,
-    Server CurrentThread wrong_digest_credentials_get_no_auth,
+    Server CurrentThread wrong_digest_credentials_read_but_cannot_write,
+    Server CurrentThread a_layout_made_with_credentials_is_read_by_all_and_changed_by_its_owner_alone,
     Server CurrentThread a_session_cut_off_past_its_timeout_expires_and_a_new_one_works,
     Server CurrentThread a_session_closed_by_a_second_client_sees_expired,
     Server CurrentThread kazoo_and_the_rust_backend_see_each_others_nodes_and_watches,
@@ -348,55 +350,208 @@ async fn a_chroot_that_exists_roots_every_path(env: Env) {
     plain.close().await.unwrap();
 }
 
-async fn wrong_digest_credentials_get_no_auth(env: Env) {
+/// With digest credentials, a session's nodes are readable by everyone and
+/// writable by sessions with the same credentials only; wrong credentials
+/// (ZooKeeper accepts any at authentication) and none are refused each
+/// write with `NoAuth` naming the path.
+async fn wrong_digest_credentials_read_but_cannot_write(env: Env) {
     let root = fresh_root(&env, "digest").await;
-    let secret = format!("{root}/secret");
+    let owned = format!("{root}/owned");
+    let inner = format!("{owned}/inner");
+    let child = format!("{owned}/child");
     let alice = common::config(&env.connect).with_digest_auth("alice", "right password");
     let (owner, _events) = connect(&alice).await;
     owner
-        .create(&secret, b"for alice only", CreateMode::Persistent)
+        .create(&owned, b"alice's", CreateMode::Persistent)
+        .await
+        .unwrap();
+    owner
+        .create(&inner, b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    let refused = |path: &str| ZkError::NoAuth { path: path.into() };
+
+    let impostor = common::config(&env.connect).with_digest_auth("alice", "wrong password");
+    let anonymous = common::config(&env.connect);
+    for outsider in [&impostor, &anonymous] {
+        let who = match &outsider.auth {
+            Some(_) => "alice with a wrong password",
+            None => "a session without credentials",
+        };
+        let (session, _session_events) = connect(outsider).await;
+        // Everyone reads: the ACL gives world:anyone READ.
+        let (data, _) = session.get_data(&owned, Watch::No).await.unwrap();
+        assert_eq!(data, b"alice's", "{who} reads");
+        assert_eq!(
+            session.get_children(&owned, Watch::No).await.unwrap().0,
+            vec!["inner".to_owned()],
+            "{who} lists"
+        );
+        // Nobody else writes, and the refusal names the path.
+        assert_eq!(
+            session.set_data(&owned, b"x", None).await,
+            Err(refused(&owned)),
+            "{who} sets"
+        );
+        assert_eq!(
+            session.create(&child, b"", CreateMode::Persistent).await,
+            Err(refused(&child)),
+            "{who} creates below"
+        );
+        assert_eq!(
+            session.delete(&inner, None).await,
+            Err(refused(&inner)),
+            "{who} deletes below"
+        );
+        let multi = session
+            .multi(vec![Op::Create {
+                path: child.clone(),
+                data: vec![],
+                mode: CreateMode::Persistent,
+            }])
+            .await;
+        assert_eq!(
+            multi,
+            Err(ZkError::Multi {
+                index: 0,
+                error: Box::new(refused(&child))
+            }),
+            "{who} creates below in a multi"
+        );
+        session.close().await.unwrap();
+    }
+    let (data, stat) = owner.get_data(&owned, Watch::No).await.unwrap();
+    assert_eq!((data.as_slice(), stat.version), (&b"alice's"[..], 0));
+    assert!(owner.exists(&inner, Watch::No).await.unwrap().is_some());
+
+    let (again, _again_events) = connect(&alice).await;
+    again
+        .create(&child, b"", CreateMode::Persistent)
+        .await
+        .expect("the right credentials in a new session may write");
+    for path in [&child, &inner, &owned] {
+        again.delete(path, None).await.unwrap();
+    }
+    again.close().await.unwrap();
+    owner.close().await.unwrap();
+}
+
+/// `Layout::ensure_layout` on a session with credentials: the root (and its
+/// missing parent) and the directories carry `[digest:USER:HASH -> ALL,
+/// world:anyone -> READ]`, as kazoo reads them (the digest computed by
+/// kazoo, not by us), and kazoo without credentials reads everything but is
+/// refused every write.
+async fn a_layout_made_with_credentials_is_read_by_all_and_changed_by_its_owner_alone(env: Env) {
+    let case = fresh_root(&env, "layout-acl").await;
+    let parent = format!("{case}/parent");
+    let layout = Layout::new(&format!("{parent}/zkdist")).unwrap();
+    let auth = "zkdist-owner:s3cret";
+    let owner_config = common::config(&env.connect).with_digest_auth("zkdist-owner", "s3cret");
+    let (owner, _events) = connect(&owner_config).await;
+    layout.ensure_layout(&owner).await.unwrap();
+    let task = owner
+        .create(
+            &layout.task_prefix(),
+            br#"{"kind":"pi","samples":10}"#,
+            CreateMode::PersistentSequential,
+        )
+        .await
+        .unwrap();
+    let worker = format!("{}/worker-0000000000", layout.workers_dir());
+    owner
+        .create(&worker, b"", CreateMode::Ephemeral)
         .await
         .unwrap();
 
-    let impostor = common::config(&env.connect).with_digest_auth("alice", "wrong password");
-    let (wrong, _wrong_events) = connect(&impostor).await;
-    assert_eq!(
-        wrong.get_data(&secret, Watch::No).await,
-        Err(ZkError::NoAuth {
-            path: secret.clone()
-        }),
-        "wrong credentials are refused at the node's ACL"
-    );
-    assert_eq!(
-        wrong.set_data(&secret, b"x", None).await,
-        Err(ZkError::NoAuth {
-            path: secret.clone()
-        })
-    );
-    let (anonymous, _anonymous_events) = connect(&common::config(&env.connect)).await;
-    assert_eq!(
-        anonymous.get_data(&secret, Watch::No).await,
-        Err(ZkError::NoAuth {
-            path: secret.clone()
-        })
-    );
-    // Existence is not protected by ACLs in ZooKeeper.
-    assert!(
-        anonymous
-            .exists(&secret, Watch::No)
-            .await
-            .unwrap()
-            .is_some()
-    );
+    let nodes = [
+        parent.clone(),
+        layout.root().to_owned(),
+        layout.workers_dir(),
+        layout.tasks_dir(),
+        layout.assignments_dir(),
+        layout.ids_dir(),
+        task.clone(),
+        worker.clone(),
+    ];
+    let acl_reads: Vec<KazooOp> = nodes.iter().map(|n| KazooOp::Acl(n.clone())).collect();
+    let mut ops = acl_reads.clone();
+    ops.extend([
+        KazooOp::Get(task.clone()),
+        KazooOp::Children(layout.tasks_dir()),
+        KazooOp::Children(layout.workers_dir()),
+        KazooOp::CreateSequential(layout.task_prefix()),
+        KazooOp::Create(format!("{}/worker-0000000009", layout.assignments_dir())),
+        KazooOp::CreateEphemeral(format!("{}/worker-0000000009", layout.workers_dir())),
+        KazooOp::Create(format!("{task}/result")),
+        KazooOp::Set(task.clone()),
+        KazooOp::Set(layout.root().to_owned()),
+        KazooOp::Delete(task.clone()),
+        KazooOp::Delete(worker.clone()),
+        KazooOp::Delete(layout.tasks_dir()),
+    ]);
+    let servers = env.connect.clone();
+    let (outsider, owner_acls, digest) = tokio::task::spawn_blocking(move || {
+        (
+            common::run_kazoo(&servers, None, &ops),
+            common::run_kazoo(&servers, Some(auth), &acl_reads),
+            common::digest_id(auth),
+        )
+    })
+    .await
+    .expect("the kazoo runner");
+    // The owner sees its full digest identity; ZooKeeper shows an outsider
+    // (no ADMIN permission) the identity with its hash masked.
+    assert!(digest.starts_with("zkdist-owner:"), "{digest}");
+    let acl = |id: &str| {
+        vec![
+            ("digest".to_owned(), id.to_owned(), common::PERM_ALL),
+            ("world".to_owned(), "anyone".to_owned(), common::PERM_READ),
+        ]
+    };
+    let (outsider_acls, rest) = outsider.split_at(nodes.len());
+    for ((node, owners), outsiders) in nodes.iter().zip(&owner_acls).zip(outsider_acls) {
+        assert_eq!(owners.outcome, "ok", "{owners:?}");
+        assert_eq!(
+            common::acl_entries(owners),
+            acl(&digest),
+            "the ACL of {node}"
+        );
+        assert_eq!(outsiders.outcome, "ok", "{outsiders:?}");
+        assert_eq!(
+            common::acl_entries(outsiders),
+            acl("zkdist-owner:x"),
+            "the ACL of {node}, read without credentials"
+        );
+    }
+    let name = task.rsplit('/').next().unwrap().to_owned();
+    for answer in rest {
+        let expected_outcome = if answer.op.is_write() {
+            "NoAuthError"
+        } else {
+            "ok"
+        };
+        assert_eq!(answer.outcome, expected_outcome, "{answer:?}");
+    }
+    assert_eq!(rest[0].value, r#"{"kind":"pi","samples":10}"#);
+    assert_eq!(rest[1].value, serde_json::json!([name]));
+    assert_eq!(rest[2].value, serde_json::json!(["worker-0000000000"]));
 
-    let (again, _again_events) = connect(&alice).await;
-    let (data, _) = again.get_data(&secret, Watch::No).await.unwrap();
-    assert_eq!(
-        data, b"for alice only",
-        "the right credentials in a new session read it"
-    );
-    // Clean up while authorised.
-    again.delete(&secret, None).await.unwrap();
+    // Nothing changed, and the owner can still do everything.
+    let (tasks, _) = owner
+        .get_children(&layout.tasks_dir(), Watch::No)
+        .await
+        .unwrap();
+    assert_eq!(tasks, vec![name]);
+    assert_eq!(owner.get_data(&task, Watch::No).await.unwrap().1.version, 0);
+    owner
+        .create(&format!("{task}/result"), b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    owner.close().await.unwrap();
+    common::delete_tree(&owner_config, &parent).await;
+    let (check, _check_events) = connect(&common::config(&env.connect)).await;
+    assert_eq!(check.exists(&parent, Watch::No).await.unwrap(), None);
+    check.close().await.unwrap();
 }
 
 // ---------------------------------------------------------------------------

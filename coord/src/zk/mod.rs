@@ -2,6 +2,8 @@
 //! built on the `zookeeper-client` crate (feature `real`, on by default).
 //!
 //! - `config`: [`ZkConfig`], the connect string and its checks;
+//! - `acl`: the ACL of the nodes a session creates, with and without
+//!   credentials;
 //! - `connect`: establishing a session within the connect timeout, and
 //!   explaining why not;
 //! - `ops`: one trait request, checked and run on the client;
@@ -15,6 +17,7 @@
 //!   second client, for tests and fault drills;
 //! - [`testing`]: what the real-server tests of every crate share.
 
+mod acl;
 mod config;
 mod connect;
 mod errors;
