@@ -191,3 +191,29 @@ pub async fn delete_tree(config: &ZkConfig, root: &str) {
     }
     let _ = admin.close().await;
 }
+
+/// `scripts/zk` of this repository (starts, stops, kills and restarts the
+/// servers under test).
+pub fn scripts_zk() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/zk")
+}
+
+/// Runs `scripts/zk ARGS...` and returns its standard output, failing the
+/// test with its standard error if it fails.
+pub fn run_scripts_zk(args: &[&str]) -> String {
+    let script = scripts_zk();
+    let output = std::process::Command::new("bash")
+        .arg(&script)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
+    assert!(
+        output.status.success(),
+        "scripts/zk {} failed ({}):\n{}",
+        args.join(" "),
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
