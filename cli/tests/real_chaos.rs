@@ -38,8 +38,10 @@ use common::{Role, Scratch};
 /// Tasks submitted over the run.
 const TASKS: usize = 1_000;
 /// Samples of the first task's `pi` payload; task `i` asks for `BASE + i`,
-/// so a result's `samples` names the task it answers.
-const BASE_SAMPLES: u64 = 100_000;
+/// so a result's `samples` names the task it answers. A million samples
+/// keep a worker busy for some tens of milliseconds, so that the workers
+/// the faults hit are likely to hold a task.
+const BASE_SAMPLES: u64 = 1_000_000;
 /// The roles' session timeout: the paused worker must outlive it, and the
 /// killed roles' sessions expire after it.
 const ROLE_SESSION_TIMEOUT_MS: u64 = 4_000;
@@ -52,6 +54,9 @@ const BETWEEN_FAULTS: Duration = Duration::from_secs(2);
 /// The longest the test waits for anything that must happen (a takeover,
 /// an expiry, the last result): a hang guard, not a speed check.
 const PATIENCE: Duration = Duration::from_secs(90);
+/// How long a worker fault waits for a worker that holds a task before it
+/// takes an idle one.
+const BUSY_PATIENCE: Duration = Duration::from_secs(3);
 
 const MASTERS: usize = 2;
 const WORKERS: usize = 4;
@@ -386,7 +391,11 @@ impl Chaos {
         ));
         self.wait_until_unregistered(&worker_id);
         self.note(&format!(
-            "{worker_id}'s session expired: the master takes its task back"
+            "{worker_id}'s session expired{}",
+            match &held {
+                Some(task) => format!(": the master takes {task} back"),
+                None => String::new(),
+            }
         ));
         let restarted = self.spawn(Kind::Worker);
         self.note(&format!(
@@ -428,10 +437,11 @@ impl Chaos {
         ));
     }
 
-    /// A live, running worker process and the id it is registered under,
-    /// preferring one that holds a task.
+    /// A live, running worker process and the id it is registered under:
+    /// one that holds a task if one does within [`BUSY_PATIENCE`], else any.
     fn pick_worker(&mut self) -> (usize, String) {
         let layout = self.layout.clone();
+        let busy_deadline = Instant::now() + BUSY_PATIENCE;
         self.eventually("a registered worker process", |chaos| {
             let registered = chaos.observer.children(&layout.workers_dir())?;
             let busy: BTreeSet<String> = chaos
@@ -452,10 +462,8 @@ impl Chaos {
             }
             // Busy ones first.
             candidates.sort_by_key(|(busy, _, _)| !busy);
-            candidates
-                .into_iter()
-                .next()
-                .map(|(_, process, worker)| (process, worker))
+            let (busy, process, worker) = candidates.into_iter().next()?;
+            (busy || Instant::now() >= busy_deadline).then_some((process, worker))
         })
     }
 

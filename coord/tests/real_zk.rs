@@ -72,6 +72,7 @@ tests![
     Server CurrentThread a_layout_made_with_credentials_is_read_by_all_and_changed_by_its_owner_alone,
     Server CurrentThread a_session_cut_off_past_its_timeout_expires_and_a_new_one_works,
     Server CurrentThread a_session_closed_by_a_second_client_sees_expired,
+    Server CurrentThread requests_on_a_silent_link_fail_with_connection_loss_and_the_session_survives,
     Server CurrentThread kazoo_and_the_rust_backend_see_each_others_nodes_and_watches,
     Server MultiThread a_pipelined_write_replies_after_the_event_it_fired,
     Server MultiThread pipelined_watches_on_one_node_report_one_change_once,
@@ -650,6 +651,64 @@ async fn a_session_closed_by_a_second_client_sees_expired(env: Env) {
     // Closing an expired session is a no-op.
     session.close().await.unwrap();
     fresh.close().await.unwrap();
+}
+
+/// A server that stops answering without closing the connection: the
+/// client gives up on the connection after its own timeout and fails the
+/// requests in flight. Their outcome is unknown, which is `ConnectionLoss`
+/// (retry, then check), not a system error; and the session, reconnected
+/// within its timeout, is the same.
+async fn requests_on_a_silent_link_fail_with_connection_loss_and_the_session_survives(env: Env) {
+    let root = fresh_root(&env, "silent-link").await;
+    let direct = common::config(&env.connect);
+    let (session, mut events, link) = common::connect_proxied(&direct).await.expect("connect");
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Connected)
+    );
+    let node = format!("{root}/node");
+    session
+        .create(&node, b"before", CreateMode::Persistent)
+        .await
+        .unwrap();
+    link.silence();
+    let read = session.get_data(&node, Watch::No);
+    let write = session.set_data(&node, b"during", None);
+    let (read, write) = tokio::join!(read, write);
+    for (what, error) in [
+        ("get_data", read.map(|_| ())),
+        ("set_data", write.map(|_| ())),
+    ] {
+        match error {
+            Err(ZkError::ConnectionLoss { reason }) => {
+                assert!(reason.contains(&node), "{what}: {reason}");
+                assert!(
+                    reason.contains("no response from connection"),
+                    "{what}: {reason}"
+                );
+                assert!(
+                    reason.contains("may or may not have been applied"),
+                    "{what}: {reason}"
+                );
+            }
+            other => panic!("{what} on a silent link: expected ConnectionLoss, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Disconnected)
+    );
+    link.unsilence();
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Connected),
+        "back within the session timeout: the same session"
+    );
+    // The write was swallowed on its way: not applied.
+    let (data, stat) = session.get_data(&node, Watch::No).await.unwrap();
+    assert_eq!((data.as_slice(), stat.version), (&b"before"[..], 0));
+    session.set_data(&node, b"after", None).await.unwrap();
+    session.close().await.unwrap();
 }
 
 // ---------------------------------------------------------------------------
