@@ -169,8 +169,11 @@ struct Chaos {
     observer: Observer,
     started: Instant,
     /// Tasks whose worker was paused past its session timeout, with that
-    /// worker's id: the zombie must never write their results.
-    zombie_tasks: Vec<(String, String)>,
+    /// worker's id and process: the zombie must never write their results.
+    zombie_tasks: Vec<(String, String, usize)>,
+    /// Tasks whose worker was SIGKILLed, with that worker's id: someone
+    /// else must finish them.
+    orphaned_tasks: Vec<(String, String)>,
 }
 
 impl Chaos {
@@ -187,6 +190,7 @@ impl Chaos {
             observer,
             started: Instant::now(),
             zombie_tasks: Vec::new(),
+            orphaned_tasks: Vec::new(),
         };
         chaos.note(&format!(
             "chaos on {} under {}: {MASTERS} masters, {WORKERS} workers, {TASKS} tasks, \
@@ -389,6 +393,9 @@ impl Chaos {
             self.name(victim),
             holding(&held)
         ));
+        if let Some(task) = &held {
+            self.orphaned_tasks.push((worker_id.clone(), task.clone()));
+        }
         self.wait_until_unregistered(&worker_id);
         self.note(&format!(
             "{worker_id}'s session expired{}",
@@ -417,7 +424,8 @@ impl Chaos {
             holding(&held)
         ));
         if let Some(task) = &held {
-            self.zombie_tasks.push((worker_id.clone(), task.clone()));
+            self.zombie_tasks
+                .push((worker_id.clone(), task.clone(), victim));
         }
         self.wait_until_unregistered(&worker_id);
         self.note(&format!(
@@ -594,15 +602,35 @@ impl Chaos {
             );
             assert_eq!(writers.len(), 1, "{task}'s result written by {writers:?}");
         }
-        for (zombie, task) in &self.zombie_tasks {
+        for (zombie, task, process) in &self.zombie_tasks {
             let writer = writes.get(task).map(|w| w[0].as_str());
             assert_ne!(
                 writer,
                 Some(zombie.as_str()),
                 "the paused worker {zombie} wrote {task} after its session expired"
             );
+            let log = self.processes[*process].role.log();
+            let said: Vec<&str> = log
+                .lines()
+                .filter(|line| line.contains(zombie.as_str()) && !line.contains("registered"))
+                .filter_map(|line| line.find(zombie.as_str()).map(|at| &line[at..]))
+                .filter(|said| !said.contains(" started ") && !said.contains(" wrote "))
+                .collect();
             self.note(&format!(
-                "{task}, held by the paused {zombie}, was finished by {}",
+                "{task}, held by the paused {zombie}, was finished by {}; the zombie said: {}",
+                writer.unwrap_or("a worker whose log line was lost with it"),
+                said.join(" | ")
+            ));
+        }
+        for (dead, task) in &self.orphaned_tasks {
+            let writer = writes.get(task).map(|w| w[0].as_str());
+            assert_ne!(
+                writer,
+                Some(dead.as_str()),
+                "the SIGKILLed {dead} wrote {task}"
+            );
+            self.note(&format!(
+                "{task}, held by the SIGKILLed {dead}, was finished by {}",
                 writer.unwrap_or("a worker whose log line was lost with it")
             ));
         }
