@@ -57,6 +57,9 @@ const PATIENCE: Duration = Duration::from_secs(90);
 /// How long a worker fault waits for a worker that holds a task before it
 /// takes an idle one.
 const BUSY_PATIENCE: Duration = Duration::from_secs(3);
+/// How many workers the pause fault stops, one after the other, to find
+/// one that holds a task.
+const PAUSE_ATTEMPTS: usize = 5;
 
 const MASTERS: usize = 2;
 const WORKERS: usize = 4;
@@ -413,10 +416,27 @@ impl Chaos {
     }
 
     fn pause_worker(&mut self, number: usize) {
-        let (victim, worker_id) = self.pick_worker();
+        // A worker that holds a task when it stops: one that finished its
+        // task between the look and the stop is resumed at once, and
+        // another one tried.
+        let mut attempts = 0;
+        let (victim, worker_id, held) = loop {
+            attempts += 1;
+            let (victim, worker_id) = self.pick_worker();
+            self.processes[victim].role.signal("STOP");
+            // What it sent before it stopped reaches the server first.
+            std::thread::sleep(Duration::from_millis(200));
+            let held = self.assignment_of(&worker_id);
+            if held.is_some() || attempts == PAUSE_ATTEMPTS {
+                break (victim, worker_id, held);
+            }
+            self.processes[victim].role.signal("CONT");
+            self.note(&format!(
+                "{} ({worker_id}) was idle when stopped: resumed, trying again",
+                self.name(victim)
+            ));
+        };
         let registrations_before = registrations(&self.processes[victim].role.log());
-        self.processes[victim].role.signal("STOP");
-        let held = self.assignment_of(&worker_id);
         self.note(&format!(
             "fault {number}: SIGSTOPped {} (pid {}), registered as {worker_id}, {}",
             self.name(victim),
@@ -610,11 +630,11 @@ impl Chaos {
                 "the paused worker {zombie} wrote {task} after its session expired"
             );
             let log = self.processes[*process].role.log();
+            // What it logged about that task, and about its session.
             let said: Vec<&str> = log
                 .lines()
-                .filter(|line| line.contains(zombie.as_str()) && !line.contains("registered"))
                 .filter_map(|line| line.find(zombie.as_str()).map(|at| &line[at..]))
-                .filter(|said| !said.contains(" started ") && !said.contains(" wrote "))
+                .filter(|said| said.contains(task.as_str()) || said.contains("session"))
                 .collect();
             self.note(&format!(
                 "{task}, held by the paused {zombie}, was finished by {}; the zombie said: {}",
@@ -711,15 +731,24 @@ fn registrations(log: &str) -> Vec<String> {
         .collect()
 }
 
-/// `(worker, task)` for every `<worker> wrote <task> result ...` log line.
+/// `(worker, task)` for every result a worker's log says it wrote: `<worker>
+/// wrote <task> result ...`, and `<worker> recovered <task> completion:
+/// applied` (the reply to the write was lost, and reading back showed it
+/// applied).
 fn result_writes(log: &str) -> Vec<(String, String)> {
     log.lines()
         .filter_map(|line| {
             let words: Vec<&str> = line.split_whitespace().collect();
-            let at = words.iter().position(|w| *w == "wrote")?;
+            let at = words
+                .iter()
+                .position(|w| *w == "wrote" || *w == "recovered")?;
             let worker = words.get(at.checked_sub(1)?)?;
             let task = words.get(at + 1)?;
-            (words.get(at + 2) == Some(&"result") && worker.starts_with("worker-"))
+            let written = match words[at] {
+                "wrote" => words.get(at + 2) == Some(&"result"),
+                _ => words.get(at + 2..at + 4) == Some(&["completion:", "applied"][..]),
+            };
+            (written && worker.starts_with("worker-"))
                 .then(|| (worker.to_string(), task.to_string()))
         })
         .collect()
