@@ -124,17 +124,18 @@ impl System {
     ) -> Result<(), SystemError> {
         assert!(self.master.is_none(), "one master per system");
         let path = self.layout.master();
-        match claim_master(&zk, &self.layout).await {
-            Ok(true) => {}
-            Ok(false) => return Err(SystemError::MasterTaken { path }),
+        let epoch = match claim_master(&zk, &self.layout).await {
+            Ok(Some(epoch)) => epoch,
+            Ok(None) => return Err(SystemError::MasterTaken { path }),
             Err(error) => return Err(SystemError::Claim { path, error }),
-        }
+        };
         let (decisions_tx, decisions) = mpsc::unbounded_channel();
         let (joined_tx, joined) = watch::channel(0);
         tokio::spawn(count_joined(decisions, joined_tx));
         self.workers_joined = Some(joined);
         let (stop, stopped) = oneshot::channel::<()>();
-        let master = Master::new(zk, events, self.layout.clone()).with_observer(decisions_tx);
+        let master =
+            Master::new(zk, events, self.layout.clone(), epoch).with_observer(decisions_tx);
         let task = self.spawn(
             "master",
             master.run_until(async move {

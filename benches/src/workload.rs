@@ -133,7 +133,14 @@ struct Tally {
 impl Tally {
     fn on_decision(&mut self, decision: WorkerDecision) -> Result<(), WorkloadError> {
         match decision {
-            WorkerDecision::ResultWritten { task, .. } => {
+            // A completion found applied after a connection loss wrote the
+            // result just the same.
+            WorkerDecision::ResultWritten { task, .. }
+            | WorkerDecision::CompletionRecovered {
+                task,
+                applied: true,
+                ..
+            } => {
                 let now = Instant::now();
                 match self.submitted_at.remove(&task) {
                     Some(submitted) => self.latencies.push(now - submitted),
@@ -154,12 +161,19 @@ impl Tally {
                      {decision}"
                 )));
             }
-            WorkerDecision::BadAssignment { .. } => {
+            // A benchmark injects no faults: a worker losing its session or
+            // its assignment is a failed run.
+            WorkerDecision::BadAssignment { .. }
+            | WorkerDecision::AssignmentRevoked { .. }
+            | WorkerDecision::TaskAbandoned { .. }
+            | WorkerDecision::SessionLost { .. } => {
                 return Err(WorkloadError::Inconsistent(format!("{decision}")));
             }
             WorkerDecision::Registered { .. }
             | WorkerDecision::TaskStarted { .. }
             | WorkerDecision::AssignmentReleased { task: None, .. }
+            // Sent again: its `ResultWritten` follows.
+            | WorkerDecision::CompletionRecovered { applied: false, .. }
             | WorkerDecision::StopRequested { .. }
             | WorkerDecision::Deregistered { .. } => {}
         }

@@ -27,11 +27,12 @@ fn a_task_stream_costs_the_founding_designs_four_writes_per_task() {
     let run = assignment_throughput(4, tasks);
     let report = run.report;
     assert_eq!(report.tasks, tasks);
-    // Submit, assign and result are creates; the worker deletes its
-    // assignment when done.
-    assert_eq!(report.ops.creates, 3 * tasks);
+    // Submit and result are creates; the assignment is a multi (the epoch
+    // check and the create); the worker deletes its assignment when done.
+    assert_eq!(report.ops.creates, 2 * tasks);
+    assert_eq!(report.ops.multis, tasks);
     assert_eq!(report.ops.deletes, tasks);
-    assert_eq!(report.ops.set_datas + report.ops.multis, 0);
+    assert_eq!(report.ops.set_datas, 0);
     assert_eq!(report.writes_per_task(), 4.0);
     assert_eq!(report.latencies.len() as u64, tasks);
     assert!(report.latencies.windows(2).all(|w| w[0] <= w[1]), "sorted");
@@ -46,8 +47,10 @@ fn a_backlog_is_drained_whole_and_counted_with_its_submissions() {
         report.latencies.is_empty(),
         "a backlog has no submit latency"
     );
-    // The master's claim of its node is the one write that is not a task's.
-    assert_eq!(report.ops.creates, 3 * tasks + 1);
+    // The master's claim (a multi: its node and the epoch) is the one
+    // write that is not a task's; each assignment is a fenced multi.
+    assert_eq!(report.ops.creates, 2 * tasks);
+    assert_eq!(report.ops.multis, tasks + 1);
     assert_eq!(report.ops.deletes, tasks);
     // On start-up the master checks every task it finds for a result.
     assert!(report.ops.exists >= tasks, "{:?}", report.ops);

@@ -3,11 +3,13 @@
 //! master and the worker.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::codec::{CodecError, TaskPayload, TaskResult};
 use crate::error::ZkError;
 use crate::layout::Layout;
-use crate::names::{InvalidName, TaskId, WorkerId};
+use crate::names::{InvalidName, TaskId, TaskToken, WorkerId};
+use crate::retry::until_known;
 use crate::{
     Coordinator, CreateMode, Event, EventStream, Op, SessionState, Watch, WatchKind, path,
     validate_data,
@@ -76,16 +78,33 @@ enum TaskChange {
 
 /// One client session. `wait` reads the session's event stream, so it takes
 /// `&mut self`; everything else only sends requests.
+///
+/// Every method survives a connection loss: reads are sent again, and
+/// writes are sent again only after reading whether they were applied (see
+/// [`Client::submit`] and [`Client::cleanup`]). They give up when the
+/// session ends.
+///
+/// Submissions are told apart by a token made of the session id and this
+/// client's count of submissions, so use one `Client` per session for
+/// submitting: two on one session would repeat each other's tokens.
 pub struct Client<C: Coordinator> {
     zk: C,
     events: EventStream,
     layout: Layout,
+    /// How many submissions this client has started; the next one's token
+    /// is made from it.
+    submissions_started: AtomicU64,
 }
 
 impl<C: Coordinator> Client<C> {
     /// Wraps a connected session and its event stream.
     pub fn new(zk: C, events: EventStream, layout: Layout) -> Client<C> {
-        Client { zk, events, layout }
+        Client {
+            zk,
+            events,
+            layout,
+            submissions_started: AtomicU64::new(0),
+        }
     }
 
     pub fn layout(&self) -> &Layout {
@@ -96,33 +115,68 @@ impl<C: Coordinator> Client<C> {
         &self.zk
     }
 
-    /// Gives the session and its event stream back.
+    /// Gives the session and its event stream back. A `Client` built again
+    /// on the same session counts its submissions from zero again, so its
+    /// tokens repeat the first one's: do not submit through both.
     pub fn into_parts(self) -> (C, EventStream) {
         (self.zk, self.events)
     }
 
-    /// Queues a task: creates `tasks/task-NNNNNNNNNN` with `payload` as its
-    /// data. The payload must be a JSON object with a string `kind` and fit
-    /// in a node ([`crate::MAX_DATA_BYTES`]); both are checked before anything
-    /// is sent. Creates the layout if it is missing.
+    /// Queues a task: creates `tasks/task-<token>-NNNNNNNNNN` with `payload`
+    /// as its data. The payload must be a JSON object with a string `kind`
+    /// and fit in a node ([`crate::MAX_DATA_BYTES`]); both are checked before
+    /// anything is sent. Creates the layout if it is missing.
+    ///
+    /// Never creates two tasks for one call: the token is chosen before the
+    /// create, and when a create's outcome is unknown (connection loss) the
+    /// client lists `tasks/` and looks for its token before creating again.
     pub async fn submit(&self, payload: &[u8]) -> Result<TaskId, ClientError> {
-        let prefix = self.layout.task_prefix();
+        let submission = self.submissions_started.fetch_add(1, Ordering::Relaxed);
+        let token = TaskToken::for_submission(self.zk.session_id(), submission);
+        let prefix = self.layout.protected_task_prefix(token);
         validate_data(&prefix, payload).map_err(ClientError::PayloadTooLarge)?;
         TaskPayload::decode(payload).map_err(ClientError::InvalidPayload)?;
-        let created = match self
-            .zk
-            .create(&prefix, payload, CreateMode::PersistentSequential)
-            .await
-        {
-            Err(ZkError::NoNode { .. }) => {
-                self.layout.ensure_layout(&self.zk).await?;
-                self.zk
-                    .create(&prefix, payload, CreateMode::PersistentSequential)
-                    .await?
+        let mut layout_ensured = false;
+        loop {
+            match self
+                .zk
+                .create(&prefix, payload, CreateMode::PersistentSequential)
+                .await
+            {
+                Ok(created) => {
+                    let task = TaskId::parse(path::name(&created))?;
+                    debug_assert_eq!(task.token(), Some(token), "created under our prefix");
+                    return Ok(task);
+                }
+                // A missing parent: nothing was created.
+                Err(ZkError::NoNode { .. }) if !layout_ensured => {
+                    until_known(|| self.layout.ensure_layout(&self.zk)).await?;
+                    layout_ensured = true;
+                }
+                Err(error) if error.is_outcome_unknown() => {
+                    if let Some(task) = self.find_submitted(token).await? {
+                        return Ok(task);
+                    }
+                    // Not applied: creating again cannot duplicate it.
+                }
+                Err(error) => return Err(error.into()),
             }
-            other => other?,
-        };
-        Ok(TaskId::parse(path::name(&created))?)
+        }
+    }
+
+    /// The task created with `token`, if the create was applied.
+    async fn find_submitted(&self, token: TaskToken) -> Result<Option<TaskId>, ClientError> {
+        let tasks_dir = self.layout.tasks_dir();
+        // Catch up with the leader first, so that an applied create shows.
+        until_known(|| self.zk.sync(&tasks_dir)).await?;
+        let (names, _) = until_known(|| self.zk.get_children(&tasks_dir, Watch::No)).await?;
+        // Foreign names are not ours; one token is only ever created once,
+        // but should a name repeat it the oldest one counts.
+        Ok(names
+            .iter()
+            .filter_map(|name| TaskId::parse(name).ok())
+            .filter(|task| task.token() == Some(token))
+            .min())
     }
 
     /// Waits for a task's result. The result node is the task node's only
@@ -143,7 +197,8 @@ impl<C: Coordinator> Client<C> {
         };
         loop {
             // Arms the watch and looks for the result in the same reply.
-            let has_result = match self.zk.get_children(&task_path, Watch::Yes).await {
+            let listing = until_known(|| self.zk.get_children(&task_path, Watch::Yes)).await;
+            let has_result = match listing {
                 Ok((children, _)) => children
                     .iter()
                     .any(|name| *name == path::name(&result_path)),
@@ -157,7 +212,7 @@ impl<C: Coordinator> Client<C> {
                     TaskChange::Reconnected => continue,
                 }
             }
-            match self.zk.get_data(&result_path, Watch::No).await {
+            match until_known(|| self.zk.get_data(&result_path, Watch::No)).await {
                 Ok((bytes, _)) => {
                     return TaskResult::decode(&bytes).map_err(|error| {
                         ClientError::InvalidResult {
@@ -216,7 +271,9 @@ impl<C: Coordinator> Client<C> {
     }
 
     /// Deletes a finished task: its result, then the task node, in one
-    /// atomic multi so that no half-deleted task is ever visible.
+    /// atomic multi so that no half-deleted task is ever visible. When the
+    /// multi's outcome is unknown (connection loss), a task found gone
+    /// afterwards counts as cleaned up and a task still there is tried again.
     pub async fn cleanup(&self, task: &TaskId) -> Result<(), ClientError> {
         let task_path = self.layout.task(task);
         let ops = vec![
@@ -229,19 +286,30 @@ impl<C: Coordinator> Client<C> {
                 version: None,
             },
         ];
-        match self.zk.multi(ops).await {
-            Ok(_) => Ok(()),
-            Err(ZkError::Multi { index: 0, error }) if matches!(*error, ZkError::NoNode { .. }) => {
-                if self.zk.exists(&task_path, Watch::No).await?.is_none() {
-                    Err(ClientError::NoSuchTask {
-                        task: task.clone(),
-                        path: task_path,
-                    })
-                } else {
-                    Err(ClientError::NotFinished { task: task.clone() })
+        loop {
+            match self.zk.multi(ops.clone()).await {
+                Ok(_) => return Ok(()),
+                Err(ZkError::Multi { index: 0, error })
+                    if matches!(*error, ZkError::NoNode { .. }) =>
+                {
+                    let task_now = until_known(|| self.zk.exists(&task_path, Watch::No)).await?;
+                    return if task_now.is_none() {
+                        Err(ClientError::NoSuchTask {
+                            task: task.clone(),
+                            path: task_path,
+                        })
+                    } else {
+                        Err(ClientError::NotFinished { task: task.clone() })
+                    };
                 }
+                Err(error) if error.is_outcome_unknown() => {
+                    let task_now = until_known(|| self.zk.exists(&task_path, Watch::No)).await?;
+                    if task_now.is_none() {
+                        return Ok(());
+                    }
+                }
+                Err(error) => return Err(error.into()),
             }
-            Err(error) => Err(error.into()),
         }
     }
 
@@ -254,18 +322,16 @@ impl<C: Coordinator> Client<C> {
             },
             other => other.into(),
         };
+        let master_path = self.layout.master();
         let mut status = Status {
-            master_present: self
-                .zk
-                .exists(&self.layout.master(), Watch::No)
+            master_present: until_known(|| self.zk.exists(&master_path, Watch::No))
                 .await?
                 .is_some(),
             ..Status::default()
         };
 
-        let (mut workers, _) = self
-            .zk
-            .get_children(&self.layout.workers_dir(), Watch::No)
+        let workers_dir = self.layout.workers_dir();
+        let (mut workers, _) = until_known(|| self.zk.get_children(&workers_dir, Watch::No))
             .await
             .map_err(no_layout)?;
         workers.sort();
@@ -276,22 +342,19 @@ impl<C: Coordinator> Client<C> {
             }
         }
 
-        let (assignment_names, _) = self
-            .zk
-            .get_children(&self.layout.assignments_dir(), Watch::No)
-            .await
-            .map_err(no_layout)?;
+        let assignments_dir = self.layout.assignments_dir();
+        let (assignment_names, _) =
+            until_known(|| self.zk.get_children(&assignments_dir, Watch::No))
+                .await
+                .map_err(no_layout)?;
         for name in assignment_names {
             let Ok(worker) = WorkerId::parse(&name) else {
                 status.ignored_nodes += 1;
                 continue;
             };
             // The worker may finish between the listing and the read.
-            match self
-                .zk
-                .get_data(&self.layout.assignment(&worker), Watch::No)
-                .await
-            {
+            let assignment = self.layout.assignment(&worker);
+            match until_known(|| self.zk.get_data(&assignment, Watch::No)).await {
                 Ok((data, _)) => match TaskId::parse(&String::from_utf8_lossy(&data)) {
                     Ok(task) => {
                         status.assignments.insert(worker, task);
@@ -304,9 +367,8 @@ impl<C: Coordinator> Client<C> {
         }
         let assigned: std::collections::BTreeSet<&TaskId> = status.assignments.values().collect();
 
-        let (task_names, _) = self
-            .zk
-            .get_children(&self.layout.tasks_dir(), Watch::No)
+        let tasks_dir = self.layout.tasks_dir();
+        let (task_names, _) = until_known(|| self.zk.get_children(&tasks_dir, Watch::No))
             .await
             .map_err(no_layout)?;
         let mut finished = 0;
@@ -318,9 +380,8 @@ impl<C: Coordinator> Client<C> {
                 status.ignored_nodes += 1;
                 continue;
             };
-            if self
-                .zk
-                .exists(&self.layout.result(&task), Watch::No)
+            let result_path = self.layout.result(&task);
+            if until_known(|| self.zk.exists(&result_path, Watch::No))
                 .await?
                 .is_some()
             {

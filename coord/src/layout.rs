@@ -3,7 +3,11 @@
 //!
 //! ```text
 //! <root>                          persistent, default /zkdist
-//! ├── master                      ephemeral: the session that leads
+//! ├── master                      ephemeral: the session that leads (data =
+//! │                               its session id)
+//! ├── epoch                       persistent: its *version* is the current
+//! │                               master's epoch, bumped by each new master;
+//! │                               every master write checks it (fencing)
 //! ├── workers/<worker-id>         ephemeral: one per live worker
 //! ├── tasks/task-NNNNNNNNNN       persistent sequential: the task payload
 //! │   └── result                  persistent: the task's result
@@ -14,7 +18,7 @@
 //! ```
 
 use crate::error::{ZkError, ZkResult};
-use crate::names::{TASK_PREFIX, TaskId, WORKER_PREFIX, WorkerId};
+use crate::names::{TASK_PREFIX, TaskId, TaskToken, WORKER_PREFIX, WorkerId};
 use crate::path;
 use crate::{Coordinator, CreateMode, Watch};
 
@@ -22,6 +26,7 @@ use crate::{Coordinator, CreateMode, Watch};
 pub const DEFAULT_ROOT: &str = "/zkdist";
 
 const MASTER: &str = "master";
+const EPOCH: &str = "epoch";
 const WORKERS: &str = "workers";
 const TASKS: &str = "tasks";
 const ASSIGNMENTS: &str = "assignments";
@@ -72,6 +77,14 @@ impl Layout {
         path::join(&self.root, MASTER)
     }
 
+    /// The fencing node: each new master bumps its version (the epoch) in
+    /// the same `multi` that creates the `master` node, and every write of
+    /// a master checks that the version is still its own, so a deposed
+    /// master can change nothing.
+    pub fn epoch(&self) -> String {
+        path::join(&self.root, EPOCH)
+    }
+
     pub fn workers_dir(&self) -> String {
         path::join(&self.root, WORKERS)
     }
@@ -88,6 +101,13 @@ impl Layout {
     /// The prefix a persistent-sequential create turns into a new task.
     pub fn task_prefix(&self) -> String {
         path::join(&self.tasks_dir(), TASK_PREFIX)
+    }
+
+    /// The prefix a persistent-sequential create turns into a task whose
+    /// name carries `token` (`tasks/task-<token>-`), so that its creator can
+    /// find it after a connection loss.
+    pub fn protected_task_prefix(&self, token: TaskToken) -> String {
+        path::join(&self.tasks_dir(), &token.name_prefix())
     }
 
     /// A task's node; its data is the payload.
@@ -120,7 +140,8 @@ impl Layout {
         path::join(&self.ids_dir(), WORKER_PREFIX)
     }
 
-    /// The directories that must exist before anyone works, parents first.
+    /// The nodes that must exist before anyone works, parents first: the
+    /// root's ancestors, the root, the four directories and `epoch`.
     fn directories(&self) -> Vec<String> {
         let mut dirs: Vec<String> = self.root[1..]
             .split('/')
@@ -136,12 +157,14 @@ impl Layout {
             self.tasks_dir(),
             self.assignments_dir(),
             self.ids_dir(),
+            self.epoch(),
         ]);
         dirs
     }
 
-    /// Creates the root (and its missing parents) and the four directories,
-    /// leaving whatever exists untouched. Safe to run concurrently from any
+    /// Creates the root (and its missing parents), the four directories and
+    /// the `epoch` node (empty, version 0), leaving whatever exists
+    /// untouched. Safe to run concurrently from any
     /// number of processes: each create that loses a race sees `NodeExists`,
     /// which is success here. Reads first, so a fully laid-out tree costs no
     /// write (a read-only identity can run it).
@@ -212,6 +235,7 @@ mod tests {
         let worker = WorkerId::parse("worker-0000000003").unwrap();
         assert_eq!(layout.root(), "/zkdist");
         assert_eq!(layout.master(), "/zkdist/master");
+        assert_eq!(layout.epoch(), "/zkdist/epoch");
         assert_eq!(layout.worker(&worker), "/zkdist/workers/worker-0000000003");
         assert_eq!(layout.task_prefix(), "/zkdist/tasks/task-");
         assert_eq!(layout.task(&task), "/zkdist/tasks/task-0000000007");
@@ -241,6 +265,7 @@ mod tests {
                 "/apps/zk/dist/tasks",
                 "/apps/zk/dist/assignments",
                 "/apps/zk/dist/ids",
+                "/apps/zk/dist/epoch",
             ]
         );
     }

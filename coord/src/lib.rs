@@ -17,6 +17,7 @@ pub mod layout;
 pub mod names;
 mod op;
 pub mod path;
+pub mod retry;
 mod types;
 pub mod validate;
 #[cfg(feature = "real")]
@@ -29,7 +30,7 @@ pub use coordinator::Coordinator;
 pub use error::{ErrorCode, ZkError, ZkResult};
 pub use event::{Event, EventSender, EventStream, SessionState, WatchEvent, WatchKind};
 pub use layout::{DEFAULT_ROOT, Directory, Layout};
-pub use names::{InvalidName, TaskId, WorkerId};
+pub use names::{InvalidName, TaskId, TaskToken, WorkerId};
 pub use op::{Op, OpResult};
 pub use types::{CreateMode, SessionId, Stat, Watch};
 pub use validate::{

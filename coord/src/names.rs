@@ -1,14 +1,23 @@
 //! The names of tasks and workers: the last segment of their nodes.
 //!
-//! A task is named by the server when the client creates it
-//! (`task-` + the sequence counter, `%010d`), so its number is its place in
-//! submission order. A worker is named after its node in the id scratch
-//! directory (`worker-` + counter), which is unique for the life of the
-//! ensemble because a sequence counter never goes back.
+//! A task is named by the server when the client creates it: the client
+//! picks the prefix and the server appends the sequence counter (`%010d`),
+//! so a task's number is its place in submission order. zkdist's client
+//! creates *protected* names, `task-<token>-NNNNNNNNNN`, where the token is
+//! 16 lowercase hex digits it chose for that one submission: after a
+//! connection loss it can look for its token under `tasks/` and tell
+//! whether its create was applied, as Curator's protected mode does. Plain
+//! `task-NNNNNNNNNN` names (older clients, tests) are tasks too.
+//!
+//! A worker is named after its node in the id scratch directory
+//! (`worker-` + counter), which is unique for the life of the ensemble
+//! because a sequence counter never goes back.
 
 use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
+
+use crate::types::SessionId;
 
 /// The name prefix of task nodes under `tasks/`.
 pub const TASK_PREFIX: &str = "task-";
@@ -44,32 +53,86 @@ fn validate_segment(what: &'static str, name: &str) -> Result<(), InvalidName> {
         .map_err(|error| invalid(what, name, error.to_string()))
 }
 
-/// A task's node name, `task-NNNNNNNNNN`. Ordered by sequence number, which
-/// is submission order (until the 32-bit counter wraps, which ZooKeeper
-/// renders as a negative number and which breaks any order by name too).
+/// The number of hex digits of a protected task name's token.
+pub const TASK_TOKEN_DIGITS: usize = 16;
+
+/// The client-chosen part of a protected task name, `task-<token>-`: one
+/// submission's identity, known to the client before the server names the
+/// node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TaskToken(pub u64);
+
+impl TaskToken {
+    /// The token of a client's `submission`-th submit on `session`: both
+    /// mixed by SplitMix64's finalizer, so tokens look unrelated across
+    /// sessions and are distinct within one (each step is a bijection of
+    /// the counter). Deterministic: the same session and count give the same
+    /// token, which keeps simulations reproducible.
+    pub fn for_submission(session: SessionId, submission: u64) -> TaskToken {
+        // The session id's bits, reinterpreted: only their identity matters.
+        let session_bits = session.0 as u64;
+        TaskToken(splitmix64(session_bits ^ splitmix64(submission)))
+    }
+
+    /// The name prefix a persistent-sequential create turns into a task
+    /// carrying this token: `task-<16 hex digits>-`.
+    pub fn name_prefix(self) -> String {
+        format!("{TASK_PREFIX}{self}-")
+    }
+}
+
+impl fmt::Display for TaskToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:0width$x}", self.0, width = TASK_TOKEN_DIGITS)
+    }
+}
+
+/// SplitMix64's output function: a bijection on u64 that spreads every
+/// input bit over the output.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A task's node name, `task-NNNNNNNNNN` or `task-<token>-NNNNNNNNNN`.
+/// Ordered by sequence number, which is submission order (until the 32-bit
+/// counter wraps, which ZooKeeper renders as a negative number and which
+/// breaks any order by name too); the name breaks ties, which only names
+/// from different parents can need.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TaskId {
     name: String,
+    token: Option<TaskToken>,
     sequence: i32,
 }
 
 impl TaskId {
-    /// Parses a task node's name, e.g. `task-0000000042`.
+    /// Parses a task node's name, e.g. `task-0000000042` or
+    /// `task-00c0ffee00c0ffee-0000000042`.
     pub fn parse(name: &str) -> Result<TaskId, InvalidName> {
         const WHAT: &str = "task id";
         validate_segment(WHAT, name)?;
-        let Some(digits) = name.strip_prefix(TASK_PREFIX) else {
+        let Some(rest) = name.strip_prefix(TASK_PREFIX) else {
             return Err(invalid(
                 WHAT,
                 name,
                 format!("it does not start with {TASK_PREFIX:?}"),
             ));
         };
+        // A token is hex digits only, so the first '-' after the prefix
+        // ends it; a plain name's digits hold no '-' but a wrapped
+        // counter's leading minus, which is at the very start.
+        let (token, digits) = match rest.char_indices().skip(1).find(|(_, c)| *c == '-') {
+            Some((dash, _)) => (Some(parse_token(name, &rest[..dash])?), &rest[dash + 1..]),
+            None => (None, rest),
+        };
         let sequence: i32 = digits.parse().map_err(|_| {
             invalid(
                 WHAT,
                 name,
-                "it does not end with a 32-bit sequence number (task-NNNNNNNNNN)",
+                "it does not end with a 32-bit sequence number (task-NNNNNNNNNN or task-<token>-NNNNNNNNNN)",
             )
         })?;
         // The server renders the counter with `%010d`; any other spelling of
@@ -83,14 +146,27 @@ impl TaskId {
         }
         Ok(TaskId {
             name: name.to_owned(),
+            token,
             sequence,
         })
     }
 
-    /// The task made by the `sequence`-th create under `tasks/`.
+    /// The task made by the `sequence`-th create under `tasks/`, with a
+    /// plain (unprotected) name.
     pub fn from_sequence(sequence: i32) -> TaskId {
         TaskId {
             name: format!("{TASK_PREFIX}{sequence:010}"),
+            token: None,
+            sequence,
+        }
+    }
+
+    /// The task made by the `sequence`-th create under `tasks/`, created
+    /// with `token`'s protected prefix.
+    pub fn from_token_and_sequence(token: TaskToken, sequence: i32) -> TaskId {
+        TaskId {
+            name: format!("{}{sequence:010}", token.name_prefix()),
+            token: Some(token),
             sequence,
         }
     }
@@ -102,6 +178,31 @@ impl TaskId {
     pub fn sequence(&self) -> i32 {
         self.sequence
     }
+
+    /// The token of a protected name; `None` for a plain one.
+    pub fn token(&self) -> Option<TaskToken> {
+        self.token
+    }
+}
+
+/// Reads a protected name's token: exactly [`TASK_TOKEN_DIGITS`] lowercase
+/// hex digits, so that each token has one spelling.
+fn parse_token(name: &str, digits: &str) -> Result<TaskToken, InvalidName> {
+    let well_formed = digits.len() == TASK_TOKEN_DIGITS
+        && digits
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if !well_formed {
+        return Err(invalid(
+            "task id",
+            name,
+            format!(
+                "its token {digits:?} is not {TASK_TOKEN_DIGITS} lowercase hex digits (task-<token>-NNNNNNNNNN)"
+            ),
+        ));
+    }
+    let value = u64::from_str_radix(digits, 16).expect("checked: 16 hex digits fit a u64");
+    Ok(TaskToken(value))
 }
 
 impl Ord for TaskId {
@@ -186,6 +287,81 @@ mod tests {
             ("task-00000000x1", "sequence number"),
             ("task-99999999999", "sequence number"),
             ("a/b", "'/'"),
+        ] {
+            let error = TaskId::parse(name).unwrap_err();
+            assert_eq!(error.name, name);
+            assert!(
+                error.to_string().contains(reason),
+                "{name:?}: {error} lacks {reason:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn protected_task_ids_carry_their_token_and_order_by_sequence() {
+        let token = TaskToken(0x00c0_ffee_0000_0001);
+        assert_eq!(token.to_string(), "00c0ffee00000001");
+        assert_eq!(token.name_prefix(), "task-00c0ffee00000001-");
+        let protected = TaskId::parse("task-00c0ffee00000001-0000000007").unwrap();
+        assert_eq!(protected.token(), Some(token));
+        assert_eq!(protected.sequence(), 7);
+        assert_eq!(TaskId::from_token_and_sequence(token, 7), protected);
+        assert_eq!(protected.to_string(), "task-00c0ffee00000001-0000000007");
+        assert_eq!(TaskId::from_sequence(7).token(), None);
+
+        // FIFO is the server's counter, whatever the tokens say: a later
+        // task with a smaller token still comes after.
+        let later = TaskId::parse("task-0000000000000000-0000000008").unwrap();
+        let plain = TaskId::parse("task-0000000006").unwrap();
+        let mut ids = [later.clone(), protected.clone(), plain.clone()];
+        ids.sort();
+        assert_eq!(ids, [plain, protected, later]);
+
+        let wrapped = TaskId::parse("task-ffffffffffffffff--2147483648").unwrap();
+        assert_eq!(wrapped.sequence(), i32::MIN);
+        assert_eq!(wrapped.token(), Some(TaskToken(u64::MAX)));
+        assert_eq!(
+            TaskId::from_token_and_sequence(TaskToken(u64::MAX), i32::MIN),
+            wrapped
+        );
+    }
+
+    #[test]
+    fn submission_tokens_are_distinct_per_submission_and_per_session() {
+        let mut seen = std::collections::BTreeSet::new();
+        for session in [1, 2, 3, 0x0100_0000_0000_0001, -1] {
+            for submission in 0..1000 {
+                let token = TaskToken::for_submission(SessionId(session), submission);
+                assert!(
+                    seen.insert(token),
+                    "session {session} submission {submission} repeats {token}"
+                );
+            }
+        }
+        // Deterministic: the same inputs give the same token.
+        assert_eq!(
+            TaskToken::for_submission(SessionId(7), 3),
+            TaskToken::for_submission(SessionId(7), 3)
+        );
+        // Every token makes a name that parses back to it.
+        let token = TaskToken::for_submission(SessionId(7), 3);
+        let name = format!("{}0000000001", token.name_prefix());
+        assert_eq!(TaskId::parse(&name).unwrap().token(), Some(token));
+    }
+
+    #[test]
+    fn bad_protected_task_ids_name_the_token() {
+        for (name, reason) in [
+            ("task-00C0FFEE00000001-0000000007", "lowercase hex"),
+            ("task-c0ffee-0000000007", "16 lowercase hex digits"),
+            (
+                "task-00c0ffee000000011-0000000007",
+                "16 lowercase hex digits",
+            ),
+            ("task-zzzzzzzzzzzzzzzz-0000000007", "\"zzzzzzzzzzzzzzzz\""),
+            ("task--0000000007", "10 digits"),
+            ("task-00c0ffee00000001-7", "10 digits"),
+            ("task-00c0ffee00000001-", "sequence number"),
         ] {
             let error = TaskId::parse(name).unwrap_err();
             assert_eq!(error.name, name);

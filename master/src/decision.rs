@@ -4,9 +4,12 @@
 
 use std::fmt;
 
-use zkdist_coord::{Directory, TaskId, WorkerId};
+use zkdist_coord::{Directory, SessionState, TaskId, WorkerId};
 
-/// Why an assignment round ran. The founding design allows exactly three.
+use crate::election::Epoch;
+
+/// Why an assignment round ran: the founding design's three triggers, and a
+/// fourth for a task that goes back to the queue after a failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Trigger {
     /// A task appeared (there may be idle workers for it).
@@ -15,6 +18,10 @@ pub enum Trigger {
     NewWorker,
     /// A worker deleted its assignment (there may be pending tasks for it).
     WorkerIdle,
+    /// A task went back to the queue: its worker died, or its assignment
+    /// was found not applied after a connection loss (there may be idle
+    /// workers for it). Beyond the founding design, which loses such tasks.
+    TaskRequeued,
 }
 
 impl Trigger {
@@ -23,6 +30,7 @@ impl Trigger {
             Trigger::NewTask => "new-task",
             Trigger::NewWorker => "new-worker",
             Trigger::WorkerIdle => "worker-idle",
+            Trigger::TaskRequeued => "task-requeued",
         }
     }
 }
@@ -40,9 +48,57 @@ pub enum Command {
     /// `exists(tasks/<task>/result)`, answered by
     /// [`crate::MasterState::on_task_checked`]. Only while initialising.
     CheckTaskFinished(TaskId),
-    /// `create(assignments/<worker>, data = task name)`, answered by
-    /// [`crate::MasterState::on_assignment_created`].
+    /// `multi[check epoch, create(assignments/<worker>, data = task name)]`,
+    /// answered by [`crate::MasterState::on_assignment_created`]. Never sent
+    /// again blindly: an unknown outcome is settled by `RecoverAssignment`.
     CreateAssignment { worker: WorkerId, task: TaskId },
+    /// After a create whose outcome is unknown: `get_data(assignments/
+    /// <worker>)`, and if it is absent, the task's status (see
+    /// [`crate::TaskStatus`]). Answered by
+    /// [`crate::MasterState::on_assignment_recovered`].
+    RecoverAssignment { worker: WorkerId, task: TaskId },
+    /// The assignment of a worker that is gone: `multi[check epoch,
+    /// delete(assignments/<worker>)]` (sent again while its outcome is
+    /// unknown: deleting a dead worker's node twice is harmless, as nobody
+    /// creates it again), then the task's status. Answered by
+    /// [`crate::MasterState::on_assignment_reclaimed`].
+    Reclaim { worker: WorkerId, task: TaskId },
+}
+
+/// Why a task went back to the pending queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequeueReason {
+    /// The worker holding it left (its registration is gone), or an
+    /// assignment of an unregistered worker was found at start-up; its
+    /// assignment was reclaimed and the task has no result.
+    WorkerGone { worker: WorkerId },
+    /// A create whose outcome was unknown turned out not applied.
+    AssignmentNotApplied { worker: WorkerId },
+}
+
+/// How an assignment create with an unknown outcome was settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// The assignment node holds the task: the worker is busy with it.
+    Applied,
+    /// No assignment node but the task has a result: the create was applied
+    /// and the worker already finished.
+    AppliedAndFinished,
+    /// Neither: the create was not applied.
+    NotApplied,
+    /// Neither, and the task node is gone (a client deleted it).
+    TaskGone,
+}
+
+impl Recovery {
+    pub fn name(self) -> &'static str {
+        match self {
+            Recovery::Applied => "applied",
+            Recovery::AppliedAndFinished => "applied-and-finished",
+            Recovery::NotApplied => "not-applied",
+            Recovery::TaskGone => "task-gone",
+        }
+    }
 }
 
 /// One decision of the master, in the order it was taken.
@@ -50,11 +106,11 @@ pub enum Command {
 pub enum MasterDecision {
     /// A worker appeared under `workers/`; it starts idle.
     WorkerJoined { worker: WorkerId },
-    /// A worker's registration disappeared. The founding design does not
-    /// recover the task it held, which is then lost.
+    /// A worker's registration disappeared. The task it held (if any) is
+    /// reclaimed: see `AssignmentReclaimed` and `TaskRequeued`.
     WorkerLeft {
         worker: WorkerId,
-        lost_task: Option<TaskId>,
+        held_task: Option<TaskId>,
     },
     /// A new task entered the pending queue.
     TaskQueued { task: TaskId },
@@ -98,6 +154,41 @@ pub enum MasterDecision {
         task: TaskId,
         error: String,
     },
+    /// A create's reply was lost (connection loss): whether it was applied
+    /// is read back before anything else is decided for this worker.
+    AssignmentInDoubt { worker: WorkerId, task: TaskId },
+    /// The outcome of a create in doubt, read back from the tree.
+    AssignmentRecovered {
+        worker: WorkerId,
+        task: TaskId,
+        recovery: Recovery,
+    },
+    /// The assignment node of a worker that is gone is deleted (`deleted:
+    /// false`: it was already gone, e.g. the worker finished just before it
+    /// died).
+    AssignmentReclaimed {
+        worker: WorkerId,
+        task: TaskId,
+        deleted: bool,
+    },
+    /// A reclaimed task already has a result: it is finished, not requeued.
+    ReclaimedTaskFinished { worker: WorkerId, task: TaskId },
+    /// A task went back to the pending queue, at its place in task order.
+    TaskRequeued { task: TaskId, reason: RequeueReason },
+    /// This session won the election (role loop).
+    Elected { epoch: Epoch },
+    /// Another session leads; this one waits for its `master` node to go
+    /// (role loop).
+    StandingBy,
+    /// A write was refused by the epoch check: a newer master was elected.
+    /// The master stops at once and changes nothing more.
+    Deposed { epoch: Epoch },
+    /// The session ended (expired, closed, or its stream ended: `None`);
+    /// the role starts over with a new one (role loop).
+    SessionLost { state: Option<SessionState> },
+    /// The role gives up its session after an error it cannot work around
+    /// in that session, and starts over with a new one (role loop).
+    Restarting { reason: String },
     /// A child of a watched directory that is not a valid name there.
     /// Reported once per name.
     IgnoredNode {
@@ -122,8 +213,8 @@ impl fmt::Display for MasterDecision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MasterDecision::WorkerJoined { worker } => write!(f, "worker-joined {worker}"),
-            MasterDecision::WorkerLeft { worker, lost_task } => match lost_task {
-                Some(task) => write!(f, "worker-left {worker} lost-task {task}"),
+            MasterDecision::WorkerLeft { worker, held_task } => match held_task {
+                Some(task) => write!(f, "worker-left {worker} holding {task}"),
                 None => write!(f, "worker-left {worker}"),
             },
             MasterDecision::TaskQueued { task } => write!(f, "task-queued {task}"),
@@ -178,6 +269,52 @@ impl fmt::Display for MasterDecision {
                 task,
                 error,
             } => write!(f, "assignment-failed {task}->{worker}: {error}"),
+            MasterDecision::AssignmentInDoubt { worker, task } => {
+                write!(f, "assignment-in-doubt {task}->{worker}")
+            }
+            MasterDecision::AssignmentRecovered {
+                worker,
+                task,
+                recovery,
+            } => write!(
+                f,
+                "assignment-recovered {task}->{worker} {}",
+                recovery.name()
+            ),
+            MasterDecision::AssignmentReclaimed {
+                worker,
+                task,
+                deleted,
+            } => {
+                let how = if *deleted { "deleted" } else { "already-gone" };
+                write!(f, "assignment-reclaimed {task} from {worker} {how}")
+            }
+            MasterDecision::ReclaimedTaskFinished { worker, task } => {
+                write!(f, "reclaimed-task-finished {task} from {worker}")
+            }
+            MasterDecision::TaskRequeued { task, reason } => match reason {
+                RequeueReason::WorkerGone { worker } => {
+                    write!(f, "task-requeued {task} worker-gone {worker}")
+                }
+                RequeueReason::AssignmentNotApplied { worker } => {
+                    write!(f, "task-requeued {task} not-applied {worker}")
+                }
+            },
+            MasterDecision::Elected { epoch } => write!(f, "elected epoch={epoch}"),
+            MasterDecision::StandingBy => write!(f, "standing-by"),
+            MasterDecision::Deposed { epoch } => write!(f, "deposed epoch={epoch}"),
+            MasterDecision::SessionLost { state } => {
+                let state = match state {
+                    Some(SessionState::Expired) => "expired",
+                    Some(SessionState::Closed) => "closed",
+                    Some(SessionState::AuthFailed) => "auth-failed",
+                    Some(SessionState::Connected) => "connected",
+                    Some(SessionState::Disconnected) => "disconnected",
+                    None => "stream-ended",
+                };
+                write!(f, "session-lost {state}")
+            }
+            MasterDecision::Restarting { reason } => write!(f, "restarting: {reason}"),
             MasterDecision::IgnoredNode { dir, name, reason } => {
                 write!(f, "ignored-node {dir}/{name}: {reason}")
             }
@@ -209,9 +346,101 @@ mod tests {
         };
         assert_eq!(empty.to_string(), "round 4 [worker-idle] assigned nothing");
         assert!(
-            MasterDecision::WorkerJoined { worker }
-                .assigned()
-                .is_empty()
+            MasterDecision::WorkerJoined {
+                worker: worker.clone()
+            }
+            .assigned()
+            .is_empty()
         );
+    }
+
+    #[test]
+    fn failure_decisions_render_on_one_stable_line() {
+        let worker = WorkerId::parse("worker-0000000002").unwrap();
+        let task = TaskId::from_sequence(5);
+        let lines = [
+            (
+                MasterDecision::WorkerLeft {
+                    worker: worker.clone(),
+                    held_task: Some(task.clone()),
+                },
+                "worker-left worker-0000000002 holding task-0000000005",
+            ),
+            (
+                MasterDecision::AssignmentInDoubt {
+                    worker: worker.clone(),
+                    task: task.clone(),
+                },
+                "assignment-in-doubt task-0000000005->worker-0000000002",
+            ),
+            (
+                MasterDecision::AssignmentRecovered {
+                    worker: worker.clone(),
+                    task: task.clone(),
+                    recovery: Recovery::AppliedAndFinished,
+                },
+                "assignment-recovered task-0000000005->worker-0000000002 applied-and-finished",
+            ),
+            (
+                MasterDecision::AssignmentReclaimed {
+                    worker: worker.clone(),
+                    task: task.clone(),
+                    deleted: false,
+                },
+                "assignment-reclaimed task-0000000005 from worker-0000000002 already-gone",
+            ),
+            (
+                MasterDecision::ReclaimedTaskFinished {
+                    worker: worker.clone(),
+                    task: task.clone(),
+                },
+                "reclaimed-task-finished task-0000000005 from worker-0000000002",
+            ),
+            (
+                MasterDecision::TaskRequeued {
+                    task: task.clone(),
+                    reason: RequeueReason::WorkerGone {
+                        worker: worker.clone(),
+                    },
+                },
+                "task-requeued task-0000000005 worker-gone worker-0000000002",
+            ),
+            (
+                MasterDecision::TaskRequeued {
+                    task: task.clone(),
+                    reason: RequeueReason::AssignmentNotApplied { worker },
+                },
+                "task-requeued task-0000000005 not-applied worker-0000000002",
+            ),
+            (
+                MasterDecision::Elected { epoch: Epoch(3) },
+                "elected epoch=3",
+            ),
+            (MasterDecision::StandingBy, "standing-by"),
+            (
+                MasterDecision::Deposed { epoch: Epoch(3) },
+                "deposed epoch=3",
+            ),
+            (
+                MasterDecision::SessionLost {
+                    state: Some(SessionState::Expired),
+                },
+                "session-lost expired",
+            ),
+            (
+                MasterDecision::SessionLost { state: None },
+                "session-lost stream-ended",
+            ),
+            (
+                MasterDecision::Restarting {
+                    reason: "listing failed".into(),
+                },
+                "restarting: listing failed",
+            ),
+        ];
+        for (decision, line) in lines {
+            assert_eq!(decision.to_string(), line);
+            assert!(!decision.to_string().contains('\n'));
+        }
     }
 }

@@ -1,18 +1,23 @@
 //! zkdist master: the founding design's master, generic over
-//! [`zkdist_coord::Coordinator`].
+//! [`zkdist_coord::Coordinator`], made to survive failures.
 //!
 //! [`MasterState`] is the core: the processed-task set, the FIFO pending
 //! queue and the worker -> assignment map, with every decision taken on them
-//! and no I/O, so it can be tested input by input. [`Master`] is the shell:
-//! three watch loops (workers, tasks, assignments) whose replies and events
-//! feed one queue consumed by one task.
+//! and no I/O, so it can be tested input by input. [`Master`] is the shell
+//! for one session: three watch loops (workers, tasks, assignments) whose
+//! replies and events feed one queue consumed by one task, every write
+//! fenced by the master's [`Epoch`]. [`run_master_role`] is the candidate
+//! that outlives sessions: it claims the `master` node (or stands by until
+//! it is free), leads, and starts over with a new session when one ends.
 //!
 //! ```text
 //! let layout = Layout::new("/zkdist")?;
-//! if claim_master(&session, &layout).await? {
-//!     let (tx, decisions) = tokio::sync::mpsc::unbounded_channel();
-//!     let state = Master::new(session, events, layout)
-//!         .with_observer(tx)
+//! let (tx, decisions) = tokio::sync::mpsc::unbounded_channel();
+//! run_master_role(connector, layout, shutdown_signal, Some(tx)).await?;
+//!
+//! // Or, for one session that is known to lead:
+//! if let Some(epoch) = claim_master(&session, &layout).await? {
+//!     let state = Master::new(session, events, layout, epoch)
 //!         .run_until(shutdown_signal)
 //!         .await?;
 //! }
@@ -22,10 +27,15 @@ mod decision;
 mod election;
 mod in_flight;
 mod listing;
+mod role;
 mod shell;
 mod state;
 
-pub use decision::{Command, MasterDecision, Trigger};
-pub use election::claim_master;
+pub use decision::{Command, MasterDecision, Recovery, RequeueReason, Trigger};
+pub use election::{Epoch, claim_master};
+pub use role::{SESSION_RETRY_DELAY_MS, run_master_role};
 pub use shell::{Master, MasterError, READ_RETRY_DELAY_MS};
-pub use state::{Assignment, AssignmentData, MasterState, Step};
+pub use state::{
+    Assignment, AssignmentData, AssignmentFound, MasterState, ReclaimOutcome, Step, TaskStatus,
+    WriteOutcome,
+};

@@ -11,16 +11,19 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 use zkdist_coord::{
-    Coordinator, CreateMode, Directory, ErrorCode, Event, EventStream, Layout, SessionState,
-    TaskId, Watch, WorkerId, ZkError, ZkResult,
+    Coordinator, CreateMode, Directory, ErrorCode, Event, EventStream, Layout, Op, OpResult,
+    SessionState, TaskId, Watch, WorkerId, ZkError, ZkResult,
 };
 
 use crate::decision::{Command, MasterDecision};
+use crate::election::{Epoch, fence};
 use crate::in_flight::InFlight;
-use crate::state::{AssignmentData, MasterState, Step};
+use crate::state::{
+    AssignmentData, AssignmentFound, MasterState, ReclaimOutcome, Step, TaskStatus, WriteOutcome,
+};
 
-/// How long a read waits before it is retried after a connection loss.
-/// Reads are idempotent, so retrying them is always safe.
+/// How long a read (or a reclaim, which is as safe to repeat) waits before
+/// it is sent again after a connection loss.
 pub const READ_RETRY_DELAY_MS: u64 = 100;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,6 +37,10 @@ pub enum MasterError {
     },
     #[error("{what} failed: {error}")]
     Request { what: String, error: ZkError },
+    /// A write was refused by the epoch check: a newer master leads. The
+    /// master stopped at once; nothing it sent after that changed the tree.
+    #[error("deposed: the master of epoch {epoch} was superseded")]
+    Deposed { epoch: Epoch },
 }
 
 /// A reply to one [`Command`].
@@ -53,8 +60,42 @@ enum Reply {
     AssignmentCreated {
         worker: WorkerId,
         task: TaskId,
-        result: ZkResult<String>,
+        result: ZkResult<Vec<OpResult>>,
     },
+    AssignmentRecovered {
+        worker: WorkerId,
+        task: TaskId,
+        result: ZkResult<AssignmentFound>,
+    },
+    Reclaimed {
+        worker: WorkerId,
+        task: TaskId,
+        result: ZkResult<ReclaimOutcome>,
+    },
+}
+
+/// What a fenced write's reply means.
+enum FencedReply {
+    Applied,
+    /// The epoch check (op 0) failed.
+    FencedOff,
+    /// The write's own op failed: nothing was applied.
+    OpFailed(ZkError),
+    /// Connection loss: applied or not, nobody knows yet.
+    Unknown,
+    /// Any other error (the session's end, a request refused before it was
+    /// sent).
+    Error(ZkError),
+}
+
+fn classify(result: ZkResult<Vec<OpResult>>) -> FencedReply {
+    match result {
+        Ok(_) => FencedReply::Applied,
+        Err(ZkError::Multi { index: 0, .. }) => FencedReply::FencedOff,
+        Err(ZkError::Multi { error, .. }) => FencedReply::OpFailed(*error),
+        Err(error) if error.is_outcome_unknown() => FencedReply::Unknown,
+        Err(error) => FencedReply::Error(error),
+    }
 }
 
 enum Input {
@@ -94,19 +135,34 @@ pub struct Master<C: Coordinator> {
     events: EventStream,
     layout: Layout,
     observer: Option<UnboundedSender<MasterDecision>>,
+    /// The epoch this session was elected in: every write checks it.
+    epoch: Epoch,
     /// Set while the session is disconnected.
     disconnected: bool,
 }
 
 impl<C: Coordinator> Master<C> {
-    /// A master on a connected session and its event stream. The caller
-    /// decides whether this session leads (see [`crate::claim_master`]).
-    pub fn new(zk: C, events: EventStream, layout: Layout) -> Master<C> {
+    /// A master on a connected session and its event stream, elected in
+    /// `epoch` (see [`crate::claim_master`], or [`crate::run_master_role`]
+    /// which does it all). Every write it sends is fenced by `epoch`.
+    pub fn new(zk: C, events: EventStream, layout: Layout, epoch: Epoch) -> Master<C> {
+        Master::shared(Arc::new(zk), events, layout, epoch)
+    }
+
+    /// As [`Master::new`], on a session the caller keeps a handle on (to
+    /// close it once the master stops).
+    pub(crate) fn shared(
+        zk: Arc<C>,
+        events: EventStream,
+        layout: Layout,
+        epoch: Epoch,
+    ) -> Master<C> {
         Master {
-            zk: Arc::new(zk),
+            zk,
             events,
             layout,
             observer: None,
+            epoch,
             disconnected: false,
         }
     }
@@ -123,7 +179,8 @@ impl<C: Coordinator> Master<C> {
     }
 
     /// Runs until `shutdown` completes (then returns the core, whose view the
-    /// caller may compare with ZooKeeper's) or the session ends (an error).
+    /// caller may compare with ZooKeeper's), the session ends, or a write is
+    /// fenced off (`MasterError::Deposed`: the master stops at once).
     /// Creates the layout if it is missing. Does not close the session.
     pub async fn run_until(
         mut self,
@@ -136,7 +193,7 @@ impl<C: Coordinator> Master<C> {
                 root: self.layout.root().to_owned(),
                 error,
             })?;
-        let mut state = MasterState::new();
+        let mut state = MasterState::new(self.epoch);
         let mut in_flight = InFlight::new();
         let step = state.start();
         self.apply(step, &mut in_flight);
@@ -153,6 +210,11 @@ impl<C: Coordinator> Master<C> {
                 Input::Reply(reply) => self.on_reply(&mut state, reply)?,
             };
             self.apply(step, &mut in_flight);
+            if state.is_deposed() {
+                // Whatever is still in flight is dropped unanswered; it can
+                // change nothing, as the epoch check refuses it.
+                return Err(MasterError::Deposed { epoch: self.epoch });
+            }
         }
     }
 
@@ -234,13 +296,43 @@ impl<C: Coordinator> Master<C> {
                 worker,
                 task,
                 result,
-            } => match result {
-                Ok(_) => Ok(state.on_assignment_created(worker, task, Ok(()))),
-                Err(error) => match session_end(&error) {
-                    Some(state) => Err(MasterError::SessionEnded { state: Some(state) }),
-                    None => Ok(state.on_assignment_created(worker, task, Err(error.to_string()))),
-                },
-            },
+            } => {
+                let outcome = match classify(result) {
+                    FencedReply::Applied => WriteOutcome::Applied,
+                    FencedReply::FencedOff => WriteOutcome::Fenced,
+                    FencedReply::Unknown => WriteOutcome::Unknown,
+                    FencedReply::OpFailed(error) => WriteOutcome::Failed(error.to_string()),
+                    FencedReply::Error(error) => match session_end(&error) {
+                        Some(state) => {
+                            return Err(MasterError::SessionEnded { state: Some(state) });
+                        }
+                        None => WriteOutcome::Failed(error.to_string()),
+                    },
+                };
+                Ok(state.on_assignment_created(worker, task, outcome))
+            }
+            Reply::AssignmentRecovered {
+                worker,
+                task,
+                result,
+            } => {
+                let found = result.map_err(|error| {
+                    let path = self.layout.assignment(&worker);
+                    failed(format!("reading back {path}"), error)
+                })?;
+                Ok(state.on_assignment_recovered(worker, task, found))
+            }
+            Reply::Reclaimed {
+                worker,
+                task,
+                result,
+            } => {
+                let outcome = result.map_err(|error| {
+                    let path = self.layout.assignment(&worker);
+                    failed(format!("reclaiming {path}"), error)
+                })?;
+                Ok(state.on_assignment_reclaimed(worker, task, outcome))
+            }
         }
     }
 
@@ -294,14 +386,43 @@ impl<C: Coordinator> Master<C> {
                 });
             }
             Command::CreateAssignment { worker, task } => {
-                let path = self.layout.assignment(&worker);
+                let ops = vec![
+                    fence(&self.layout, self.epoch),
+                    Op::Create {
+                        path: self.layout.assignment(&worker),
+                        data: task.as_str().as_bytes().to_vec(),
+                        mode: CreateMode::Persistent,
+                    },
+                ];
                 in_flight.push(async move {
                     // Not retried: after a connection loss the create may
-                    // have been applied, and a blind retry could not tell.
-                    let result = zk
-                        .create(&path, task.as_str().as_bytes(), CreateMode::Persistent)
-                        .await;
+                    // have been applied, and a blind retry could not tell;
+                    // the core asks for the outcome to be read back.
+                    let result = zk.multi(ops).await;
                     Reply::AssignmentCreated {
+                        worker,
+                        task,
+                        result,
+                    }
+                });
+            }
+            Command::RecoverAssignment { worker, task } => {
+                let layout = self.layout.clone();
+                in_flight.push(async move {
+                    let result = recover_assignment(&*zk, &layout, &worker, &task).await;
+                    Reply::AssignmentRecovered {
+                        worker,
+                        task,
+                        result,
+                    }
+                });
+            }
+            Command::Reclaim { worker, task } => {
+                let layout = self.layout.clone();
+                let epoch = self.epoch;
+                in_flight.push(async move {
+                    let result = reclaim(&*zk, &layout, epoch, &worker, &task).await;
+                    Reply::Reclaimed {
                         worker,
                         task,
                         result,
@@ -310,4 +431,85 @@ impl<C: Coordinator> Master<C> {
             }
         }
     }
+}
+
+/// Whether `task` has a result, exists without one, or is gone. A task with
+/// a result is finished whatever else holds; without one, whether its node
+/// exists tells unfinished from gone.
+async fn task_status<C: Coordinator>(
+    zk: &C,
+    layout: &Layout,
+    task: &TaskId,
+) -> ZkResult<TaskStatus> {
+    if retrying_read!(zk.exists(&layout.result(task), Watch::No))?.is_some() {
+        return Ok(TaskStatus::Finished);
+    }
+    Ok(
+        match retrying_read!(zk.exists(&layout.task(task), Watch::No))? {
+            Some(_) => TaskStatus::Unfinished,
+            None => TaskStatus::Gone,
+        },
+    )
+}
+
+/// Reads back an assignment create whose outcome is unknown. The worker is
+/// alive and only this master assigns, so the node, if present, is that
+/// create's; if absent, the task's result tells whether the worker already
+/// ran it (completion creates the result and deletes the assignment in one
+/// `multi`).
+async fn recover_assignment<C: Coordinator>(
+    zk: &C,
+    layout: &Layout,
+    worker: &WorkerId,
+    task: &TaskId,
+) -> ZkResult<AssignmentFound> {
+    let path = layout.assignment(worker);
+    match retrying_read!(zk.get_data(&path, Watch::No)) {
+        Ok((data, _)) if data == task.as_str().as_bytes() => Ok(AssignmentFound::Present),
+        Ok((data, _)) => Err(ZkError::System {
+            reason: format!(
+                "{path} holds {:?}, not the {task} this master assigned",
+                String::from_utf8_lossy(&data)
+            ),
+        }),
+        Err(ZkError::NoNode { .. }) => Ok(AssignmentFound::Absent(
+            task_status(zk, layout, task).await?,
+        )),
+        Err(error) => Err(error),
+    }
+}
+
+/// Deletes the assignment of a worker that is gone, fenced by the epoch,
+/// then reads the task's status. Sent again after a connection loss: no
+/// one creates a dead worker's assignment again, so a repeat deletes
+/// nothing more, and `NoNode` then means an earlier attempt (or the worker,
+/// on completing) deleted it.
+async fn reclaim<C: Coordinator>(
+    zk: &C,
+    layout: &Layout,
+    epoch: Epoch,
+    worker: &WorkerId,
+    task: &TaskId,
+) -> ZkResult<ReclaimOutcome> {
+    let path = layout.assignment(worker);
+    let deleted = loop {
+        let ops = vec![
+            fence(layout, epoch),
+            Op::Delete {
+                path: path.clone(),
+                version: None,
+            },
+        ];
+        match classify(zk.multi(ops).await) {
+            FencedReply::Applied => break true,
+            FencedReply::OpFailed(ZkError::NoNode { .. }) => break false,
+            FencedReply::FencedOff => return Ok(ReclaimOutcome::Fenced),
+            FencedReply::Unknown => {
+                tokio::time::sleep(Duration::from_millis(READ_RETRY_DELAY_MS)).await
+            }
+            FencedReply::OpFailed(error) | FencedReply::Error(error) => return Err(error),
+        }
+    };
+    let status = task_status(zk, layout, task).await?;
+    Ok(ReclaimOutcome::Reclaimed { deleted, status })
 }

@@ -7,8 +7,10 @@ mod common;
 use std::time::Duration;
 
 use zkdist_coord::{Coordinator, CreateMode, Layout, TaskResult};
-use zkdist_master::{Master, MasterDecision, MasterError, Trigger};
-use zkdist_sim::{Latency, SimConfig, SimZk};
+use zkdist_master::{
+    Epoch, Master, MasterDecision, MasterError, Trigger, claim_master, run_master_role,
+};
+use zkdist_sim::{Latency, SimConfig, SimConnector, SimZk};
 use zkdist_worker::WorkerDecision;
 
 use common::*;
@@ -145,7 +147,8 @@ fn the_master_stops_with_a_clear_error_when_its_session_expires() {
         let layout = Layout::default();
         let (zk, events) = sim.connect("master").await.unwrap();
         let session = zk.session_id();
-        let master = tokio::spawn(Master::new(zk, events, layout).run());
+        // Unclaimed: the test is about the session, not the election.
+        let master = tokio::spawn(Master::new(zk, events, layout, Epoch(0)).run());
         tokio::time::sleep(Duration::from_millis(10)).await;
         sim.expire(session).await;
         let outcome = tokio::time::timeout(STEP_TIMEOUT, master)
@@ -172,7 +175,11 @@ fn a_root_that_cannot_be_created_is_a_clear_error() {
             .unwrap();
         let layout = Layout::new("/ephemeral/zkdist").unwrap();
         let (zk, events) = sim.connect("master").await.unwrap();
-        let error = Master::new(zk, events, layout).run().await.unwrap_err();
+        // Unclaimed: the claim would fail on the layout the same way.
+        let error = Master::new(zk, events, layout, Epoch(0))
+            .run()
+            .await
+            .unwrap_err();
         assert!(matches!(error, MasterError::Layout { .. }), "{error:?}");
         let message = error.to_string();
         assert!(message.contains("/ephemeral/zkdist"), "{message}");
@@ -208,10 +215,11 @@ fn tasks_submitted_while_the_master_is_disconnected_are_assigned_after() {
         let layout = Layout::default();
         let (zk, events) = sim.connect("master").await.unwrap();
         let master_session = zk.session_id();
+        let epoch = claim_master(&zk, &layout).await.unwrap().unwrap();
         let (decisions_tx, mut decisions) = tokio::sync::mpsc::unbounded_channel();
         let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let master = tokio::spawn(
-            Master::new(zk, events, layout.clone())
+            Master::new(zk, events, layout.clone(), epoch)
                 .with_observer(decisions_tx)
                 .run_until(async move {
                     let _ = stop_rx.await;
@@ -247,7 +255,9 @@ fn tasks_submitted_while_the_master_is_disconnected_are_assigned_after() {
                 .unwrap_or_else(|| panic!("no reconnection in the trace:\n{}", trace.join("\n")));
         let first_assignment = trace
             .iter()
-            .position(|line| line.contains("master create /zkdist/assignments/"))
+            .position(|line| {
+                line.contains("master multi") && line.contains("create /zkdist/assignments/")
+            })
             .expect("an assignment was created");
         assert!(
             healed < first_assignment,
@@ -262,5 +272,73 @@ fn tasks_submitted_while_the_master_is_disconnected_are_assigned_after() {
             .collect();
         assert_eq!(assigned, tasks);
         worker.stop().await.0.unwrap();
+    });
+}
+
+#[test]
+fn the_role_gives_up_on_a_root_that_cannot_be_created() {
+    run_sim(0, async {
+        let sim = SimZk::start(SimConfig::default());
+        let (owner, _owner_events) = sim.connect("owner").await.unwrap();
+        owner
+            .create("/ephemeral", b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        let layout = Layout::new("/ephemeral/zkdist").unwrap();
+        let (decisions_tx, mut decisions) = tokio::sync::mpsc::unbounded_channel();
+        let outcome = tokio::time::timeout(
+            STEP_TIMEOUT,
+            run_master_role(
+                SimConnector::new(sim.clone(), "m1"),
+                layout,
+                std::future::pending(),
+                Some(decisions_tx),
+            ),
+        )
+        .await
+        .expect("retrying cannot help: the role returns");
+        let error = outcome.unwrap_err();
+        assert!(matches!(error, MasterError::Layout { .. }), "{error:?}");
+        assert!(error.to_string().contains("/ephemeral/zkdist"), "{error}");
+        assert!(decisions.try_recv().is_err(), "it never claimed");
+    });
+}
+
+#[test]
+fn a_standing_by_role_returns_on_shutdown_without_leading() {
+    run_sim(2, async {
+        let sim = SimZk::start(sim_config(2, Latency::Fixed { ms: 1 }));
+        let layout = Layout::default();
+        let leader = start_master(&sim, "leader", &layout).await;
+        let (decisions_tx, mut decisions) = tokio::sync::mpsc::unbounded_channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let role = tokio::spawn(run_master_role(
+            SimConnector::new(sim.clone(), "standby"),
+            layout.clone(),
+            async move {
+                let _ = stopped.await;
+            },
+            Some(decisions_tx),
+        ));
+        let first = tokio::time::timeout(STEP_TIMEOUT, decisions.recv())
+            .await
+            .expect("the standby decides")
+            .unwrap();
+        assert_eq!(first, MasterDecision::StandingBy);
+        // It waits for as long as the leader leads.
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(decisions.try_recv().is_err());
+        stop.send(()).unwrap();
+        let outcome = tokio::time::timeout(STEP_TIMEOUT, role)
+            .await
+            .expect("the role stops on shutdown")
+            .unwrap();
+        assert_eq!(outcome, Ok(()));
+        let epoch = layout.epoch();
+        let version = sim
+            .inspect(move |tree| tree.stat(&epoch).map(|stat| stat.version))
+            .await;
+        assert_eq!(version, Some(1), "only the leader was ever elected");
+        leader.stop().await.0.unwrap();
     });
 }

@@ -15,11 +15,10 @@
 //! nothing. Restarting the node runs its initial task again: a new process,
 //! with a new session and a new worker id.
 //!
-//! What happens to the task the dead worker held is asserted as the system
-//! behaves today: the master logs the worker as gone with the task lost,
-//! the task is never assigned again and never gets a result, and the dead
-//! worker's assignment node stays behind. Re-queueing a dead worker's task
-//! is not implemented yet; when it is, these assertions must change.
+//! The task the dead worker held is not lost: once the server expires the
+//! dead worker's session, the master reclaims (deletes) its assignment and
+//! re-queues the task, which the restarted worker (a new id) then runs to
+//! its one result, before the task submitted after it.
 
 #![cfg(madsim)]
 
@@ -36,7 +35,7 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use zkdist_coord::{Coordinator, Layout, SessionId, TaskId, WorkerId};
-use zkdist_master::MasterDecision;
+use zkdist_master::{MasterDecision, RequeueReason};
 use zkdist_sim::runtime::{check_determinism, current_seed};
 use zkdist_sim::{Latency, SimConfig, SimZk};
 use zkdist_worker::{Worker, WorkerDecision};
@@ -215,44 +214,59 @@ async fn kill_mid_task_then_restart(seed: u64) {
         .submit(&payload("echo", 2, 1_000))
         .await
         .expect("submit");
+    // The re-queued task runs again, on the restarted worker, and gets its
+    // result; the task submitted after it follows.
+    let lost_result = tokio::time::timeout(HANG_GUARD, client.wait(&lost))
+        .await
+        .expect("the dead worker's task is run again")
+        .expect("wait");
+    assert_eq!(lost_result, expected_result("echo", 1), "seed {seed}");
     let result = tokio::time::timeout(HANG_GUARD, client.wait(&next))
         .await
         .expect("the restarted worker runs the next task")
         .expect("wait");
     assert_eq!(result, expected_result("echo", 2), "seed {seed}");
-
-    // Today's behaviour for the task the dead worker held: lost.
-    let lost_result = tokio::time::timeout(HANG_GUARD, client.wait(&lost)).await;
-    assert!(
-        lost_result.is_err(),
-        "seed {seed}: the lost task got a result: {lost_result:?}"
-    );
     let stale_assignment = layout.assignment(&first);
-    let stale_data = sim
-        .inspect(move |tree| tree.data(&stale_assignment).map(<[u8]>::to_vec))
-        .await;
-    assert_eq!(
-        stale_data.as_deref(),
-        Some(lost.as_str().as_bytes()),
-        "seed {seed}: the dead worker's assignment node stays behind"
+    assert!(
+        !sim.inspect(move |tree| tree.exists(&stale_assignment))
+            .await,
+        "seed {seed}: the dead worker's assignment node was reclaimed"
     );
 
     let (outcome, master_decisions) = master.stop().await;
     outcome.expect("the master ran until stopped");
-    assert!(
-        master_decisions.contains(&MasterDecision::WorkerLeft {
+    let position = |wanted: &MasterDecision| {
+        master_decisions
+            .iter()
+            .position(|decision| decision == wanted)
+            .unwrap_or_else(|| panic!("seed {seed}: no {wanted} in {master_decisions:#?}"))
+    };
+    let left = position(&MasterDecision::WorkerLeft {
+        worker: first.clone(),
+        held_task: Some(lost.clone()),
+    });
+    let reclaimed = position(&MasterDecision::AssignmentReclaimed {
+        worker: first.clone(),
+        task: lost.clone(),
+        deleted: true,
+    });
+    let requeued = position(&MasterDecision::TaskRequeued {
+        task: lost.clone(),
+        reason: RequeueReason::WorkerGone {
             worker: first.clone(),
-            lost_task: Some(lost.clone()),
-        }),
-        "seed {seed}: the master saw the worker leave with its task"
+        },
+    });
+    assert!(left < reclaimed && reclaimed < requeued, "seed {seed}");
+    assert_eq!(
+        assignments_of(&master_decisions, &lost),
+        vec![&first, &second]
     );
-    assert_eq!(assignments_of(&master_decisions, &lost), vec![&first]);
     assert_eq!(assignments_of(&master_decisions, &next), vec![&second]);
     assert!(!sim.trace().await.is_empty());
 }
 
 #[test]
-fn a_worker_killed_mid_task_expires_loses_its_task_and_restarts_as_a_new_worker() {
+fn a_worker_killed_mid_task_expires_its_task_is_requeued_and_it_restarts_as_a_new_worker() {
     for seed in SEEDS {
         run_sim(seed, kill_mid_task_then_restart(seed));
     }

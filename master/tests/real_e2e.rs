@@ -463,7 +463,8 @@ async fn run_master_unclaimed(
     let (zk, events) = connect(config).await;
     let outcome = tokio::time::timeout(
         HANG_GUARD,
-        zkdist_master::Master::new(zk.clone(), events, layout.clone()).run(),
+        zkdist_master::Master::new(zk.clone(), events, layout.clone(), zkdist_master::Epoch(0))
+            .run(),
     )
     .await
     .expect("a master that cannot lay out its tree stops at once");

@@ -195,15 +195,14 @@ impl Harness {
         zk: C,
         events: EventStream,
     ) {
-        assert!(
-            claim_master(&zk, &self.layout)
-                .await
-                .expect("claiming the master node"),
-            "no other master leads in the harness"
-        );
+        let epoch = claim_master(&zk, &self.layout)
+            .await
+            .expect("claiming the master node")
+            .expect("no other master leads in the harness");
         let (decisions_tx, decisions) = mpsc::unbounded_channel();
         let (stop, stopped) = oneshot::channel::<()>();
-        let master = Master::new(zk, events, self.layout.clone()).with_observer(decisions_tx);
+        let master =
+            Master::new(zk, events, self.layout.clone(), epoch).with_observer(decisions_tx);
         let task = tokio::spawn(master.run_until(async move {
             let _ = stopped.await;
         }));

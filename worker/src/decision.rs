@@ -27,6 +27,30 @@ pub enum WorkerDecision {
         worker: WorkerId,
         task: Option<TaskId>,
     },
+    /// The assignment was not the one the worker read any more when it
+    /// went to complete or release it: the master took it back (it thought
+    /// this worker dead). The worker wrote nothing and is idle.
+    AssignmentRevoked {
+        worker: WorkerId,
+        task: Option<TaskId>,
+    },
+    /// The completion's outcome was unknown (connection loss) and was read
+    /// back: `applied` means the assignment was gone and the task held this
+    /// worker's result; otherwise the assignment was still the one read, so
+    /// nothing had been applied and the completion is sent again.
+    CompletionRecovered {
+        worker: WorkerId,
+        task: TaskId,
+        applied: bool,
+    },
+    /// The session ended while the worker held `task`: it stopped running
+    /// it and sends nothing more (the master re-queues it). Only a
+    /// completion already sent, whose reply the session's end cut off, may
+    /// have been applied; the master then finds the result.
+    TaskAbandoned { worker: WorkerId, task: TaskId },
+    /// The session ended (expired, closed, or its stream stopped): this
+    /// worker id acts no more.
+    SessionLost { worker: WorkerId },
     /// Shutdown was asked for; the current task, if any, is finished first.
     StopRequested { worker: WorkerId },
     /// The worker deleted its registration.
@@ -60,6 +84,28 @@ impl fmt::Display for WorkerDecision {
                 Some(task) => write!(f, "{worker} released {task}"),
                 None => write!(f, "{worker} released its assignment"),
             },
+            WorkerDecision::AssignmentRevoked { worker, task } => match task {
+                Some(task) => write!(f, "{worker} found {task} revoked, wrote nothing"),
+                None => write!(f, "{worker} found its assignment revoked"),
+            },
+            WorkerDecision::CompletionRecovered {
+                worker,
+                task,
+                applied,
+            } => {
+                if *applied {
+                    write!(f, "{worker} recovered {task} completion: applied")
+                } else {
+                    write!(
+                        f,
+                        "{worker} recovered {task} completion: not applied, resending"
+                    )
+                }
+            }
+            WorkerDecision::TaskAbandoned { worker, task } => {
+                write!(f, "{worker} abandoned {task}")
+            }
+            WorkerDecision::SessionLost { worker } => write!(f, "{worker} lost its session"),
             WorkerDecision::StopRequested { worker } => write!(f, "{worker} stop requested"),
             WorkerDecision::Deregistered { worker } => write!(f, "{worker} deregistered"),
         }

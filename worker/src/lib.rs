@@ -3,9 +3,15 @@
 //! A worker takes a unique id from a sequential node (the master does not
 //! hear of it), arms an exists watch on its assignment node, and only then
 //! registers under `workers/`. For each assignment it reads the task, runs
-//! it through a [`TaskHandler`], writes the task's result, and deletes the
-//! assignment, which tells the master it is idle. A failing or panicking
-//! handler produces a failure result; it never stops the worker.
+//! it through a [`TaskHandler`], then in one atomic multi writes the task's
+//! result and deletes the assignment (which tells the master it is idle),
+//! only if the assignment is still the one it read: a worker the master
+//! took for dead writes nothing. A failing or panicking handler produces a
+//! failure result; it never stops the worker.
+//!
+//! A [`Worker`] lives for one session. [`run_worker_role`] outlives
+//! sessions: when one ends, the task in hand is abandoned and a new worker
+//! joins on a new session.
 //!
 //! ```text
 //! struct Echo;
@@ -21,12 +27,15 @@
 //! ```
 
 mod catch_unwind;
+mod completion;
 mod decision;
 mod handler;
+mod role;
 mod shell;
 mod state;
 
 pub use decision::WorkerDecision;
 pub use handler::{TaskError, TaskHandler};
+pub use role::{SESSION_RESTART_PAUSE_MS, run_worker_role};
 pub use shell::{Worker, WorkerError};
-pub use state::{HandlerOutcome, ResultWrite, WorkerState};
+pub use state::{AssignmentAfterLoss, AssignmentNode, HandlerOutcome, ResultWrite, WorkerState};

@@ -1,20 +1,32 @@
 //! The worker's async shell: one task, one session, one assignment at a
 //! time. It does the I/O of each step and lets [`WorkerState`] check the
 //! order and name the outcome.
+//!
+//! Connection loss: reads are sent again ([`until_known`]); a write is sent
+//! again only once a read has shown it was not applied. Session end (an
+//! `Expired` or `Closed` event, or a `SessionExpired` reply): the worker
+//! stops at once, dropping the handler's future if one runs, and returns
+//! [`WorkerError::SessionEnded`]; [`crate::run_worker_role`] then starts over
+//! on a new session.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::{Pin, pin};
 
 use tokio::sync::mpsc::UnboundedSender;
+use zkdist_coord::retry::until_known;
 use zkdist_coord::{
-    Coordinator, CreateMode, ErrorCode, Event, EventStream, Layout, SessionState, Watch, WorkerId,
-    ZkError, path,
+    Coordinator, CreateMode, ErrorCode, Event, EventStream, Layout, SessionState, Stat, TaskId,
+    TaskResult, Watch, WorkerId, ZkError, path,
 };
 
 use crate::catch_unwind::CatchUnwind;
+use crate::completion::{
+    CompletionReply, ReleaseReply, completion_ops, judge_completion, judge_release,
+};
 use crate::decision::WorkerDecision;
 use crate::handler::TaskHandler;
-use crate::state::{HandlerOutcome, ResultWrite, WorkerState};
+use crate::state::{AssignmentAfterLoss, HandlerOutcome, ResultWrite, WorkerState};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkerError {
@@ -25,19 +37,15 @@ pub enum WorkerError {
         /// `None` when the event stream closed without saying why.
         state: Option<SessionState>,
     },
+    #[error("cannot open a session: {error}")]
+    Connect { error: ZkError },
     #[error("{what} failed: {error}")]
     Request { what: String, error: ZkError },
 }
 
 impl WorkerError {
     fn request(what: impl Into<String>, error: ZkError) -> WorkerError {
-        let state = match error.code() {
-            ErrorCode::SessionExpired => Some(SessionState::Expired),
-            ErrorCode::SessionClosed => Some(SessionState::Closed),
-            ErrorCode::AuthFailed => Some(SessionState::AuthFailed),
-            _ => None,
-        };
-        match state {
+        match session_end(&error) {
             Some(state) => WorkerError::SessionEnded { state: Some(state) },
             None => WorkerError::Request {
                 what: what.into(),
@@ -47,11 +55,25 @@ impl WorkerError {
     }
 }
 
+/// The session state a reply's error reveals, if it says the session is
+/// over.
+fn session_end(error: &ZkError) -> Option<SessionState> {
+    match error.code() {
+        ErrorCode::SessionExpired => Some(SessionState::Expired),
+        ErrorCode::SessionClosed => Some(SessionState::Closed),
+        ErrorCode::AuthFailed => Some(SessionState::AuthFailed),
+        _ => None,
+    }
+}
+
 /// A worker on one session. Build it with [`Worker::new`], optionally attach
 /// an observer, then [`Worker::run_until`].
 pub struct Worker<C: Coordinator, H: TaskHandler> {
     zk: C,
     events: EventStream,
+    /// Events read while a task ran, not yet acted on: the main loop takes
+    /// them before reading the stream again, so none is lost.
+    unhandled_events: VecDeque<Event>,
     layout: Layout,
     handler: H,
     observer: Option<UnboundedSender<WorkerDecision>>,
@@ -62,6 +84,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         Worker {
             zk,
             events,
+            unhandled_events: VecDeque::new(),
             layout,
             handler,
             observer: None,
@@ -71,6 +94,14 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// Sends every decision, in order, to `observer` as well as to the log.
     pub fn with_observer(mut self, observer: UnboundedSender<WorkerDecision>) -> Worker<C, H> {
         self.observer = Some(observer);
+        self
+    }
+
+    pub(crate) fn with_optional_observer(
+        mut self,
+        observer: Option<UnboundedSender<WorkerDecision>>,
+    ) -> Worker<C, H> {
+        self.observer = observer;
         self
     }
 
@@ -84,46 +115,80 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// before the master saw it leave, and returns its id. Creates the
     /// layout if it is missing. Does not close the session (whose id node
     /// goes with it).
+    ///
+    /// When the session ends first it returns [`WorkerError::SessionEnded`]
+    /// at once, having abandoned the task in hand (decisions `TaskAbandoned`
+    /// and `SessionLost`). `shutdown` is polled until it completes once,
+    /// never after.
     pub async fn run_until(
         mut self,
         shutdown: impl Future<Output = ()>,
     ) -> Result<WorkerId, WorkerError> {
         let mut shutdown = pin!(shutdown);
-        self.layout
-            .ensure_layout(&self.zk)
+        until_known(|| self.layout.ensure_layout(&self.zk))
             .await
-            .map_err(|error| WorkerError::Layout {
-                root: self.layout.root().to_owned(),
-                error,
+            .map_err(|error| match session_end(&error) {
+                Some(state) => WorkerError::SessionEnded { state: Some(state) },
+                None => WorkerError::Layout {
+                    root: self.layout.root().to_owned(),
+                    error,
+                },
             })?;
 
         // A sequential node gives a unique id; the master does not watch
         // this directory, so it hears of the worker only when it registers.
+        // A create lost to a connection loss is simply made again: an id
+        // node it may have left is ephemeral and goes with the session.
         let prefix = self.layout.worker_id_prefix();
-        let id_path = self
-            .zk
-            .create(&prefix, b"", CreateMode::EphemeralSequential)
-            .await
-            .map_err(|error| WorkerError::request(format!("creating {prefix}"), error))?;
+        let id_path = until_known(|| {
+            self.zk
+                .create(&prefix, b"", CreateMode::EphemeralSequential)
+        })
+        .await
+        .map_err(|error| WorkerError::request(format!("creating {prefix}"), error))?;
         let worker =
             WorkerId::parse(path::name(&id_path)).expect("the server names sequential nodes");
         let mut state = WorkerState::new(worker.clone());
+        let outcome = self.serve(&mut state, &mut shutdown).await;
+        if let Err(WorkerError::SessionEnded { .. }) = &outcome {
+            for decision in state.on_session_lost() {
+                self.note(decision);
+            }
+        }
+        outcome.map(|()| worker)
+    }
+
+    /// Everything after the id: arm, register, work, and on shutdown
+    /// deregister.
+    async fn serve<S: Future<Output = ()>>(
+        &mut self,
+        state: &mut WorkerState,
+        shutdown: &mut Pin<&mut S>,
+    ) -> Result<(), WorkerError> {
+        let worker = state.worker().clone();
         let assignment = self.layout.assignment(&worker);
 
         // Arm first, register second (see `WorkerState`).
         let mut assignment_waiting = self.arm(&assignment).await?;
         state.on_watch_armed();
         let registration = self.layout.worker(&worker);
-        self.zk
-            .create(&registration, b"", CreateMode::Ephemeral)
-            .await
-            .map_err(|error| WorkerError::request(format!("creating {registration}"), error))?;
+        // Sent again after a connection loss; `NodeExists` then means the
+        // first create was applied (the id is this session's alone).
+        match until_known(|| self.zk.create(&registration, b"", CreateMode::Ephemeral)).await {
+            Ok(_) | Err(ZkError::NodeExists { .. }) => {}
+            Err(error) => {
+                return Err(WorkerError::request(
+                    format!("creating {registration}"),
+                    error,
+                ));
+            }
+        }
         self.note(state.on_registered());
 
         let mut disconnected = false;
         loop {
             if assignment_waiting {
-                self.work(&mut state, &assignment, &mut shutdown).await?;
+                self.work(state, &assignment, shutdown).await?;
                 // Re-arm. An assignment already there gets no NodeCreated
                 // event (the watch is set on an existing node): take it now.
                 assignment_waiting = self.arm(&assignment).await?;
@@ -132,10 +197,13 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             if state.stop_requested() {
                 break;
             }
-            let event = tokio::select! {
-                biased;
-                () = shutdown.as_mut() => None,
-                event = self.events.recv() => Some(event),
+            let event = match self.unhandled_events.pop_front() {
+                Some(event) => Some(Some(event)),
+                None => tokio::select! {
+                    biased;
+                    () = shutdown.as_mut() => None,
+                    event = self.events.recv() => Some(event),
+                },
             };
             let Some(event) = event else {
                 let decision = state.on_stop_requested().expect("shutdown completes once");
@@ -160,7 +228,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             }
         }
 
-        match self.zk.delete(&registration, None).await {
+        match until_known(|| self.zk.delete(&registration, None)).await {
             Ok(()) | Err(ZkError::NoNode { .. }) => {}
             Err(error) => {
                 return Err(WorkerError::request(
@@ -174,118 +242,249 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         // run it rather than strand it. A create still in flight after this
         // look is the master's to recover (a dead worker's task).
         if self.arm(&assignment).await? {
-            self.work(&mut state, &assignment, &mut shutdown).await?;
+            self.work(state, &assignment, shutdown).await?;
         }
-        Ok(worker)
+        Ok(())
     }
 
     /// Sets the exists watch on the assignment node; returns whether the
     /// node is there.
     async fn arm(&self, assignment: &str) -> Result<bool, WorkerError> {
-        self.zk
-            .exists(assignment, Watch::Yes)
+        until_known(|| self.zk.exists(assignment, Watch::Yes))
             .await
             .map(|stat| stat.is_some())
             .map_err(|error| WorkerError::request(format!("watching {assignment}"), error))
     }
 
     /// Handles the assignment node if it exists: reads it and the task,
-    /// runs the handler, writes the result, then deletes the assignment.
+    /// runs the handler, then writes the result and deletes the assignment
+    /// in one multi.
     async fn work<S: Future<Output = ()>>(
-        &self,
+        &mut self,
         state: &mut WorkerState,
         assignment: &str,
         shutdown: &mut Pin<&mut S>,
     ) -> Result<(), WorkerError> {
-        let data = match self.zk.get_data(assignment, Watch::No).await {
-            Ok((data, _)) => data,
+        // The stat tells which node and version this assignment is, which
+        // the completion deletes and nothing else.
+        let (data, stat) = match until_known(|| self.zk.get_data(assignment, Watch::No)).await {
+            Ok(read) => read,
             // The event was for an older change (e.g. our own delete).
             Err(ZkError::NoNode { .. }) => return Ok(()),
             Err(error) => {
                 return Err(WorkerError::request(format!("reading {assignment}"), error));
             }
         };
-        let (task, decision) = state.on_assignment_read(&data);
+        let (task, decision) = state.on_assignment_read(&data, &stat);
         self.note(decision);
-        if let Some(task) = task {
-            let task_path = self.layout.task(&task);
-            match self.zk.get_data(&task_path, Watch::No).await {
-                Ok((payload, _)) => {
-                    let outcome = self.run_handler(state, &payload, shutdown).await;
-                    let result = state.result_for(outcome);
-                    let result_path = self.layout.result(&task);
-                    let write = match self
-                        .zk
-                        .create(&result_path, &result.encode(), CreateMode::Persistent)
-                        .await
-                    {
-                        Ok(_) => ResultWrite::Written {
-                            success: result.is_success(),
-                        },
-                        Err(ZkError::NodeExists { .. }) => ResultWrite::AlreadyPresent,
-                        Err(ZkError::NoNode { .. }) => ResultWrite::TaskMissing,
-                        Err(error) => {
-                            return Err(WorkerError::request(
-                                format!("creating {result_path}"),
-                                error,
-                            ));
-                        }
-                    };
-                    self.note(state.result_written(write));
+        let Some(task) = task else {
+            return self.release(state, assignment).await;
+        };
+        let task_path = self.layout.task(&task);
+        let payload = match until_known(|| self.zk.get_data(&task_path, Watch::No)).await {
+            Ok((payload, _)) => payload,
+            Err(ZkError::NoNode { .. }) => {
+                self.note(state.on_task_missing());
+                return self.release(state, assignment).await;
+            }
+            Err(error) => {
+                return Err(WorkerError::request(format!("reading {task_path}"), error));
+            }
+        };
+        let outcome = self.run_handler(state, &payload, shutdown).await?;
+        let result = state.result_for(outcome);
+        self.complete(state, &task, assignment, &result).await
+    }
+
+    /// Writes `result` and deletes the assignment, atomically, and only if
+    /// the assignment is still the one read.
+    async fn complete(
+        &self,
+        state: &mut WorkerState,
+        task: &TaskId,
+        assignment: &str,
+        result: &TaskResult,
+    ) -> Result<(), WorkerError> {
+        let held = state
+            .held_assignment()
+            .expect("a task is completed while its assignment is held");
+        let result_path = self.layout.result(task);
+        let result_bytes = result.encode();
+        let ops = completion_ops(&result_path, &result_bytes, assignment, held.version);
+        loop {
+            let reply = self.zk.multi(ops.clone()).await;
+            match judge_completion(&reply) {
+                CompletionReply::Applied => {
+                    self.note(state.result_written(ResultWrite::Written {
+                        success: result.is_success(),
+                    }));
+                    self.note(state.on_assignment_released());
+                    return Ok(());
                 }
-                Err(ZkError::NoNode { .. }) => self.note(state.on_task_missing()),
-                Err(error) => {
-                    return Err(WorkerError::request(format!("reading {task_path}"), error));
+                CompletionReply::ResultAlreadyPresent => {
+                    self.note(state.result_written(ResultWrite::AlreadyPresent));
+                    return self.release(state, assignment).await;
+                }
+                CompletionReply::TaskMissing => {
+                    self.note(state.result_written(ResultWrite::TaskMissing));
+                    return self.release(state, assignment).await;
+                }
+                CompletionReply::AssignmentRevoked => {
+                    self.note(state.on_assignment_revoked());
+                    return Ok(());
+                }
+                CompletionReply::OutcomeUnknown => {
+                    let now = self.read_after_loss(assignment).await?;
+                    match state.assignment_after_loss(now.as_ref()) {
+                        AssignmentAfterLoss::StillHeld => {
+                            // Not applied (applying deletes this node): the
+                            // same multi again is safe.
+                            self.note(state.on_completion_recovered(false));
+                        }
+                        AssignmentAfterLoss::Gone => {
+                            return self
+                                .recover_gone_assignment(state, &result_path, &result_bytes)
+                                .await;
+                        }
+                    }
+                }
+                CompletionReply::Failed(error) => {
+                    return Err(WorkerError::request(format!("completing {task}"), error));
                 }
             }
         }
-        // Deleting the assignment is what tells the master this worker is
-        // free, so it comes after the result.
-        match self.zk.delete(assignment, None).await {
-            Ok(()) | Err(ZkError::NoNode { .. }) => {}
+    }
+
+    /// After a completion whose outcome was unknown, the assignment is
+    /// gone: either the multi was applied, or the master revoked the
+    /// assignment. The result node tells: this worker's result means
+    /// applied. Another result, or none, means revoked. (A task cleaned up
+    /// by its client right after an applied completion shows no result
+    /// either; it is reported revoked, and either way nothing is left to
+    /// write.)
+    async fn recover_gone_assignment(
+        &self,
+        state: &mut WorkerState,
+        result_path: &str,
+        result_bytes: &[u8],
+    ) -> Result<(), WorkerError> {
+        let ours = match until_known(|| self.zk.get_data(result_path, Watch::No)).await {
+            Ok((data, _)) => data == result_bytes,
+            Err(ZkError::NoNode { .. }) => false,
             Err(error) => {
                 return Err(WorkerError::request(
-                    format!("deleting {assignment}"),
+                    format!("reading {result_path}"),
                     error,
                 ));
             }
+        };
+        if ours {
+            self.note(state.on_completion_recovered(true));
+            self.note(state.on_assignment_released());
+        } else {
+            self.note(state.on_assignment_revoked());
         }
-        self.note(state.on_assignment_released());
         Ok(())
     }
 
-    /// Runs the handler to the end. A shutdown asked for meanwhile is noted
-    /// and honoured after the task.
+    /// Deletes the assignment alone (no result to write: a garbage
+    /// assignment, a missing task, a result already present), at the
+    /// version read.
+    async fn release(&self, state: &mut WorkerState, assignment: &str) -> Result<(), WorkerError> {
+        let held = state
+            .held_assignment()
+            .expect("an assignment is released while held");
+        loop {
+            let reply = self.zk.delete(assignment, Some(held.version)).await;
+            match judge_release(&reply) {
+                ReleaseReply::Released => {
+                    self.note(state.on_assignment_released());
+                    return Ok(());
+                }
+                ReleaseReply::Revoked => {
+                    self.note(state.on_assignment_revoked());
+                    return Ok(());
+                }
+                ReleaseReply::OutcomeUnknown => {
+                    let now = self.read_after_loss(assignment).await?;
+                    if state.assignment_after_loss(now.as_ref()) == AssignmentAfterLoss::Gone {
+                        // Deleted, by this delete or by the master: the
+                        // worker is free either way and wrote nothing.
+                        self.note(state.on_assignment_released());
+                        return Ok(());
+                    }
+                }
+                ReleaseReply::Failed(error) => {
+                    return Err(WorkerError::request(
+                        format!("deleting {assignment}"),
+                        error,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Reads the assignment node's stat after a write to it had an unknown
+    /// outcome. The `sync` first makes the server this session now talks to
+    /// catch up with the leader, so a write that was applied shows.
+    async fn read_after_loss(&self, assignment: &str) -> Result<Option<Stat>, WorkerError> {
+        let read = async {
+            until_known(|| self.zk.sync(assignment)).await?;
+            until_known(|| self.zk.exists(assignment, Watch::No)).await
+        };
+        read.await
+            .map_err(|error| WorkerError::request(format!("reading {assignment}"), error))
+    }
+
+    /// Runs the handler to the end, unless the session ends first: then
+    /// the handler's future is dropped (the task is abandoned) and the
+    /// session's end is returned. A shutdown asked for meanwhile is noted
+    /// and honoured after the task. Other events are kept for the main
+    /// loop.
     async fn run_handler<S: Future<Output = ()>>(
-        &self,
+        &mut self,
         state: &mut WorkerState,
         payload: &[u8],
         shutdown: &mut Pin<&mut S>,
-    ) -> HandlerOutcome {
+    ) -> Result<HandlerOutcome, WorkerError> {
         let mut run = pin!(CatchUnwind::new(self.handler.run(payload)));
         loop {
             let stop_requested = state.stop_requested();
             tokio::select! {
                 biased;
                 outcome = &mut run => {
-                    return match outcome {
+                    return Ok(match outcome {
                         Ok(finished) => HandlerOutcome::Finished(finished),
                         Err(message) => HandlerOutcome::Panicked(message),
-                    };
+                    });
                 }
                 () = shutdown.as_mut(), if !stop_requested => {
                     let decision = state.on_stop_requested().expect("first stop request");
-                    self.note(decision);
+                    note(self.observer.as_ref(), decision);
                 }
+                event = self.events.recv() => match event {
+                    None => return Err(WorkerError::SessionEnded { state: None }),
+                    Some(Event::Session(
+                        ended @ (SessionState::Expired
+                        | SessionState::Closed
+                        | SessionState::AuthFailed),
+                    )) => return Err(WorkerError::SessionEnded { state: Some(ended) }),
+                    Some(other) => self.unhandled_events.push_back(other),
+                },
             }
         }
     }
 
     fn note(&self, decision: WorkerDecision) {
-        tracing::info!(target: "zkdist::worker", "{decision}");
-        if let Some(observer) = &self.observer {
-            // An observer that went away stops observing; the worker goes on.
-            let _ = observer.send(decision);
-        }
+        note(self.observer.as_ref(), decision);
+    }
+}
+
+/// Logs a decision and sends it to the observer, if any.
+fn note(observer: Option<&UnboundedSender<WorkerDecision>>, decision: WorkerDecision) {
+    tracing::info!(target: "zkdist::worker", "{decision}");
+    if let Some(observer) = observer {
+        // An observer that went away stops observing; the worker goes on.
+        let _ = observer.send(decision);
     }
 }

@@ -4,11 +4,16 @@
 //!
 //! The order is the design's: obtain an id, arm the watch on the assignment
 //! node, register, and then, for each assignment: read it, run the task,
-//! write the result, delete the assignment. Arming before registering is
-//! what guarantees no assignment is missed: the master assigns only to
-//! registered workers, so the watch exists before any assignment can.
+//! write the result and delete the assignment (one atomic multi). Arming
+//! before registering is what guarantees no assignment is missed: the master
+//! assigns only to registered workers, so the watch exists before any
+//! assignment can.
+//!
+//! A worker lives as long as its session: once the session is lost it
+//! abandons its task and decides nothing more (a new session means a new
+//! worker, with a new id).
 
-use zkdist_coord::{TaskId, TaskResult, WorkerId};
+use zkdist_coord::{Stat, TaskId, TaskResult, WorkerId};
 
 use crate::decision::WorkerDecision;
 use crate::handler::TaskError;
@@ -22,7 +27,42 @@ enum Phase {
     /// Registered (or deregistered) and holding no task.
     Idle,
     /// Between reading an assignment and deleting it.
-    Working(Option<TaskId>),
+    Working {
+        task: Option<TaskId>,
+        assignment: AssignmentNode,
+    },
+    /// The session ended: nothing more happens.
+    Lost,
+}
+
+/// Which assignment node the worker read: the transaction that created it
+/// and its data version. Completing deletes exactly this version, so a
+/// worker whose assignment was taken back writes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AssignmentNode {
+    pub czxid: i64,
+    pub version: i32,
+}
+
+impl AssignmentNode {
+    pub fn of(stat: &Stat) -> AssignmentNode {
+        AssignmentNode {
+            czxid: stat.czxid,
+            version: stat.version,
+        }
+    }
+}
+
+/// What a read of the assignment node after a connection loss says about
+/// a write whose outcome is unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssignmentAfterLoss {
+    /// The very node and version read: the write (which deletes it) was
+    /// not applied.
+    StillHeld,
+    /// Deleted, or deleted and made anew: the write was applied, or the
+    /// master revoked the assignment.
+    Gone,
 }
 
 /// What writing a task's result came to.
@@ -71,8 +111,33 @@ impl WorkerState {
     /// The task being worked on, if any.
     pub fn current_task(&self) -> Option<&TaskId> {
         match &self.phase {
-            Phase::Working(task) => task.as_ref(),
+            Phase::Working { task, .. } => task.as_ref(),
             _ => None,
+        }
+    }
+
+    /// The assignment node being worked on, if any.
+    pub fn held_assignment(&self) -> Option<AssignmentNode> {
+        match &self.phase {
+            Phase::Working { assignment, .. } => Some(*assignment),
+            _ => None,
+        }
+    }
+
+    /// Whether the session was lost: the worker is finished.
+    pub fn lost(&self) -> bool {
+        self.phase == Phase::Lost
+    }
+
+    /// Judges a read of the assignment node (`exists`) made after a write
+    /// whose outcome is unknown.
+    pub fn assignment_after_loss(&self, now: Option<&Stat>) -> AssignmentAfterLoss {
+        let held = self
+            .held_assignment()
+            .expect("an outcome is recovered only while working");
+        match now {
+            Some(stat) if AssignmentNode::of(stat) == held => AssignmentAfterLoss::StillHeld,
+            _ => AssignmentAfterLoss::Gone,
         }
     }
 
@@ -106,10 +171,14 @@ impl WorkerState {
         }
     }
 
-    /// The assignment node's data was read: it names the task to run, or it
-    /// is garbage (then `None`: the shell deletes the assignment and runs
-    /// nothing).
-    pub fn on_assignment_read(&mut self, data: &[u8]) -> (Option<TaskId>, WorkerDecision) {
+    /// The assignment node's data and stat were read: it names the task to
+    /// run, or it is garbage (then `None`: the shell deletes the assignment
+    /// and runs nothing).
+    pub fn on_assignment_read(
+        &mut self,
+        data: &[u8],
+        stat: &Stat,
+    ) -> (Option<TaskId>, WorkerDecision) {
         assert_eq!(
             self.phase,
             Phase::Idle,
@@ -117,16 +186,23 @@ impl WorkerState {
             self.worker
         );
         let worker = self.worker.clone();
+        let assignment = AssignmentNode::of(stat);
         match std::str::from_utf8(data).map(TaskId::parse) {
             Ok(Ok(task)) => {
-                self.phase = Phase::Working(Some(task.clone()));
+                self.phase = Phase::Working {
+                    task: Some(task.clone()),
+                    assignment,
+                };
                 (
                     Some(task.clone()),
                     WorkerDecision::TaskStarted { worker, task },
                 )
             }
             _ => {
-                self.phase = Phase::Working(None);
+                self.phase = Phase::Working {
+                    task: None,
+                    assignment,
+                };
                 let data = String::from_utf8_lossy(data).into_owned();
                 (None, WorkerDecision::BadAssignment { worker, data })
             }
@@ -171,11 +247,24 @@ impl WorkerState {
         }
     }
 
+    /// After a completion whose outcome was unknown: `applied` when it was
+    /// found applied (then the assignment is released), otherwise it is
+    /// sent again.
+    pub fn on_completion_recovered(&mut self, applied: bool) -> WorkerDecision {
+        let task = self
+            .current_task()
+            .cloned()
+            .expect("a completion is recovered only while working on a task");
+        WorkerDecision::CompletionRecovered {
+            worker: self.worker.clone(),
+            task,
+            applied,
+        }
+    }
+
     /// The assignment node is deleted: the worker is idle again.
     pub fn on_assignment_released(&mut self) -> WorkerDecision {
-        let Phase::Working(task) = std::mem::replace(&mut self.phase, Phase::Idle) else {
-            panic!("{} released an assignment it did not hold", self.worker);
-        };
+        let task = self.leave_assignment("released");
         if task.is_some() {
             self.tasks_finished += 1;
         }
@@ -183,6 +272,46 @@ impl WorkerState {
             worker: self.worker.clone(),
             task,
         }
+    }
+
+    /// The assignment was taken back before the worker completed it: the
+    /// worker wrote nothing, and is idle again.
+    pub fn on_assignment_revoked(&mut self) -> WorkerDecision {
+        let task = self.leave_assignment("had revoked");
+        WorkerDecision::AssignmentRevoked {
+            worker: self.worker.clone(),
+            task,
+        }
+    }
+
+    fn leave_assignment(&mut self, what: &str) -> Option<TaskId> {
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Working { task, .. } => task,
+            other => panic!(
+                "{} {what} an assignment it did not hold ({other:?})",
+                self.worker
+            ),
+        }
+    }
+
+    /// The session ended. The task in hand, if any, is abandoned: the
+    /// worker writes nothing more, ever. Returns the decisions once.
+    pub fn on_session_lost(&mut self) -> Vec<WorkerDecision> {
+        if self.phase == Phase::Lost {
+            return Vec::new();
+        }
+        let worker = self.worker.clone();
+        let mut decisions = Vec::new();
+        if let Some(task) = self.current_task().cloned() {
+            decisions.push(WorkerDecision::TaskAbandoned {
+                worker: worker.clone(),
+                task,
+            });
+        }
+        self.phase = Phase::Lost;
+        self.registered = false;
+        decisions.push(WorkerDecision::SessionLost { worker });
+        decisions
     }
 
     /// Shutdown was asked for. Returns the decision the first time only.
@@ -216,6 +345,16 @@ impl WorkerState {
 mod tests {
     use super::*;
 
+    /// The stat of an assignment node as the master creates it.
+    fn assignment_stat() -> Stat {
+        Stat {
+            czxid: 0x20,
+            mzxid: 0x20,
+            version: 0,
+            ..Stat::default()
+        }
+    }
+
     fn registered() -> WorkerState {
         let mut state = WorkerState::new(WorkerId::parse("worker-0000000001").unwrap());
         state.on_watch_armed();
@@ -226,7 +365,7 @@ mod tests {
     #[test]
     fn a_task_goes_from_assignment_to_release() {
         let mut state = registered();
-        let (task, decision) = state.on_assignment_read(b"task-0000000004");
+        let (task, decision) = state.on_assignment_read(b"task-0000000004", &assignment_stat());
         assert_eq!(task, Some(TaskId::from_sequence(4)));
         assert!(matches!(decision, WorkerDecision::TaskStarted { .. }));
         let result = state.result_for(HandlerOutcome::Finished(Ok(b"out".to_vec())));
@@ -253,7 +392,7 @@ mod tests {
     #[test]
     fn errors_and_panics_become_failure_results() {
         let mut state = registered();
-        state.on_assignment_read(b"task-0000000001");
+        state.on_assignment_read(b"task-0000000001", &assignment_stat());
         let failed = state.result_for(HandlerOutcome::Finished(Err(TaskError::new("bad kind"))));
         assert_eq!(failed, TaskResult::failure("bad kind"));
         let panicked = state.result_for(HandlerOutcome::Panicked("index out of range".into()));
@@ -266,7 +405,7 @@ mod tests {
     #[test]
     fn a_garbage_assignment_is_released_without_a_task() {
         let mut state = registered();
-        let (task, decision) = state.on_assignment_read(b"\xffnot a task");
+        let (task, decision) = state.on_assignment_read(b"\xffnot a task", &assignment_stat());
         assert_eq!(task, None);
         assert!(matches!(decision, WorkerDecision::BadAssignment { .. }));
         assert!(matches!(
@@ -288,6 +427,152 @@ mod tests {
     }
 
     #[test]
+    fn a_revoked_assignment_leaves_the_worker_idle_having_written_nothing() {
+        let mut state = registered();
+        state.on_assignment_read(b"task-0000000003", &assignment_stat());
+        let revoked = state.on_assignment_revoked();
+        assert_eq!(
+            revoked,
+            WorkerDecision::AssignmentRevoked {
+                worker: state.worker().clone(),
+                task: Some(TaskId::from_sequence(3))
+            }
+        );
+        assert_eq!(
+            revoked.to_string(),
+            "worker-0000000001 found task-0000000003 revoked, wrote nothing"
+        );
+        assert_eq!(state.tasks_finished(), 0, "a revoked task is not finished");
+        assert_eq!(state.current_task(), None);
+        // Idle again: the next assignment is taken.
+        let (task, _) = state.on_assignment_read(b"task-0000000004", &assignment_stat());
+        assert_eq!(task, Some(TaskId::from_sequence(4)));
+
+        // A garbage assignment can be revoked too.
+        let mut state = registered();
+        state.on_assignment_read(b"junk", &assignment_stat());
+        assert_eq!(
+            state.on_assignment_revoked().to_string(),
+            "worker-0000000001 found its assignment revoked"
+        );
+    }
+
+    #[test]
+    fn after_a_connection_loss_only_the_very_node_read_counts_as_still_held() {
+        let mut state = registered();
+        let read = assignment_stat();
+        state.on_assignment_read(b"task-0000000003", &read);
+        assert_eq!(
+            state.held_assignment(),
+            Some(AssignmentNode {
+                czxid: 0x20,
+                version: 0
+            })
+        );
+        assert_eq!(
+            state.assignment_after_loss(Some(&read)),
+            AssignmentAfterLoss::StillHeld
+        );
+        assert_eq!(state.assignment_after_loss(None), AssignmentAfterLoss::Gone);
+        // Deleted and created anew (same version 0, a later transaction).
+        let remade = Stat {
+            czxid: 0x31,
+            ..read
+        };
+        assert_eq!(
+            state.assignment_after_loss(Some(&remade)),
+            AssignmentAfterLoss::Gone
+        );
+        let rewritten = Stat { version: 1, ..read };
+        assert_eq!(
+            state.assignment_after_loss(Some(&rewritten)),
+            AssignmentAfterLoss::Gone
+        );
+    }
+
+    #[test]
+    fn a_recovered_completion_says_whether_it_was_applied() {
+        let mut state = registered();
+        state.on_assignment_read(b"task-0000000005", &assignment_stat());
+        let resend = state.on_completion_recovered(false);
+        assert_eq!(
+            resend.to_string(),
+            "worker-0000000001 recovered task-0000000005 completion: not applied, resending"
+        );
+        assert_eq!(
+            state.current_task(),
+            Some(&TaskId::from_sequence(5)),
+            "still working: the completion goes out again"
+        );
+        let applied = state.on_completion_recovered(true);
+        assert_eq!(
+            applied,
+            WorkerDecision::CompletionRecovered {
+                worker: state.worker().clone(),
+                task: TaskId::from_sequence(5),
+                applied: true
+            }
+        );
+        assert_eq!(
+            applied.to_string(),
+            "worker-0000000001 recovered task-0000000005 completion: applied"
+        );
+        state.on_assignment_released();
+        assert_eq!(state.tasks_finished(), 1);
+    }
+
+    #[test]
+    fn losing_the_session_abandons_the_task_in_hand_once() {
+        let mut state = registered();
+        state.on_assignment_read(b"task-0000000006", &assignment_stat());
+        let decisions = state.on_session_lost();
+        let lines: Vec<String> = decisions.iter().map(|d| d.to_string()).collect();
+        assert_eq!(
+            lines,
+            [
+                "worker-0000000001 abandoned task-0000000006",
+                "worker-0000000001 lost its session"
+            ]
+        );
+        assert!(state.lost());
+        assert_eq!(state.current_task(), None);
+        assert_eq!(state.tasks_finished(), 0);
+        assert!(state.on_session_lost().is_empty(), "reported once");
+
+        // Idle: nothing to abandon.
+        let mut idle = registered();
+        assert_eq!(
+            idle.on_session_lost(),
+            vec![WorkerDecision::SessionLost {
+                worker: idle.worker().clone()
+            }]
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "only while working on a task")]
+    fn a_lost_worker_writes_no_result() {
+        let mut state = registered();
+        state.on_assignment_read(b"task-0000000006", &assignment_stat());
+        state.on_session_lost();
+        state.result_written(ResultWrite::Written { success: true });
+    }
+
+    #[test]
+    #[should_panic(expected = "one assignment at a time")]
+    fn a_lost_worker_takes_no_assignment() {
+        let mut state = registered();
+        state.on_session_lost();
+        state.on_assignment_read(b"task-0000000007", &assignment_stat());
+    }
+
+    #[test]
+    #[should_panic(expected = "had revoked an assignment it did not hold")]
+    fn revoking_while_idle_is_a_bug() {
+        registered().on_assignment_revoked();
+    }
+
+    #[test]
     #[should_panic(expected = "registered before arming")]
     fn registering_before_arming_is_a_bug() {
         WorkerState::new(WorkerId::parse("w").unwrap()).on_registered();
@@ -297,15 +582,15 @@ mod tests {
     #[should_panic(expected = "one assignment at a time")]
     fn a_second_assignment_while_working_is_a_bug() {
         let mut state = registered();
-        state.on_assignment_read(b"task-0000000001");
-        state.on_assignment_read(b"task-0000000002");
+        state.on_assignment_read(b"task-0000000001", &assignment_stat());
+        state.on_assignment_read(b"task-0000000002", &assignment_stat());
     }
 
     #[test]
     #[should_panic(expected = "in the middle of a task")]
     fn deregistering_mid_task_is_a_bug() {
         let mut state = registered();
-        state.on_assignment_read(b"task-0000000001");
+        state.on_assignment_read(b"task-0000000001", &assignment_stat());
         state.on_deregistered();
     }
 }

@@ -67,13 +67,12 @@ async fn run(args: &DemoArgs) -> anyhow::Result<String> {
     };
 
     let (zk, events) = sim.connect("master").await?;
-    ensure!(
-        claim_master(&zk, &layout).await?,
-        "a fresh simulation has no other master"
-    );
+    let epoch = claim_master(&zk, &layout).await?;
+    ensure!(epoch.is_some(), "a fresh simulation has no other master");
+    let epoch = epoch.expect("checked just above");
     let (decisions_tx, mut decisions) = mpsc::unbounded_channel();
     let master = tokio::spawn(
-        Master::new(zk, events, layout.clone())
+        Master::new(zk, events, layout.clone(), epoch)
             .with_observer(decisions_tx)
             .run_until(until_stopped()),
     );

@@ -3,7 +3,7 @@
 use anyhow::{Context, bail};
 use zkdist_coord::zk::ZkSession;
 use zkdist_coord::{Coordinator, EventStream, Layout, MAX_RESULT_OUTPUT_BYTES, Watch};
-use zkdist_master::{Master, claim_master};
+use zkdist_master::{Epoch, Master, claim_master};
 use zkdist_worker::{TaskError, TaskHandler, Worker};
 
 use crate::args::{ConnectArgs, RoleArgs};
@@ -25,8 +25,8 @@ pub async fn run(args: &RoleArgs) -> anyhow::Result<()> {
         return Ok(());
     };
     let (zk, events, leads) = started?;
-    if leads {
-        lead(zk, events, layout, shutdown).await
+    if let Some(epoch) = leads {
+        lead(zk, events, layout, epoch, shutdown).await
     } else {
         tracing::info!(master = %layout.master(), "a master already leads; running as a worker");
         work(zk, events, layout, args.allow_exec, shutdown).await
@@ -46,7 +46,7 @@ pub async fn master(args: &ConnectArgs) -> anyhow::Result<()> {
         return Ok(());
     };
     let (zk, events, leads) = started?;
-    if !leads {
+    let Some(epoch) = leads else {
         let holder = zk
             .get_data(&layout.master(), Watch::No)
             .await
@@ -57,8 +57,8 @@ pub async fn master(args: &ConnectArgs) -> anyhow::Result<()> {
             "another master leads: {} is held by session {holder}",
             layout.master()
         );
-    }
-    lead(zk, events, layout, shutdown).await
+    };
+    lead(zk, events, layout, epoch, shutdown).await
 }
 
 /// `zkdist worker`.
@@ -75,7 +75,7 @@ pub async fn worker(args: &RoleArgs) -> anyhow::Result<()> {
     work(zk, events, layout, args.allow_exec, shutdown).await
 }
 
-async fn claim(zk: &ZkSession, layout: &Layout) -> anyhow::Result<bool> {
+async fn claim(zk: &ZkSession, layout: &Layout) -> anyhow::Result<Option<Epoch>> {
     claim_master(zk, layout)
         .await
         .with_context(|| format!("cannot claim {}", layout.master()))
@@ -85,10 +85,11 @@ async fn lead(
     zk: ZkSession,
     events: EventStream,
     layout: Layout,
+    epoch: Epoch,
     mut shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    tracing::info!(session = %zk.session_id(), root = layout.root(), "leading as master");
-    let outcome = Master::new(zk.clone(), events, layout)
+    tracing::info!(session = %zk.session_id(), root = layout.root(), %epoch, "leading as master");
+    let outcome = Master::new(zk.clone(), events, layout, epoch)
         .run_until(shutdown.requested())
         .await;
     // Closing deletes the master node at once, so a successor need not wait

@@ -2,11 +2,27 @@
 //! decision taken on them, with no I/O. The shell feeds it what ZooKeeper
 //! said and sends the requests it asks for; tests drive it directly.
 //!
-//! The data structures are exactly the design's: the set of every task ever
-//! seen (`processed_tasks`), the FIFO queue of tasks not yet assigned
+//! The data structures are the design's: the set of tasks seen
+//! (`processed_tasks`), the queue of tasks not yet assigned
 //! (`pending_tasks`), and the map from each registered worker to its
 //! assignment (`None` = idle). An assignment round runs only when a new task,
-//! a new worker, or a newly idle worker was seen.
+//! a new worker, or a newly idle worker was seen, or when a task went back
+//! to the queue.
+//!
+//! Beyond the founding design, for failures:
+//! - The queue is ordered by task id, which is submission order: FIFO, and a
+//!   task that goes back to the queue goes back to its original place.
+//! - A worker that leaves while holding a task has its assignment reclaimed
+//!   (deleted) and the task re-queued unless it already has a result. While
+//!   that is under way the task is in `departed`: neither pending nor
+//!   assigned, so it can run nowhere else yet.
+//! - A create whose reply was lost is never sent again blindly: the tree is
+//!   read to learn whether it was applied.
+//! - The processed set keeps only tasks of the latest `tasks/` listing and
+//!   tasks still held (assigned or being reclaimed), so memory follows the
+//!   tree and not history.
+//! - Every write is fenced by the epoch (see the shell); when one is refused
+//!   the core is deposed and asks for nothing more.
 //!
 //! Two facts about ZooKeeper shape the details:
 //! - The master learns that a worker finished only by listing `assignments/`
@@ -24,11 +40,12 @@ mod init;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 use zkdist_coord::{Directory, InvalidName, TaskId, WorkerId};
 
-use crate::decision::{Command, MasterDecision, Trigger};
+use crate::decision::{Command, MasterDecision, Recovery, RequeueReason, Trigger};
+use crate::election::Epoch;
 use crate::listing::ListingLoop;
 use init::Initialisation;
 
@@ -53,6 +70,51 @@ pub enum AssignmentData {
     Unreadable,
 }
 
+/// What became of a fenced write (a `multi` whose first op checks the
+/// epoch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteOutcome {
+    Applied,
+    /// The write's own op failed (after the epoch check passed): nothing
+    /// was applied. Carries the error, for the log.
+    Failed(String),
+    /// The connection dropped with the write in flight: it may or may not
+    /// have been applied.
+    Unknown,
+    /// The epoch check failed: another master was elected since.
+    Fenced,
+}
+
+/// Whether a task is finished, read from the tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskStatus {
+    /// Its `result` node exists.
+    Finished,
+    /// It exists without a result.
+    Unfinished,
+    /// Its node is gone (a client deleted it).
+    Gone,
+}
+
+/// What the shell found when it read back an assignment in doubt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssignmentFound {
+    /// The assignment node exists and names the task.
+    Present,
+    /// There is no assignment node; the task's status says why.
+    Absent(TaskStatus),
+}
+
+/// What became of a `Reclaim` command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReclaimOutcome {
+    /// The assignment node is gone (`deleted`: by this reclaim; otherwise
+    /// it was already gone), and the task's status was read after.
+    Reclaimed { deleted: bool, status: TaskStatus },
+    /// The epoch check failed: another master was elected since.
+    Fenced,
+}
+
 /// What one input produced: the decisions taken, in order, and the requests
 /// the shell must now send, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -61,11 +123,38 @@ pub struct Step {
     pub commands: Vec<Command>,
 }
 
-#[derive(Debug, Default)]
+/// Where the assignment of a worker that left stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DepartedStage {
+    /// The create is in flight: wait for its answer.
+    Creating,
+    /// The create's outcome is being read back.
+    Recovering,
+    /// The `Reclaim` command is in flight.
+    Reclaiming,
+}
+
+/// The assignment of a worker that left, until its node is gone and the
+/// task's fate is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Departed {
+    task: TaskId,
+    stage: DepartedStage,
+}
+
+#[derive(Debug)]
 pub struct MasterState {
+    epoch: Epoch,
     processed_tasks: BTreeSet<TaskId>,
-    pending_tasks: VecDeque<TaskId>,
+    pending_tasks: BTreeSet<TaskId>,
     workers: BTreeMap<WorkerId, Option<Assignment>>,
+    /// Registered workers whose unconfirmed assignment is being read back
+    /// after a lost create reply.
+    in_doubt: BTreeSet<WorkerId>,
+    /// Workers that left while holding (or being given) a task.
+    departed: BTreeMap<WorkerId, Departed>,
+    /// Set when a write was fenced off: the core then asks for nothing.
+    deposed: bool,
 
     workers_loop: ListingLoop,
     tasks_loop: ListingLoop,
@@ -81,17 +170,39 @@ pub struct MasterState {
 }
 
 impl MasterState {
-    pub fn new() -> MasterState {
-        MasterState::default()
+    /// The core of a master elected in `epoch`.
+    pub fn new(epoch: Epoch) -> MasterState {
+        MasterState {
+            epoch,
+            processed_tasks: BTreeSet::new(),
+            pending_tasks: BTreeSet::new(),
+            workers: BTreeMap::new(),
+            in_doubt: BTreeSet::new(),
+            departed: BTreeMap::new(),
+            deposed: false,
+            workers_loop: ListingLoop::default(),
+            tasks_loop: ListingLoop::default(),
+            assignments_loop: ListingLoop::default(),
+            initialisation: None,
+            started: false,
+            rounds_run: 0,
+            ignored_names: BTreeSet::new(),
+            step: Step::default(),
+        }
     }
 
-    /// Every task ever seen.
+    pub fn epoch(&self) -> Epoch {
+        self.epoch
+    }
+
+    /// Tasks of the latest `tasks/` listing, plus tasks still held by a
+    /// worker (or being reclaimed from one) whose node a client deleted.
     pub fn processed_tasks(&self) -> &BTreeSet<TaskId> {
         &self.processed_tasks
     }
 
-    /// Tasks waiting for a worker, oldest first.
-    pub fn pending_tasks(&self) -> &VecDeque<TaskId> {
+    /// Tasks waiting for a worker, in task order (oldest first).
+    pub fn pending_tasks(&self) -> &BTreeSet<TaskId> {
         &self.pending_tasks
     }
 
@@ -107,8 +218,21 @@ impl MasterState {
             .map(|(worker, _)| worker)
     }
 
+    /// Tasks of workers that left, whose assignments are being reclaimed.
+    pub fn reclaiming(&self) -> impl Iterator<Item = (&WorkerId, &TaskId)> {
+        self.departed
+            .iter()
+            .map(|(worker, departed)| (worker, &departed.task))
+    }
+
     pub fn rounds_run(&self) -> u64 {
         self.rounds_run
+    }
+
+    /// True once a write was refused by the epoch check. A deposed core
+    /// asks for nothing more; the shell must stop.
+    pub fn is_deposed(&self) -> bool {
+        self.deposed
     }
 
     /// True once the first listings and their follow-up reads are in.
@@ -131,14 +255,16 @@ impl MasterState {
     /// A watch on one of the three directories fired.
     pub fn on_watch_fired(&mut self, dir: Directory) -> Step {
         assert!(self.started, "a watch fired before the master started");
+        self.assert_not_deposed();
         if self.listing_loop(dir).on_watch_fired() {
             self.step.commands.push(Command::List(dir));
         }
         self.finish_step()
     }
 
-    /// The children of `workers/`: workers that joined become idle entries,
-    /// workers that left are dropped. New workers trigger a round.
+    /// The children of `workers/`: workers that joined become idle entries;
+    /// workers that left are dropped, and the assignment each held is
+    /// reclaimed. New workers trigger a round.
     pub fn on_workers_listed(&mut self, children: Vec<String>) -> Step {
         self.on_listed(Directory::Workers);
         let present = self.parse_children(Directory::Workers, children, WorkerId::parse);
@@ -150,14 +276,38 @@ impl MasterState {
             .collect();
         for worker in left {
             let slot = self.workers.remove(&worker).expect("listed from the map");
+            let in_doubt = self.in_doubt.remove(&worker);
             self.decide(MasterDecision::WorkerLeft {
-                worker,
-                lost_task: slot.map(|assignment| assignment.task),
+                worker: worker.clone(),
+                held_task: slot.as_ref().map(|assignment| assignment.task.clone()),
             });
+            let Some(assignment) = slot else { continue };
+            let stage = if assignment.confirmed {
+                self.step.commands.push(Command::Reclaim {
+                    worker: worker.clone(),
+                    task: assignment.task.clone(),
+                });
+                DepartedStage::Reclaiming
+            } else if in_doubt {
+                DepartedStage::Recovering
+            } else {
+                DepartedStage::Creating
+            };
+            let previous = self.departed.insert(
+                worker,
+                Departed {
+                    task: assignment.task,
+                    stage,
+                },
+            );
+            assert!(previous.is_none(), "a worker departs once");
         }
         let mut joined = false;
         for worker in present {
-            if !self.workers.contains_key(&worker) {
+            // Worker ids are never reused; a registration that reappears
+            // while its old assignment is still being reclaimed waits for
+            // a later listing, so that one id never has two assignments.
+            if !self.workers.contains_key(&worker) && !self.departed.contains_key(&worker) {
                 self.workers.insert(worker.clone(), None);
                 self.decide(MasterDecision::WorkerJoined { worker });
                 joined = true;
@@ -170,7 +320,8 @@ impl MasterState {
     }
 
     /// The children of `tasks/`: tasks not in the processed set are new and
-    /// join the queue in sequence order; new tasks trigger a round.
+    /// join the queue in task order; new tasks trigger a round. Tasks no
+    /// longer listed are forgotten unless a worker still holds them.
     pub fn on_tasks_listed(&mut self, children: Vec<String>) -> Step {
         let first = self.on_listed(Directory::Tasks);
         let present = self.parse_children(Directory::Tasks, children, TaskId::parse);
@@ -182,7 +333,7 @@ impl MasterState {
             .collect();
         for task in &new_tasks {
             assert!(self.processed_tasks.insert(task.clone()));
-            self.pending_tasks.push_back(task.clone());
+            assert!(self.pending_tasks.insert(task.clone()));
             self.decide(MasterDecision::TaskQueued { task: task.clone() });
         }
         if first {
@@ -200,17 +351,25 @@ impl MasterState {
                     .push(Command::CheckTaskFinished(task.clone()));
             }
         }
-        let mut vanished = Vec::new();
-        self.pending_tasks.retain(|task| {
-            let keep = present.contains(task);
-            if !keep {
-                vanished.push(task.clone());
-            }
-            keep
-        });
+        let vanished: Vec<TaskId> = self
+            .pending_tasks
+            .iter()
+            .filter(|task| !present.contains(*task))
+            .cloned()
+            .collect();
         for task in vanished {
+            self.pending_tasks.remove(&task);
             self.decide(MasterDecision::TaskVanished { task });
         }
+        // Bounded memory: a task that is neither listed nor held can never
+        // come back (sequence numbers are not reused), so it is forgotten.
+        let held = self.held_tasks();
+        self.processed_tasks
+            .retain(|task| present.contains(task) || held.contains(task));
+        assert!(
+            self.processed_tasks.len() <= present.len() + held.len(),
+            "the processed set outgrew the listing and the held tasks"
+        );
         if !new_tasks.is_empty() {
             self.trigger(Trigger::NewTask);
         }
@@ -255,7 +414,10 @@ impl MasterState {
     }
 
     /// The data of an assignment found by the first `assignments/` listing.
+    /// The assignment of a worker that is not registered is stale (its
+    /// worker died, perhaps under an earlier master) and is reclaimed.
     pub fn on_assignment_read(&mut self, worker: WorkerId, data: AssignmentData) -> Step {
+        self.assert_not_deposed();
         let init = self
             .initialisation
             .as_mut()
@@ -267,10 +429,11 @@ impl MasterState {
         match data {
             AssignmentData::Gone => {}
             AssignmentData::Task(task) => {
-                // The task is running (or lost with a dead worker): it must
-                // never be queued, now or by a later listing.
+                // The task is running, or held by a dead worker until it is
+                // reclaimed: it must not be queued, now or by a later
+                // listing.
                 self.processed_tasks.insert(task.clone());
-                self.pending_tasks.retain(|pending| *pending != task);
+                self.pending_tasks.remove(&task);
                 match self.workers.get_mut(&worker) {
                     Some(slot) => {
                         assert!(
@@ -283,12 +446,27 @@ impl MasterState {
                         });
                         self.decide(MasterDecision::TaskInProgress { worker, task });
                     }
-                    None => self.decide(MasterDecision::StaleAssignment {
-                        worker,
-                        task: Some(task),
-                    }),
+                    None => {
+                        self.decide(MasterDecision::StaleAssignment {
+                            worker: worker.clone(),
+                            task: Some(task.clone()),
+                        });
+                        self.step.commands.push(Command::Reclaim {
+                            worker: worker.clone(),
+                            task: task.clone(),
+                        });
+                        let previous = self.departed.insert(
+                            worker,
+                            Departed {
+                                task,
+                                stage: DepartedStage::Reclaiming,
+                            },
+                        );
+                        assert!(previous.is_none(), "an assignment is read once");
+                    }
                 }
             }
+            // Not zkdist's data: reported and left alone.
             AssignmentData::Unreadable => {
                 self.decide(MasterDecision::StaleAssignment { worker, task: None })
             }
@@ -298,6 +476,7 @@ impl MasterState {
 
     /// Whether a task found by the first `tasks/` listing has a result.
     pub fn on_task_checked(&mut self, task: TaskId, finished: bool) -> Step {
+        self.assert_not_deposed();
         let init = self
             .initialisation
             .as_mut()
@@ -307,50 +486,257 @@ impl MasterState {
             "{task} checked but never requested"
         );
         if finished {
-            self.pending_tasks.retain(|pending| *pending != task);
+            self.pending_tasks.remove(&task);
             self.decide(MasterDecision::TaskAlreadyFinished { task });
         }
         self.finish_step()
     }
 
-    /// ZooKeeper's answer to a `CreateAssignment` command. On failure the
-    /// task goes back to the head of the queue; no round runs (a failure is
-    /// not one of the three triggers).
+    /// ZooKeeper's answer to a `CreateAssignment` command.
+    ///
+    /// A refused create puts the task back in the queue and frees the
+    /// worker without running a round: the cause (say, a node left behind)
+    /// would refuse the same create again. A create in doubt is read back;
+    /// one for a worker that left meanwhile is reclaimed once applied.
     pub fn on_assignment_created(
         &mut self,
         worker: WorkerId,
         task: TaskId,
-        outcome: Result<(), String>,
+        outcome: WriteOutcome,
     ) -> Step {
-        let slot = self.workers.get_mut(&worker);
-        if let Some(slot) = &slot {
-            let holds_it = matches!(slot, Some(a) if a.task == task && !a.confirmed);
-            assert!(
-                holds_it,
-                "create of {worker}'s assignment {task} answered, but the worker holds {slot:?}"
-            );
+        self.assert_not_deposed();
+        if outcome == WriteOutcome::Fenced {
+            return self.depose();
         }
-        match outcome {
-            Ok(()) => {
-                if let Some(Some(assignment)) = slot {
-                    assignment.confirmed = true;
+        if let Some(departed) = self.departed.get(&worker) {
+            assert!(
+                departed.task == task && departed.stage == DepartedStage::Creating,
+                "create of {worker}'s assignment {task} answered, but the departed worker holds {departed:?}"
+            );
+            match outcome {
+                WriteOutcome::Applied => {
+                    self.decide(MasterDecision::AssignmentCreated {
+                        worker: worker.clone(),
+                        task: task.clone(),
+                    });
+                    self.reclaim(worker, task);
                 }
+                // Whether applied or not, a reclaim leaves no node behind
+                // and then reads the task's status, which settles it.
+                WriteOutcome::Unknown => {
+                    self.decide(MasterDecision::AssignmentInDoubt {
+                        worker: worker.clone(),
+                        task: task.clone(),
+                    });
+                    self.reclaim(worker, task);
+                }
+                WriteOutcome::Failed(error) => {
+                    self.departed.remove(&worker);
+                    self.decide(MasterDecision::AssignmentFailed {
+                        worker: worker.clone(),
+                        task: task.clone(),
+                        error,
+                    });
+                    self.requeue(task, RequeueReason::WorkerGone { worker });
+                }
+                WriteOutcome::Fenced => unreachable!("handled above"),
+            }
+            return self.finish_step();
+        }
+        let slot = self.workers.get_mut(&worker);
+        let holds_it = matches!(&slot, Some(Some(a)) if a.task == task && !a.confirmed)
+            && !self.in_doubt.contains(&worker);
+        assert!(
+            holds_it,
+            "create of {worker}'s assignment {task} answered, but the worker holds {slot:?}"
+        );
+        let slot = slot.expect("checked above");
+        match outcome {
+            WriteOutcome::Applied => {
+                slot.as_mut().expect("checked above").confirmed = true;
                 self.decide(MasterDecision::AssignmentCreated { worker, task });
             }
-            Err(error) => {
-                if let Some(slot) = slot {
-                    *slot = None;
-                }
-                assert!(!self.pending_tasks.contains(&task));
-                self.pending_tasks.push_front(task.clone());
+            WriteOutcome::Failed(error) => {
+                *slot = None;
+                assert!(self.pending_tasks.insert(task.clone()));
                 self.decide(MasterDecision::AssignmentFailed {
                     worker,
                     task,
                     error,
                 });
             }
+            WriteOutcome::Unknown => {
+                self.in_doubt.insert(worker.clone());
+                self.step.commands.push(Command::RecoverAssignment {
+                    worker: worker.clone(),
+                    task: task.clone(),
+                });
+                self.decide(MasterDecision::AssignmentInDoubt { worker, task });
+            }
+            WriteOutcome::Fenced => unreachable!("handled above"),
         }
         self.finish_step()
+    }
+
+    /// What a `RecoverAssignment` command read back.
+    pub fn on_assignment_recovered(
+        &mut self,
+        worker: WorkerId,
+        task: TaskId,
+        found: AssignmentFound,
+    ) -> Step {
+        self.assert_not_deposed();
+        let recovery = match found {
+            AssignmentFound::Present => Recovery::Applied,
+            AssignmentFound::Absent(TaskStatus::Finished) => Recovery::AppliedAndFinished,
+            AssignmentFound::Absent(TaskStatus::Unfinished) => Recovery::NotApplied,
+            AssignmentFound::Absent(TaskStatus::Gone) => Recovery::TaskGone,
+        };
+        self.decide(MasterDecision::AssignmentRecovered {
+            worker: worker.clone(),
+            task: task.clone(),
+            recovery,
+        });
+        if let Some(departed) = self.departed.get(&worker) {
+            assert!(
+                departed.task == task && departed.stage == DepartedStage::Recovering,
+                "{worker}'s assignment {task} recovered, but the departed worker holds {departed:?}"
+            );
+            match recovery {
+                Recovery::Applied => self.reclaim(worker, task),
+                Recovery::AppliedAndFinished | Recovery::TaskGone => {
+                    self.departed.remove(&worker);
+                }
+                Recovery::NotApplied => {
+                    self.departed.remove(&worker);
+                    self.requeue(task, RequeueReason::WorkerGone { worker });
+                }
+            }
+            return self.finish_step();
+        }
+        assert!(
+            self.in_doubt.remove(&worker),
+            "{worker}'s assignment {task} recovered but never in doubt"
+        );
+        let slot = self
+            .workers
+            .get_mut(&worker)
+            .expect("a worker in doubt is registered");
+        assert!(
+            matches!(slot, Some(a) if a.task == task && !a.confirmed),
+            "{worker}'s assignment {task} recovered, but the worker holds {slot:?}"
+        );
+        match recovery {
+            // Read after the create was applied, so every later listing was
+            // taken after it too: absence from one now means finished.
+            Recovery::Applied => slot.as_mut().expect("checked above").confirmed = true,
+            Recovery::AppliedAndFinished => {
+                *slot = None;
+                self.decide(MasterDecision::WorkerIdle {
+                    worker,
+                    finished_task: task,
+                });
+                self.trigger(Trigger::WorkerIdle);
+            }
+            Recovery::NotApplied => {
+                *slot = None;
+                self.requeue(task, RequeueReason::AssignmentNotApplied { worker });
+            }
+            Recovery::TaskGone => {
+                *slot = None;
+                self.trigger(Trigger::WorkerIdle);
+            }
+        }
+        self.finish_step()
+    }
+
+    /// What a `Reclaim` command did: the dead worker's assignment node is
+    /// gone; the task is finished, re-queued at its place, or gone.
+    pub fn on_assignment_reclaimed(
+        &mut self,
+        worker: WorkerId,
+        task: TaskId,
+        outcome: ReclaimOutcome,
+    ) -> Step {
+        self.assert_not_deposed();
+        let departed = self
+            .departed
+            .remove(&worker)
+            .unwrap_or_else(|| panic!("{worker}'s assignment {task} reclaimed but never asked"));
+        assert!(
+            departed.task == task && departed.stage == DepartedStage::Reclaiming,
+            "{worker}'s assignment {task} reclaimed, but the departed worker holds {departed:?}"
+        );
+        let (deleted, status) = match outcome {
+            ReclaimOutcome::Fenced => {
+                // Put it back: the state stays as it was when the write was
+                // refused, for whoever inspects it.
+                self.departed.insert(worker, departed);
+                return self.depose();
+            }
+            ReclaimOutcome::Reclaimed { deleted, status } => (deleted, status),
+        };
+        self.decide(MasterDecision::AssignmentReclaimed {
+            worker: worker.clone(),
+            task: task.clone(),
+            deleted,
+        });
+        match status {
+            TaskStatus::Finished => {
+                self.decide(MasterDecision::ReclaimedTaskFinished { worker, task })
+            }
+            TaskStatus::Unfinished => self.requeue(task, RequeueReason::WorkerGone { worker }),
+            TaskStatus::Gone => self.decide(MasterDecision::TaskVanished { task }),
+        }
+        self.finish_step()
+    }
+
+    /// Tasks a worker holds or that are being reclaimed from one.
+    fn held_tasks(&self) -> BTreeSet<TaskId> {
+        self.workers
+            .values()
+            .flatten()
+            .map(|assignment| assignment.task.clone())
+            .chain(self.departed.values().map(|departed| departed.task.clone()))
+            .collect()
+    }
+
+    /// Asks for the assignment of departed `worker` to be deleted.
+    fn reclaim(&mut self, worker: WorkerId, task: TaskId) {
+        let departed = self
+            .departed
+            .get_mut(&worker)
+            .expect("only a departed worker's assignment is reclaimed");
+        assert_eq!(departed.task, task);
+        assert_ne!(departed.stage, DepartedStage::Reclaiming);
+        departed.stage = DepartedStage::Reclaiming;
+        self.step.commands.push(Command::Reclaim { worker, task });
+    }
+
+    /// Puts a task no one holds back in the queue, at its place in task
+    /// order, unless it was forgotten (a listing showed it deleted).
+    fn requeue(&mut self, task: TaskId, reason: RequeueReason) {
+        if !self.processed_tasks.contains(&task) {
+            self.decide(MasterDecision::TaskVanished { task });
+            return;
+        }
+        assert!(
+            self.pending_tasks.insert(task.clone()),
+            "{task} re-queued while already pending"
+        );
+        self.decide(MasterDecision::TaskRequeued { task, reason });
+        self.trigger(Trigger::TaskRequeued);
+    }
+
+    /// A write was fenced off: record it, and ask for nothing more.
+    fn depose(&mut self) -> Step {
+        self.deposed = true;
+        self.decide(MasterDecision::Deposed { epoch: self.epoch });
+        self.finish_step()
+    }
+
+    fn assert_not_deposed(&self) {
+        assert!(!self.deposed, "an input reached a deposed master");
     }
 
     fn listing_loop(&mut self, dir: Directory) -> &mut ListingLoop {
@@ -365,6 +751,7 @@ impl MasterState {
     /// the directory's first listing.
     fn on_listed(&mut self, dir: Directory) -> bool {
         assert!(self.started, "a listing arrived before the master started");
+        self.assert_not_deposed();
         let (again, first) = self.listing_loop(dir).on_listed();
         if again {
             self.step.commands.push(Command::List(dir));
@@ -423,7 +810,7 @@ impl MasterState {
             if slot.is_some() {
                 continue;
             }
-            let Some(task) = self.pending_tasks.pop_front() else {
+            let Some(task) = self.pending_tasks.pop_first() else {
                 break;
             };
             *slot = Some(Assignment {
@@ -450,7 +837,13 @@ impl MasterState {
     /// Ends an input: finishes initialisation if everything is in, checks
     /// the invariants, and hands the output over.
     fn finish_step(&mut self) -> Step {
-        if self
+        if self.deposed {
+            assert!(
+                self.step.commands.is_empty(),
+                "a deposed master asks for {:?}",
+                self.step.commands
+            );
+        } else if self
             .initialisation
             .as_ref()
             .is_some_and(|init| init.is_complete(self.all_listed_once()))
@@ -482,41 +875,57 @@ impl MasterState {
         if !cfg!(debug_assertions) {
             return;
         }
-        let pending: BTreeSet<&TaskId> = self.pending_tasks.iter().collect();
-        assert_eq!(
-            pending.len(),
-            self.pending_tasks.len(),
-            "a task is queued twice: {:?}",
-            self.pending_tasks
-        );
-        for task in &pending {
-            assert!(
-                self.processed_tasks.contains(*task),
-                "{task} is pending but was never seen"
-            );
-        }
-        let mut assigned: BTreeSet<&TaskId> = BTreeSet::new();
+        // Where each task is: at most one of pending, held by a registered
+        // worker, or being reclaimed from a departed one.
+        let mut held: BTreeMap<&TaskId, &WorkerId> = BTreeMap::new();
         for (worker, assignment) in self
             .workers
             .iter()
             .filter_map(|(worker, slot)| slot.as_ref().map(|a| (worker, a)))
         {
             let task = &assignment.task;
-            assert!(
-                assigned.insert(task),
-                "{task} is assigned to two workers, one is {worker}"
-            );
-            assert!(
-                !pending.contains(task),
-                "{task} is both pending and assigned to {worker}"
-            );
-            assert!(
-                self.processed_tasks.contains(task),
-                "{task} is assigned to {worker} but was never seen"
-            );
+            if let Some(other) = held.insert(task, worker) {
+                panic!("{task} is assigned to two workers, {other} and {worker}");
+            }
             assert!(
                 assignment.confirmed || self.is_initialised(),
                 "{worker} was assigned {task} before initialisation"
+            );
+            assert!(
+                !self.in_doubt.contains(worker) || !assignment.confirmed,
+                "{worker}'s confirmed assignment {task} is in doubt"
+            );
+        }
+        for worker in &self.in_doubt {
+            assert!(
+                matches!(self.workers.get(worker), Some(Some(_))),
+                "{worker} is in doubt without an assignment"
+            );
+        }
+        for (worker, departed) in &self.departed {
+            let task = &departed.task;
+            assert!(
+                !self.workers.contains_key(worker),
+                "{worker} departed but is registered"
+            );
+            if let Some(other) = held.insert(task, worker) {
+                panic!("{task} is held by {other} and being reclaimed from {worker}");
+            }
+        }
+        for (task, worker) in &held {
+            assert!(
+                !self.pending_tasks.contains(*task),
+                "{task} is both pending and held by {worker}"
+            );
+            assert!(
+                self.processed_tasks.contains(*task),
+                "{task} is held by {worker} but was never seen"
+            );
+        }
+        for task in &self.pending_tasks {
+            assert!(
+                self.processed_tasks.contains(task),
+                "{task} is pending but was never seen"
             );
         }
         for listing in [&self.workers_loop, &self.tasks_loop, &self.assignments_loop] {

@@ -117,6 +117,14 @@ pub fn check_run(log: &RunLog) -> Result<(), String> {
             | MasterDecision::StaleAssignment { .. }
             | MasterDecision::TaskAlreadyFinished { .. }
             | MasterDecision::TaskInProgress { .. }
+            | MasterDecision::AssignmentInDoubt { .. }
+            | MasterDecision::AssignmentRecovered { .. }
+            | MasterDecision::AssignmentReclaimed { .. }
+            | MasterDecision::ReclaimedTaskFinished { .. }
+            | MasterDecision::TaskRequeued { .. }
+            | MasterDecision::Deposed { .. }
+            | MasterDecision::SessionLost { .. }
+            | MasterDecision::Restarting { .. }
             | MasterDecision::IgnoredNode { .. } => {
                 return Err(format!("master decision {decision}"));
             }

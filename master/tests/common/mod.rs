@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod checks;
+pub mod ground;
 
 use std::time::Duration;
 
@@ -92,6 +93,17 @@ impl<T, D> Running<T, D> {
         (outcome, drain(self.decisions))
     }
 
+    /// Ends the actor at once, as a process that dies: none of its code
+    /// runs again.
+    pub fn abort(&self) {
+        self.handle.abort();
+    }
+
+    /// Waits for the actor's next decision (`None` once it stopped).
+    pub async fn next_decision(&mut self) -> Option<D> {
+        self.decisions.recv().await
+    }
+
     /// Decisions taken so far.
     pub fn decisions_so_far(&mut self) -> Vec<D> {
         let mut taken = Vec::new();
@@ -127,13 +139,13 @@ pub async fn spawn_master<C: Coordinator>(
     events: EventStream,
     layout: &Layout,
 ) -> RunningMaster {
-    assert!(
-        claim_master(&zk, layout).await.expect("claim"),
-        "nobody else leads"
-    );
+    let epoch = claim_master(&zk, layout)
+        .await
+        .expect("claim")
+        .expect("nobody else leads");
     let (decisions_tx, decisions) = mpsc::unbounded_channel();
     let (stop, stop_rx) = oneshot::channel::<()>();
-    let master = Master::new(zk, events, layout.clone()).with_observer(decisions_tx);
+    let master = Master::new(zk, events, layout.clone(), epoch).with_observer(decisions_tx);
     let handle = tokio::spawn(master.run_until(async move {
         let _ = stop_rx.await;
     }));

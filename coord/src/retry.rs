@@ -1,0 +1,76 @@
+//! Repeating a request whose outcome is unknown.
+//!
+//! After `ConnectionLoss` (or `OperationTimeout`) a request may or may not
+//! have been applied. A read can simply be sent again; a write can be sent
+//! again only once the caller has checked that repeating it is harmless (a
+//! version-checked delete, a create whose `NodeExists` is understood). The
+//! loop ends when the outcome is known: success, a definite error, or the
+//! session's end (`SessionExpired`), which ZooKeeper reports once the client
+//! reconnects and learns it.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::ZkResult;
+
+/// The pause before the first repeat; it doubles on each further one.
+pub const FIRST_RETRY_PAUSE_MS: u64 = 10;
+/// The longest pause between two repeats.
+pub const MAX_RETRY_PAUSE_MS: u64 = 1_000;
+
+/// Sends `request` until its outcome is known, pausing between attempts
+/// (`tokio::time`, so a simulation's clock drives it), and returns that
+/// outcome. `request` must be safe to repeat.
+pub async fn until_known<T, F, Fut>(mut request: F) -> ZkResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ZkResult<T>>,
+{
+    let mut pause_ms = FIRST_RETRY_PAUSE_MS;
+    loop {
+        match request().await {
+            Err(error) if error.is_outcome_unknown() => {
+                tracing::debug!(target: "zkdist::retry", %error, pause_ms, "outcome unknown, repeating");
+                tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+                pause_ms = (pause_ms * 2).min(MAX_RETRY_PAUSE_MS);
+            }
+            known => return known,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ZkError;
+
+    #[tokio::test]
+    async fn repeats_only_while_the_outcome_is_unknown() {
+        let mut attempts = 0;
+        let outcome: ZkResult<u32> = until_known(|| {
+            attempts += 1;
+            let reply = match attempts {
+                1 => Err(ZkError::ConnectionLoss {
+                    reason: "cut".into(),
+                }),
+                2 => Err(ZkError::OperationTimeout {
+                    reason: "slow".into(),
+                }),
+                _ => Err(ZkError::NoNode { path: "/a".into() }),
+            };
+            async move { reply }
+        })
+        .await;
+        assert_eq!(outcome, Err(ZkError::NoNode { path: "/a".into() }));
+        assert_eq!(attempts, 3);
+
+        let mut attempts = 0;
+        let expired: ZkResult<()> = until_known(|| {
+            attempts += 1;
+            async { Err(ZkError::SessionExpired) }
+        })
+        .await;
+        assert_eq!(expired, Err(ZkError::SessionExpired));
+        assert_eq!(attempts, 1, "a session's end is final");
+    }
+}

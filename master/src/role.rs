@@ -1,0 +1,241 @@
+//! A master candidate for the life of a process: sessions come and go, the
+//! role stays.
+//!
+//! Each session: connect, lay the tree out, claim the `master` node or
+//! stand by until it is deleted, and lead until the session ends, the
+//! master is deposed, or shutdown. A new master rebuilds its whole state
+//! from ZooKeeper (the shell's start-up lists and reads everything), so
+//! nothing carries over from one session to the next.
+
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc::UnboundedSender;
+use zkdist_coord::{Connector, Coordinator, ErrorCode, EventStream, Layout, SessionState, ZkError};
+
+use crate::decision::MasterDecision;
+use crate::election::{StandbyEnd, claim_master, stand_by};
+use crate::shell::{Master, MasterError};
+
+/// The pause before a new session is opened after one ended, so a role
+/// whose ensemble is down does not spin.
+pub const SESSION_RETRY_DELAY_MS: u64 = 200;
+
+/// How one session of the role ended.
+enum SessionEnd {
+    /// Shutdown was requested: the role returns.
+    Shutdown,
+    /// Start over with a new session.
+    Restart,
+}
+
+/// Runs a master candidate until `shutdown` completes: in each session it
+/// claims the master node (or stands by until the node is deleted and
+/// claims again), then leads until the session ends (expired, closed) or a
+/// fenced write shows it was deposed; it then closes the session (best
+/// effort, which frees the `master` node at once if it still holds it) and,
+/// after [`SESSION_RETRY_DELAY_MS`], starts over with a new session from
+/// `connector`. It stops acting on a session the moment it learns the
+/// session is gone.
+///
+/// Every decision, including the role's own (`Elected`, `StandingBy`,
+/// `SessionLost`, `Restarting`; `Deposed` comes from the master), goes to
+/// `observer` (if any) and to the log, in order.
+///
+/// Returns `Ok(())` on shutdown, and an error only when retrying cannot help:
+/// the layout's root cannot be created (`MasterError::Layout`, e.g. its
+/// parent is ephemeral), or the server refused the credentials
+/// (`MasterError::SessionEnded` with `AuthFailed`).
+pub async fn run_master_role<K: Connector>(
+    connector: K,
+    layout: Layout,
+    shutdown: impl Future<Output = ()>,
+    observer: Option<UnboundedSender<MasterDecision>>,
+) -> Result<(), MasterError> {
+    let mut shutdown = pin!(shutdown);
+    let publish = |decision: MasterDecision| {
+        tracing::info!(target: "zkdist::master", "{decision}");
+        if let Some(observer) = &observer {
+            // An observer that went away stops observing; the role goes on.
+            let _ = observer.send(decision);
+        }
+    };
+    loop {
+        let connected = tokio::select! {
+            biased;
+            () = &mut shutdown => return Ok(()),
+            connected = connector.connect() => connected,
+        };
+        let end = match connected {
+            Ok((zk, events)) => {
+                let zk = Arc::new(zk);
+                let end =
+                    run_session(&zk, events, &layout, shutdown.as_mut(), &observer, &publish).await;
+                // Best effort: frees the `master` node at once if this
+                // session still holds it; an ended session refuses, which
+                // is fine.
+                let _ = zk.close().await;
+                end?
+            }
+            Err(error) if is_permanent(&error) => {
+                return Err(MasterError::SessionEnded {
+                    state: Some(SessionState::AuthFailed),
+                });
+            }
+            Err(error) => {
+                publish(MasterDecision::Restarting {
+                    reason: format!("cannot connect: {error}"),
+                });
+                SessionEnd::Restart
+            }
+        };
+        match end {
+            SessionEnd::Shutdown => return Ok(()),
+            SessionEnd::Restart => {
+                tokio::select! {
+                    biased;
+                    () = &mut shutdown => return Ok(()),
+                    () = tokio::time::sleep(Duration::from_millis(SESSION_RETRY_DELAY_MS)) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Whether retrying with a new session cannot help.
+fn is_permanent(error: &ZkError) -> bool {
+    error.code() == ErrorCode::AuthFailed
+}
+
+/// Whether a layout error is the session's (retry with a new one) rather
+/// than the tree's or the configuration's (give up).
+fn layout_error_is_transient(error: &ZkError) -> bool {
+    error.is_outcome_unknown()
+        || (error.is_session_fatal() && !is_permanent(error))
+        || error.code() == ErrorCode::SessionMoved
+}
+
+/// Whether a failed claim is worth a new session: the session's own end or
+/// trouble, a tree changed under the claim (a directory deleted meanwhile),
+/// or a claim read back inconsistent (a new session starts clean). Anything
+/// else (say, the credentials may not write there) would fail again.
+fn claim_error_is_transient(error: &ZkError) -> bool {
+    layout_error_is_transient(error)
+        || matches!(error.code(), ErrorCode::NoNode | ErrorCode::SystemError)
+}
+
+/// One session of the role: claim or stand by, then lead.
+async fn run_session<C: Coordinator>(
+    zk: &Arc<C>,
+    mut events: EventStream,
+    layout: &Layout,
+    mut shutdown: Pin<&mut impl Future<Output = ()>>,
+    observer: &Option<UnboundedSender<MasterDecision>>,
+    publish: &impl Fn(MasterDecision),
+) -> Result<SessionEnd, MasterError> {
+    let layout_error = |error: ZkError| -> Result<SessionEnd, MasterError> {
+        if layout_error_is_transient(&error) {
+            publish(MasterDecision::Restarting {
+                reason: format!("laying out {}: {error}", layout.root()),
+            });
+            Ok(SessionEnd::Restart)
+        } else if is_permanent(&error) {
+            Err(MasterError::SessionEnded {
+                state: Some(SessionState::AuthFailed),
+            })
+        } else {
+            Err(MasterError::Layout {
+                root: layout.root().to_owned(),
+                error,
+            })
+        }
+    };
+    let laid_out = tokio::select! {
+        biased;
+        () = shutdown.as_mut() => return Ok(SessionEnd::Shutdown),
+        laid_out = layout.ensure_layout(&**zk) => laid_out,
+    };
+    if let Err(error) = laid_out {
+        return layout_error(error);
+    }
+    let epoch = loop {
+        let claimed = tokio::select! {
+            biased;
+            () = shutdown.as_mut() => return Ok(SessionEnd::Shutdown),
+            claimed = claim_master(&**zk, layout) => claimed,
+        };
+        match claimed {
+            Ok(Some(epoch)) => break epoch,
+            Ok(None) => publish(MasterDecision::StandingBy),
+            Err(error) if is_permanent(&error) => {
+                return Err(MasterError::SessionEnded {
+                    state: Some(SessionState::AuthFailed),
+                });
+            }
+            Err(error) if claim_error_is_transient(&error) => {
+                return Ok(session_failed(error, publish));
+            }
+            Err(error) => {
+                return Err(MasterError::Request {
+                    what: format!("claiming {}", layout.master()),
+                    error,
+                });
+            }
+        }
+        let waited = tokio::select! {
+            biased;
+            () = shutdown.as_mut() => return Ok(SessionEnd::Shutdown),
+            waited = stand_by(&**zk, &mut events, layout) => waited,
+        };
+        match waited {
+            Ok(StandbyEnd::ClaimAgain) => {}
+            Ok(StandbyEnd::SessionEnded(state)) => {
+                publish(MasterDecision::SessionLost { state });
+                return Ok(SessionEnd::Restart);
+            }
+            Err(error) => return Ok(session_failed(error, publish)),
+        }
+    };
+    publish(MasterDecision::Elected { epoch });
+    let mut master = Master::shared(Arc::clone(zk), events, layout.clone(), epoch);
+    if let Some(observer) = observer {
+        master = master.with_observer(observer.clone());
+    }
+    match master.run_until(shutdown.as_mut()).await {
+        Ok(_) => Ok(SessionEnd::Shutdown),
+        Err(MasterError::SessionEnded { state }) => {
+            publish(MasterDecision::SessionLost { state });
+            if state == Some(SessionState::AuthFailed) {
+                return Err(MasterError::SessionEnded { state });
+            }
+            Ok(SessionEnd::Restart)
+        }
+        // The master already published `Deposed`.
+        Err(MasterError::Deposed { .. }) => Ok(SessionEnd::Restart),
+        Err(MasterError::Layout { error, .. }) => layout_error(error),
+        Err(error @ MasterError::Request { .. }) => {
+            publish(MasterDecision::Restarting {
+                reason: error.to_string(),
+            });
+            Ok(SessionEnd::Restart)
+        }
+    }
+}
+
+/// A session-level failure while claiming or standing by.
+fn session_failed(error: ZkError, publish: &impl Fn(MasterDecision)) -> SessionEnd {
+    match error.code() {
+        ErrorCode::SessionExpired => publish(MasterDecision::SessionLost {
+            state: Some(SessionState::Expired),
+        }),
+        ErrorCode::SessionClosed => publish(MasterDecision::SessionLost {
+            state: Some(SessionState::Closed),
+        }),
+        _ => publish(MasterDecision::Restarting {
+            reason: format!("claiming the master node: {error}"),
+        }),
+    }
+    SessionEnd::Restart
+}

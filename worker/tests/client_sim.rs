@@ -1,0 +1,290 @@
+//! The client's writes after a connection loss, on the simulator: a
+//! retried submit never creates a second task, a cleanup whose reply was
+//! lost is recognised as done, and reads are simply sent again.
+//!
+//! These live with the worker's tests because they need the simulator,
+//! which `zkdist-coord` (the client's crate) cannot depend on, not even for
+//! its tests: the simulator depends on it.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use zkdist_coord::{Client, Coordinator, CreateMode, Layout, TaskId, TaskResult, TaskToken};
+use zkdist_sim::{Latency, SimSession, SimZk};
+
+use common::*;
+
+const LATENCY_MS: u64 = 10;
+
+/// The task names under `tasks/`, sorted.
+async fn tasks(sim: &SimZk, layout: &Layout) -> Vec<String> {
+    let dir = layout.tasks_dir();
+    sim.inspect(move |tree| {
+        tree.children(&dir)
+            .unwrap_or_default()
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    })
+    .await
+}
+
+#[test]
+fn submitted_tasks_carry_distinct_tokens_and_keep_fifo_order() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 1 }).await;
+        let mut submitted = Vec::new();
+        for n in 0..5 {
+            let task = setup
+                .client
+                .submit(&task_payload("echo", &n.to_string()))
+                .await
+                .unwrap();
+            submitted.push(task);
+        }
+        let tokens: BTreeSet<TaskToken> = submitted
+            .iter()
+            .map(|task| task.token().expect("a protected name"))
+            .collect();
+        assert_eq!(tokens.len(), 5, "{submitted:?}");
+        let mut sorted = submitted.clone();
+        sorted.sort();
+        assert_eq!(sorted, submitted, "task order is submission order");
+        // The token is the session's and the submission's: the first
+        // submission of this session.
+        let session = setup.client.session().session_id();
+        let first_token = TaskToken::for_submission(session, 0);
+        assert_eq!(submitted[0].token(), Some(first_token));
+        assert_eq!(
+            setup.layout.task(&submitted[0]),
+            format!(
+                "{}{:010}",
+                setup.layout.protected_task_prefix(first_token),
+                submitted[0].sequence()
+            )
+        );
+        assert_eq!(
+            setup.layout.protected_task_prefix(first_token),
+            format!("/zkdist/tasks/task-{first_token}-")
+        );
+        // Names no longer sort in submission order (the token comes
+        // first); task ids do.
+        let mut stored: Vec<TaskId> = tasks(&setup.sim, &setup.layout)
+            .await
+            .iter()
+            .map(|name| TaskId::parse(name).unwrap())
+            .collect();
+        stored.sort();
+        assert_eq!(stored, submitted);
+    });
+}
+
+#[test]
+fn a_submit_applied_but_whose_reply_was_lost_finds_its_task() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let session = setup.client.session().session_id();
+        let (setup, client) = take_client(setup);
+        let submitting =
+            tokio::spawn(async move { client.submit(&task_payload("echo", "one")).await });
+        setup.sim.hold(session).await;
+        let dir = setup.layout.tasks_dir();
+        until_tree(&setup.sim, "the task", move |tree| {
+            tree.children(&dir).is_some_and(|names| !names.is_empty())
+        })
+        .await;
+        setup.sim.cut(session, Duration::from_secs(1)).await;
+        setup.sim.release(session).await;
+
+        let task = submitting.await.unwrap().unwrap();
+        assert_eq!(tasks(&setup.sim, &setup.layout).await, [task.to_string()]);
+        let trace = setup.sim.trace().await;
+        assert_eq!(
+            count_applied(&trace, "client create /zkdist/tasks/task-"),
+            1,
+            "created once:\n{}",
+            trace.join("\n")
+        );
+        assert_eq!(count_lines(&trace, "fail client create"), 1, "reply lost");
+    });
+}
+
+/// A cut while the create is in flight: for some seeds it had reached the
+/// server, for others not. Either way exactly one task exists afterwards,
+/// and it is the one `submit` returns.
+#[test]
+fn a_submit_cut_in_flight_creates_exactly_one_task() {
+    let mut outcomes = BTreeSet::new();
+    for seed in 0..16 {
+        let applied_first = run_seeded(seed, async move {
+            let setup = setup_seeded(seed, Latency::Fixed { ms: LATENCY_MS }).await;
+            let session = setup.client.session().session_id();
+            let (setup, client) = take_client(setup);
+            let submitting =
+                tokio::spawn(async move { client.submit(&task_payload("echo", "one")).await });
+            tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
+            setup.sim.cut(session, Duration::from_secs(1)).await;
+
+            let task = submitting.await.unwrap().unwrap();
+            assert_eq!(
+                tasks(&setup.sim, &setup.layout).await,
+                [task.to_string()],
+                "seed {seed}"
+            );
+            let trace = setup.sim.trace().await;
+            assert_eq!(
+                count_applied(&trace, "client create /zkdist/tasks/task-"),
+                1,
+                "seed {seed}: created once"
+            );
+            let never_arrived = count_lines(&trace, "lost client create /zkdist/tasks/task-");
+            assert!(never_arrived <= 1, "seed {seed}");
+            never_arrived == 0
+        });
+        outcomes.insert(applied_first);
+    }
+    assert_eq!(
+        outcomes,
+        BTreeSet::from([false, true]),
+        "both outcomes happen for some seed"
+    );
+}
+
+/// Takes `setup`'s client out, to move it into a task of its own; the
+/// rest of the setup stays usable.
+fn take_client(setup: Setup) -> (Setup, Client<SimSession>) {
+    let Setup {
+        sim,
+        layout,
+        master,
+        client,
+    } = setup;
+    let (zk, events) = client.into_parts();
+    let moved = Client::new(zk.clone(), events, layout.clone());
+    // A stand-in with no events: the test only reads its session id.
+    let (_, no_events) = tokio::sync::mpsc::unbounded_channel();
+    let stand_in = Client::new(zk, no_events, layout.clone());
+    (
+        Setup {
+            sim,
+            layout,
+            master,
+            client: stand_in,
+        },
+        moved,
+    )
+}
+
+#[test]
+fn a_cleanup_applied_but_whose_reply_was_lost_counts_as_done() {
+    run_sim(async {
+        let mut setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let task = setup
+            .client
+            .submit(&task_payload("echo", "x"))
+            .await
+            .unwrap();
+        setup
+            .master
+            .create(
+                &setup.layout.result(&task),
+                &TaskResult::Success { output: vec![] }.encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        assert!(setup.client.wait(&task).await.unwrap().is_success());
+
+        let session = setup.client.session().session_id();
+        let (setup, client) = take_client(setup);
+        let cleaning = {
+            let task = task.clone();
+            tokio::spawn(async move { client.cleanup(&task).await })
+        };
+        setup.sim.hold(session).await;
+        let task_path = setup.layout.task(&task);
+        until_tree(&setup.sim, "the task's deletion", move |tree| {
+            !tree.exists(&task_path)
+        })
+        .await;
+        setup.sim.cut(session, Duration::from_secs(1)).await;
+        setup.sim.release(session).await;
+        assert_eq!(cleaning.await.unwrap(), Ok(()));
+        let trace = setup.sim.trace().await;
+        assert_eq!(count_lines(&trace, "fail client multi"), 1, "reply lost");
+        assert_eq!(count_applied(&trace, "client multi"), 1, "sent once");
+    });
+}
+
+#[test]
+fn wait_and_status_read_again_after_a_connection_loss() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let task = setup
+            .client
+            .submit(&task_payload("echo", "x"))
+            .await
+            .unwrap();
+        let session = setup.client.session().session_id();
+        let (setup, mut client) = take_client(setup);
+        let waiting = {
+            let task = task.clone();
+            tokio::spawn(async move {
+                let result = client.wait(&task).await;
+                (client, result)
+            })
+        };
+        // Cut while the wait's first listing is in flight or answered:
+        // either way it fails or its watch is re-sent, and the wait goes on.
+        tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
+        setup.sim.cut(session, Duration::from_secs(1)).await;
+        setup
+            .master
+            .create(
+                &setup.layout.result(&task),
+                &TaskResult::Success {
+                    output: b"x".to_vec(),
+                }
+                .encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        let (client, result) = tokio::time::timeout(STEP_TIMEOUT, waiting)
+            .await
+            .expect("the wait ends")
+            .unwrap();
+        assert_eq!(
+            result,
+            Ok(TaskResult::Success {
+                output: b"x".to_vec()
+            })
+        );
+        let trace = setup.sim.trace().await;
+        assert!(
+            count_lines(&trace, "fail client get_children") >= 1,
+            "the listing failed with the cut:\n{}",
+            trace.join("\n")
+        );
+
+        // Status: a read in flight at a cut is sent again.
+        let status = tokio::spawn(async move { client.status().await });
+        tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
+        setup.sim.cut(session, Duration::from_secs(1)).await;
+        let status = status.await.unwrap().unwrap();
+        assert_eq!(status.finished_tasks, 1);
+        assert_eq!(status.pending_tasks, 0);
+        let trace = setup.sim.trace().await;
+        assert_eq!(
+            count_lines(
+                &trace,
+                &format!("fail client exists {}", setup.layout.master())
+            ),
+            1,
+            "the status's first read failed with the cut:\n{}",
+            trace.join("\n")
+        );
+    });
+}

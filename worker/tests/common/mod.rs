@@ -1,0 +1,244 @@
+//! What the worker's simulator tests share: the runtime, task handlers, a
+//! simulation with a client and a session playing the master, and a worker
+//! running on it.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
+use tokio::task::JoinHandle;
+use zkdist_coord::{
+    Client, Coordinator, CreateMode, Layout, MAX_RESULT_OUTPUT_BYTES, TaskPayload, WorkerId,
+};
+use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
+use zkdist_worker::{TaskError, TaskHandler, Worker, WorkerDecision, WorkerError};
+
+/// More simulated time than any step here needs.
+pub const STEP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The seed of every simulation here (and of madsim's scheduler under
+/// `--cfg madsim`), unless a test sweeps seeds.
+pub const SEED: u64 = 11;
+
+/// Runs `body` on a fresh simulation runtime: tokio's current-thread runtime
+/// with its clock paused, or madsim's under `--cfg madsim`.
+pub fn run_sim<F: std::future::Future>(body: F) -> F::Output {
+    run_seeded(SEED, body)
+}
+
+pub fn run_seeded<F: std::future::Future>(seed: u64, body: F) -> F::Output {
+    zkdist_sim::runtime::block_on(seed, body)
+}
+
+/// `echo` returns its `text`; `fail` fails; `panic` panics; `big` returns
+/// one byte more than a result can hold; `slow` echoes after 5 s.
+pub struct KindHandler;
+
+impl TaskHandler for KindHandler {
+    async fn run(&self, task: &[u8]) -> Result<Vec<u8>, TaskError> {
+        let payload = TaskPayload::decode(task).map_err(|error| TaskError::from_display(&error))?;
+        let text = text_of(&payload);
+        match payload.kind.as_str() {
+            "echo" => Ok(text.into_bytes()),
+            "slow" => {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                Ok(text.into_bytes())
+            }
+            "fail" => Err(TaskError::new(format!("refused: {text}"))),
+            "panic" => panic!("handler bug on {text}"),
+            "big" => Ok(vec![b'x'; MAX_RESULT_OUTPUT_BYTES + 1]),
+            other => Err(TaskError::new(format!("unknown kind {other:?}"))),
+        }
+    }
+}
+
+fn text_of(payload: &TaskPayload) -> String {
+    payload.fields["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Echoes the payload's `text`, but only once the test opens the gate: one
+/// permit per task. A handler whose future is dropped takes no permit.
+#[derive(Clone)]
+pub struct GatedHandler {
+    pub gate: Arc<Semaphore>,
+    /// Signalled each time a run starts.
+    started: Arc<Notify>,
+}
+
+impl GatedHandler {
+    pub fn closed() -> GatedHandler {
+        GatedHandler {
+            gate: Arc::new(Semaphore::new(0)),
+            started: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Returns once a run has started (at once if one started since the
+    /// last call).
+    pub async fn wait_started(&self) {
+        tokio::time::timeout(STEP_TIMEOUT, self.started.notified())
+            .await
+            .expect("the handler starts in time");
+    }
+
+    /// Lets one waiting (or the next) task finish.
+    pub fn open_once(&self) {
+        self.gate.add_permits(1);
+    }
+}
+
+impl TaskHandler for GatedHandler {
+    async fn run(&self, task: &[u8]) -> Result<Vec<u8>, TaskError> {
+        self.started.notify_one();
+        self.gate
+            .acquire()
+            .await
+            .expect("the gate is never closed")
+            .forget();
+        let payload = TaskPayload::decode(task).map_err(|error| TaskError::from_display(&error))?;
+        Ok(text_of(&payload).into_bytes())
+    }
+}
+
+pub fn task_payload(kind: &str, text: &str) -> Vec<u8> {
+    TaskPayload::new(kind).with("text", text).encode().unwrap()
+}
+
+pub struct Setup {
+    pub sim: SimZk,
+    pub layout: Layout,
+    /// The test's own session, playing the master.
+    pub master: SimSession,
+    pub client: Client<SimSession>,
+}
+
+pub async fn setup(latency: Latency) -> Setup {
+    setup_seeded(SEED, latency).await
+}
+
+pub async fn setup_seeded(seed: u64, latency: Latency) -> Setup {
+    let sim = SimZk::start(SimConfig {
+        seed,
+        latency,
+        ..SimConfig::default()
+    });
+    let layout = Layout::default();
+    let (master, _master_events) = sim.connect("fake-master").await.unwrap();
+    layout.ensure_layout(&master).await.unwrap();
+    let (client_zk, client_events) = sim.connect("client").await.unwrap();
+    let client = Client::new(client_zk, client_events, layout.clone());
+    Setup {
+        sim,
+        layout,
+        master,
+        client,
+    }
+}
+
+pub struct RunningWorker {
+    pub session: SimSession,
+    pub stop: oneshot::Sender<()>,
+    pub handle: JoinHandle<Result<WorkerId, WorkerError>>,
+    pub decisions: mpsc::UnboundedReceiver<WorkerDecision>,
+}
+
+impl RunningWorker {
+    pub async fn start(setup: &Setup) -> (RunningWorker, WorkerId) {
+        RunningWorker::start_with(setup, KindHandler).await
+    }
+
+    pub async fn start_with(setup: &Setup, handler: impl TaskHandler) -> (RunningWorker, WorkerId) {
+        let (session, events) = setup.sim.connect("worker").await.unwrap();
+        let (decisions_tx, decisions) = mpsc::unbounded_channel();
+        let (stop, stop_rx) = oneshot::channel::<()>();
+        let worker = Worker::new(session.clone(), events, setup.layout.clone(), handler)
+            .with_observer(decisions_tx);
+        let handle = tokio::spawn(worker.run_until(async move {
+            let _ = stop_rx.await;
+        }));
+        let mut running = RunningWorker {
+            session,
+            stop,
+            handle,
+            decisions,
+        };
+        let id = match running.next_decision().await {
+            WorkerDecision::Registered { worker } => worker,
+            other => panic!("first decision {other}"),
+        };
+        (running, id)
+    }
+
+    pub async fn next_decision(&mut self) -> WorkerDecision {
+        next_decision(&mut self.decisions).await
+    }
+
+    /// Every decision already made, without waiting.
+    pub fn drain(&mut self) -> Vec<WorkerDecision> {
+        std::iter::from_fn(|| self.decisions.try_recv().ok()).collect()
+    }
+}
+
+pub async fn next_decision(
+    decisions: &mut mpsc::UnboundedReceiver<WorkerDecision>,
+) -> WorkerDecision {
+    tokio::time::timeout(STEP_TIMEOUT, decisions.recv())
+        .await
+        .expect("a decision in time")
+        .expect("the worker is running")
+}
+
+/// Creates `worker`'s assignment naming `data`, as the master would.
+pub async fn assign(setup: &Setup, worker: &WorkerId, data: &str) {
+    setup
+        .master
+        .create(
+            &setup.layout.assignment(worker),
+            data.as_bytes(),
+            CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
+}
+
+/// Assigns `task` to `worker` as the master would, and waits until the
+/// worker has deleted the assignment.
+pub async fn assign_and_wait(setup: &Setup, worker: &WorkerId, data: &str) {
+    assign(setup, worker, data).await;
+    let path = setup.layout.assignment(worker);
+    let gone = setup.sim.run_until(move |tree| !tree.exists(&path));
+    tokio::time::timeout(STEP_TIMEOUT, gone)
+        .await
+        .expect("the worker releases its assignment");
+}
+
+/// Waits until `predicate` holds on the tree, failing the test if it does
+/// not within [`STEP_TIMEOUT`].
+pub async fn until_tree(
+    sim: &SimZk,
+    what: &str,
+    predicate: impl FnMut(&zkdist_sim::Tree) -> bool + Send + 'static,
+) {
+    tokio::time::timeout(STEP_TIMEOUT, sim.run_until(predicate))
+        .await
+        .unwrap_or_else(|_| panic!("{what} within the step timeout"));
+}
+
+/// How many trace lines contain `needle`.
+pub fn count_lines(trace: &[String], needle: &str) -> usize {
+    trace.iter().filter(|line| line.contains(needle)).count()
+}
+
+/// How many trace lines record `needle` applied by the server (a
+/// transaction, so the line has a zxid).
+pub fn count_applied(trace: &[String], needle: &str) -> usize {
+    trace
+        .iter()
+        .filter(|line| line.contains("zxid=") && line.contains(needle))
+        .count()
+}

@@ -1,0 +1,489 @@
+//! The worker under faults, on the simulator, with the test playing the
+//! master: completion after a connection loss (applied or not), an
+//! assignment revoked under a zombie worker, and session expiry while a task
+//! runs.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use zkdist_coord::{Coordinator, CreateMode, TaskId, TaskResult, WorkerId};
+use zkdist_sim::Latency;
+use zkdist_worker::{WorkerDecision, WorkerError};
+
+use common::*;
+
+/// One-way latency of these tests: a request is in flight for this long.
+const LATENCY_MS: u64 = 10;
+
+/// Starts a worker with a gated handler, submits an `echo` task and
+/// assigns it; returns once the worker has started it.
+async fn worker_holding_a_task(setup: &Setup) -> (RunningWorker, WorkerId, TaskId, GatedHandler) {
+    let handler = GatedHandler::closed();
+    let (mut worker, id) = RunningWorker::start_with(setup, handler.clone()).await;
+    let task = setup
+        .client
+        .submit(&task_payload("echo", "done"))
+        .await
+        .unwrap();
+    assign(setup, &id, task.as_str()).await;
+    assert_eq!(
+        worker.next_decision().await,
+        WorkerDecision::TaskStarted {
+            worker: id.clone(),
+            task: task.clone()
+        }
+    );
+    handler.wait_started().await;
+    (worker, id, task, handler)
+}
+
+fn result_of(tree: &zkdist_sim::Tree, path: &str) -> Option<TaskResult> {
+    tree.data(path)
+        .map(|bytes| TaskResult::decode(bytes).unwrap())
+}
+
+#[test]
+fn an_applied_completion_whose_reply_is_lost_is_recognised_and_not_sent_again() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let session = worker.session.session_id();
+
+        // The completion reaches the server; its reply is held, then lost
+        // with the link.
+        setup.sim.hold(session).await;
+        handler.open_once();
+        let result_path = setup.layout.result(&task);
+        let watched = result_path.clone();
+        until_tree(&setup.sim, "the result", move |tree| tree.exists(&watched)).await;
+        setup.sim.cut(session, Duration::from_secs(1)).await;
+        // What travels after the heal gets through.
+        setup.sim.release(session).await;
+
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::CompletionRecovered {
+                worker: id.clone(),
+                task: task.clone(),
+                applied: true
+            }
+        );
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::AssignmentReleased {
+                worker: id.clone(),
+                task: Some(task.clone())
+            }
+        );
+        let trace = setup.sim.trace().await;
+        assert_eq!(
+            count_applied(&trace, "worker multi [create"),
+            1,
+            "the completion was applied once:\n{}",
+            trace.join("\n")
+        );
+        assert_eq!(
+            count_lines(&trace, "worker multi [create"),
+            2,
+            "the multi and its failure, and no second send:\n{}",
+            trace.join("\n")
+        );
+        assert_eq!(
+            count_lines(&trace, "fail worker multi [create"),
+            1,
+            "its reply was lost"
+        );
+        let result = setup
+            .sim
+            .inspect(move |tree| result_of(tree, &result_path))
+            .await;
+        assert_eq!(
+            result,
+            Some(TaskResult::Success {
+                output: b"done".to_vec()
+            })
+        );
+
+        // The worker is idle and takes the next task.
+        let next = setup
+            .client
+            .submit(&task_payload("echo", "next"))
+            .await
+            .unwrap();
+        handler.open_once();
+        assign(&setup, &id, next.as_str()).await;
+        assert!(matches!(
+            worker.next_decision().await,
+            WorkerDecision::TaskStarted { .. }
+        ));
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::ResultWritten {
+                worker: id.clone(),
+                task: next,
+                success: true
+            }
+        );
+    });
+}
+
+/// Runs a worker whose completion is cut in flight, with `seed`; checks
+/// the outcome and returns whether the first multi was applied, and the
+/// trace.
+fn completion_cut_in_flight(seed: u64) -> (bool, Vec<String>) {
+    run_seeded(seed, async move {
+        let setup = setup_seeded(seed, Latency::Fixed { ms: LATENCY_MS }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let session = worker.session.session_id();
+        handler.open_once();
+        // The worker sends the multi at once; cut halfway through its
+        // trip to the server.
+        tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
+        setup.sim.cut(session, Duration::from_secs(1)).await;
+
+        let recovered = worker.next_decision().await;
+        let WorkerDecision::CompletionRecovered { applied, .. } = recovered else {
+            panic!("seed {seed}: {recovered}");
+        };
+        let mut expected = vec![];
+        if !applied {
+            expected.push(WorkerDecision::ResultWritten {
+                worker: id.clone(),
+                task: task.clone(),
+                success: true,
+            });
+        }
+        expected.push(WorkerDecision::AssignmentReleased {
+            worker: id.clone(),
+            task: Some(task.clone()),
+        });
+        for want in expected {
+            assert_eq!(worker.next_decision().await, want, "seed {seed}");
+        }
+
+        let trace = setup.sim.trace().await;
+        let sent_again = count_lines(&trace, "lost worker multi [create");
+        let applied_lines = count_applied(&trace, "worker multi [create");
+        assert_eq!(applied_lines, 1, "seed {seed}: applied exactly once");
+        // Not applied means the first multi never reached the server
+        // and a second one went out.
+        assert_eq!(sent_again, usize::from(!applied), "seed {seed}");
+        let result_path = setup.layout.result(&task);
+        let assignment = setup.layout.assignment(&id);
+        let (result, assigned) = setup
+            .sim
+            .inspect(move |tree| (result_of(tree, &result_path), tree.exists(&assignment)))
+            .await;
+        assert_eq!(
+            result,
+            Some(TaskResult::Success {
+                output: b"done".to_vec()
+            }),
+            "seed {seed}"
+        );
+        assert!(!assigned, "seed {seed}: the assignment is released");
+        (applied, trace)
+    })
+}
+
+/// A cut while the completion is in flight: for some seeds the multi had
+/// reached the server (applied, reply lost), for others it had not. The
+/// worker must tell which: applied is not sent again, not applied is.
+/// Either way the task ends with exactly one result and the worker idle.
+#[test]
+fn a_completion_cut_in_flight_is_sent_again_only_if_it_was_not_applied() {
+    let outcomes: BTreeSet<bool> = (0..16)
+        .map(|seed| completion_cut_in_flight(seed).0)
+        .collect();
+    assert_eq!(
+        outcomes,
+        BTreeSet::from([false, true]),
+        "both outcomes happen for some seed"
+    );
+}
+
+#[test]
+fn the_same_seed_gives_the_same_trace() {
+    for seed in [3, 4] {
+        let (_, first) = completion_cut_in_flight(seed);
+        let (_, second) = completion_cut_in_flight(seed);
+        assert_eq!(first, second, "seed {seed}");
+    }
+}
+
+#[test]
+fn a_zombie_whose_assignment_was_revoked_writes_nothing() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+
+        // The master thought the worker dead and took the assignment back.
+        setup
+            .master
+            .delete(&setup.layout.assignment(&id), None)
+            .await
+            .unwrap();
+        handler.open_once();
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::AssignmentRevoked {
+                worker: id.clone(),
+                task: Some(task.clone())
+            }
+        );
+        let result_path = setup.layout.result(&task);
+        assert!(
+            !setup
+                .sim
+                .inspect(move |tree| tree.exists(&result_path))
+                .await,
+            "no result was written"
+        );
+
+        // Still a worker: the next assignment is run.
+        let next = setup
+            .client
+            .submit(&task_payload("echo", "next"))
+            .await
+            .unwrap();
+        handler.open_once();
+        assign_and_wait(&setup, &id, next.as_str()).await;
+        assert_eq!(
+            setup
+                .client
+                .session()
+                .get_data(&setup.layout.result(&next), zkdist_coord::Watch::No)
+                .await
+                .map(|(data, _)| TaskResult::decode(&data).unwrap()),
+            Ok(TaskResult::Success {
+                output: b"next".to_vec()
+            })
+        );
+    });
+}
+
+#[test]
+fn a_zombie_finding_another_workers_result_leaves_it_and_writes_nothing() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+
+        // Revoked, re-run elsewhere and finished before the zombie is done.
+        let theirs = TaskResult::Success {
+            output: b"theirs".to_vec(),
+        };
+        setup
+            .master
+            .delete(&setup.layout.assignment(&id), None)
+            .await
+            .unwrap();
+        setup
+            .master
+            .create(
+                &setup.layout.result(&task),
+                &theirs.encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        handler.open_once();
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::ResultAlreadyPresent {
+                worker: id.clone(),
+                task: task.clone()
+            }
+        );
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::AssignmentRevoked {
+                worker: id.clone(),
+                task: Some(task.clone())
+            }
+        );
+        let result_path = setup.layout.result(&task);
+        assert_eq!(
+            setup
+                .sim
+                .inspect(move |tree| result_of(tree, &result_path))
+                .await,
+            Some(theirs)
+        );
+    });
+}
+
+#[test]
+fn expiry_while_a_task_runs_abandons_it_at_once() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+
+        setup.sim.expire(worker.session.session_id()).await;
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::TaskAbandoned {
+                worker: id.clone(),
+                task: task.clone()
+            }
+        );
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::SessionLost { worker: id.clone() }
+        );
+        let outcome = worker.handle.await.unwrap();
+        assert_eq!(
+            outcome,
+            Err(WorkerError::SessionEnded {
+                state: Some(zkdist_coord::SessionState::Expired)
+            })
+        );
+        // The handler's future was dropped: a permit given now stays unused.
+        handler.open_once();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(handler.gate.available_permits(), 1, "the task is not run");
+        let result_path = setup.layout.result(&task);
+        assert!(
+            !setup
+                .sim
+                .inspect(move |tree| tree.exists(&result_path))
+                .await
+        );
+    });
+}
+
+/// A worker cut off past its session timeout finishes its task while
+/// partitioned. The server expired it meanwhile (the master would re-queue
+/// the task); when the link heals the worker learns of the expiry and
+/// writes nothing.
+#[test]
+fn a_worker_partitioned_past_its_session_timeout_writes_nothing() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let registration = setup.layout.worker(&id);
+
+        // The default session timeout is 10 s.
+        setup
+            .sim
+            .cut(worker.session.session_id(), Duration::from_secs(15))
+            .await;
+        until_tree(&setup.sim, "the worker's expiry", move |tree| {
+            !tree.exists(&registration)
+        })
+        .await;
+        // The master's part: take the assignment back.
+        setup
+            .master
+            .delete(&setup.layout.assignment(&id), None)
+            .await
+            .unwrap();
+        handler.open_once();
+
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::TaskAbandoned {
+                worker: id.clone(),
+                task: task.clone()
+            }
+        );
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::SessionLost { worker: id.clone() }
+        );
+        assert!(matches!(
+            worker.handle.await.unwrap(),
+            Err(WorkerError::SessionEnded { .. })
+        ));
+        let result_path = setup.layout.result(&task);
+        assert!(
+            !setup
+                .sim
+                .inspect(move |tree| tree.exists(&result_path))
+                .await,
+            "the zombie wrote nothing"
+        );
+        let trace = setup.sim.trace().await;
+        assert_eq!(
+            count_applied(&trace, "worker multi [create"),
+            0,
+            "no completion reached the server:\n{}",
+            trace.join("\n")
+        );
+        assert_eq!(
+            count_lines(&trace, "fail worker multi [create"),
+            1,
+            "the completion, queued while cut off, failed with the expiry"
+        );
+    });
+}
+
+/// A short disconnection while the handler runs is not a session's end:
+/// the task finishes and is completed, and the disconnection's events,
+/// read while the task ran, are acted on afterwards (the worker looks at
+/// its assignment node again) without stopping it.
+#[test]
+fn a_short_disconnection_while_a_task_runs_does_not_stop_it() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        setup
+            .sim
+            .cut(worker.session.session_id(), Duration::from_secs(1))
+            .await;
+        // Past the heal: the task is still running.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        handler.open_once();
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::ResultWritten {
+                worker: id.clone(),
+                task: task.clone(),
+                success: true
+            }
+        );
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::AssignmentReleased {
+                worker: id.clone(),
+                task: Some(task.clone())
+            }
+        );
+
+        let next = setup
+            .client
+            .submit(&task_payload("echo", "next"))
+            .await
+            .unwrap();
+        handler.open_once();
+        assign_and_wait(&setup, &id, next.as_str()).await;
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::TaskStarted {
+                worker: id.clone(),
+                task: next
+            }
+        );
+        let trace = setup.sim.trace().await;
+        assert_eq!(
+            count_lines(&trace, "heal worker: reconnected"),
+            1,
+            "{}",
+            trace.join("\n")
+        );
+        // After the task the worker looked at its assignment node once more
+        // because of the disconnection it heard of meanwhile (and found it
+        // gone, its own completion having deleted it).
+        let assignment = setup.layout.assignment(&id);
+        assert_eq!(
+            count_lines(
+                &trace,
+                &format!("read worker get_data {assignment} -> NoNode")
+            ),
+            1,
+            "{}",
+            trace.join("\n")
+        );
+    });
+}
