@@ -15,7 +15,7 @@ use libtest_mimic::{Arguments, Trial};
 use serde_json::Value;
 use zkdist_coord::zk::ZkSession;
 use zkdist_coord::zk::testing::{self, KazooOp, server_trial};
-use zkdist_coord::{Coordinator, Layout, MAX_DATA_BYTES, Watch};
+use zkdist_coord::{Coordinator, Layout, MAX_DATA_BYTES, TaskId, Watch};
 
 use common::{Finished, Role, Scratch, eventually, run, run_with_stdin};
 
@@ -136,12 +136,18 @@ fn workers_in(status: &Value) -> usize {
 /// The task id a `submit` printed on its first line.
 fn task_id(submit: &Finished) -> String {
     let first = submit.stdout_lines().first().copied().unwrap_or_default();
+    let parsed =
+        TaskId::parse(first).unwrap_or_else(|e| panic!("submit printed {:?}: {e}", submit.stdout));
     assert!(
-        first.starts_with("task-") && first.len() == "task-".len() + 10,
-        "submit printed {:?}",
-        submit.stdout
+        parsed.token().is_some(),
+        "a submitted task's name carries its token: {first}"
     );
     first.to_owned()
+}
+
+/// Whether a role's log shows it was elected master.
+fn elected(role: &Role) -> bool {
+    role.log().contains("elected epoch=")
 }
 
 /// Checks a `pi` result as a worker prints it.
@@ -191,26 +197,31 @@ fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: S
         .map(|i| target.spawn(&format!("run-{i}"), &["run"], &scratch))
         .collect();
 
-    // Exactly one leads; the others work.
-    let leading = |role: &Role| role.log().contains("leading as master");
-    eventually("one master and two workers", || {
+    // Each is a worker and a master candidate: exactly one leads, the
+    // others stand by.
+    eventually("one master and three workers", || {
         let status = target.try_status()?;
         let ready = status["master_present"] == true
-            && workers_in(&status) == 2
-            && roles.iter().any(leading);
+            && workers_in(&status) == 3
+            && roles.iter().any(elected)
+            && roles
+                .iter()
+                .filter(|r| r.log().contains("standing-by"))
+                .count()
+                == 2;
         ready.then_some(())
     });
     let masters: Vec<&str> = roles
         .iter()
-        .filter(|r| leading(r))
+        .filter(|r| elected(r))
         .map(|r| r.name.as_str())
         .collect();
     assert_eq!(masters.len(), 1, "leaders: {masters:?}");
     let workers = roles
         .iter()
-        .filter(|r| r.log().contains("running as a worker"))
+        .filter(|r| r.log().contains(" registered"))
         .count();
-    assert_eq!(workers, 2);
+    assert_eq!(workers, 3);
 
     // A task from a fourth process, waited for.
     let submit = target.run(&["submit", "--wait", r#"{"kind":"pi","samples":100000}"#]);
@@ -252,10 +263,11 @@ fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: S
         wait.expect_code(0);
         check_pi(wait.stdout.trim_end(), *samples);
     }
-    let mut sorted = tasks.clone();
-    sorted.sort();
-    sorted.dedup();
-    assert_eq!(sorted, tasks, "task ids increase with submission");
+    let ids: Vec<TaskId> = tasks.iter().map(|t| TaskId::parse(t).unwrap()).collect();
+    assert!(
+        ids.windows(2).all(|pair| pair[0] < pair[1]),
+        "task ids increase with submission: {tasks:?}"
+    );
 
     // Bad tasks that reach the workers: each gets a failure result (exit
     // code 2) and no worker dies of it.
@@ -287,15 +299,15 @@ fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: S
         (status["assigned_tasks"] == 0).then_some(status)
     });
     assert_eq!(status["master_present"], true);
-    assert_eq!(workers_in(&status), 2);
+    assert_eq!(workers_in(&status), 3);
     assert_eq!(status["pending_tasks"], 0);
     assert_eq!(status["finished_tasks"], finished_tasks);
     assert_eq!(status["root"], target.root.as_str());
     let text = target.run(&["status"]);
     text.expect_code(0);
     assert!(text.stdout.contains("master present"), "{}", text.stdout);
-    assert!(text.stdout.contains("workers 2\n"), "{}", text.stdout);
-    assert_eq!(text.stdout.matches(" idle\n").count(), 2, "{}", text.stdout);
+    assert!(text.stdout.contains("workers 3\n"), "{}", text.stdout);
+    assert_eq!(text.stdout.matches(" idle\n").count(), 3, "{}", text.stdout);
     assert!(
         text.stdout.contains(&format!(
             "tasks pending 0 assigned 0 finished {finished_tasks}"
@@ -326,16 +338,14 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     let layout = Layout::new(&target.root).unwrap();
     let mut master = target.spawn("master", &["master"], &scratch);
     eventually("the master leads", || {
-        (target.exists(&layout.master()) && master.log().contains("leading as master"))
-            .then_some(())
+        (target.exists(&layout.master()) && elected(&master)).then_some(())
     });
-    // A second master is refused, naming the node and its holder.
-    target.run(&["master"]).expect_code(1).expect_stderr(&[
-        "another master leads",
-        &layout.master(),
-        "held by session 0x",
-    ]);
-    assert!(master.is_running());
+    // A second master stands by.
+    let mut standby = target.spawn("standby", &["master"], &scratch);
+    eventually("the second master stands by", || {
+        standby.log().contains("standing-by").then_some(())
+    });
+    assert!(master.is_running() && !elected(&standby));
 
     let mut worker = target.spawn("worker", &["worker", "--allow-exec"], &scratch);
     eventually("the worker registers", || {
@@ -400,7 +410,13 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     assert_eq!(workers_in(&status), 0);
     assert_eq!(status["master_present"], true);
     assert_eq!(target.children(&layout.ids_dir()), Vec::<String>::new());
+    // The master stops: the standby takes over at once (the node goes with
+    // the closed session), then stops too.
     terminate_all(std::slice::from_mut(&mut master));
+    eventually("the standby takes over", || {
+        (elected(&standby) && target.status()["master_present"] == true).then_some(())
+    });
+    terminate_all(std::slice::from_mut(&mut standby));
     assert_eq!(target.status()["master_present"], false);
     target.delete_root();
 }
@@ -527,12 +543,14 @@ fn with_auth_outsiders_read_everything_and_change_nothing(connect: String) {
 
     // zkdist itself, without credentials or with wrong ones: clear errors
     // naming the path refused and what to pass.
-    let tasks_prefix = layout.task_prefix();
+    // Submissions create `tasks/task-<token>-NNNNNNNNNN`.
+    let tasks_prefix = format!("{}/task-", layout.tasks_dir());
     target
         .run(&["submit", PI_20K])
         .expect_code(1)
         .expect_stderr(&[
-            &format!("not allowed to change {tasks_prefix} without the credentials that own"),
+            &format!("not allowed to change {tasks_prefix}"),
+            "without the credentials that own",
             "--auth USER:PASSWORD",
             &format!("not authorised for {tasks_prefix}"),
         ]);
@@ -555,6 +573,10 @@ fn with_auth_outsiders_read_everything_and_change_nothing(connect: String) {
     );
     target.run(&["worker"]).expect_code(1).expect_stderr(&[
         &format!("not allowed to change {}", layout.worker_id_prefix()),
+        "--auth USER:PASSWORD",
+    ]);
+    target.run(&["master"]).expect_code(1).expect_stderr(&[
+        &format!("not allowed to change {}", layout.master()),
         "--auth USER:PASSWORD",
     ]);
 
@@ -682,9 +704,10 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
         "backlog: 100 tasks drained in ",
         "tasks: 200 in ",
         "latency (submit to result written): p50 ",
-        // The founding design: submit, assign and result are creates, and
-        // the worker deletes its assignment.
-        "writes per task: 4.00 (creates 3.00, deletes 1.00, set_data 0.00, multi 0.00)",
+        // The submission is a create; the assignment (with the master's
+        // epoch check) and the completion (the result and the
+        // assignment's deletion) are a multi each.
+        "writes per task: 3.00 (creates 1.00, deletes 0.00, set_data 0.00, multi 2.00)",
     ] {
         assert!(
             lines.iter().any(|line| line.starts_with(prefix)),
