@@ -5,7 +5,7 @@ use std::future::Future;
 
 use crate::error::ZkResult;
 use crate::op::{Op, OpResult};
-use crate::types::{CreateMode, SessionId, Stat, Watch};
+use crate::types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
 
 /// One ZooKeeper session. Master, worker and client are generic over this
 /// trait and never name a backend.
@@ -72,6 +72,21 @@ pub trait Coordinator: Send + Sync + 'static {
     /// Applies all ops atomically or none of them. On failure the error is
     /// `ZkError::Multi` with the index of the first op that failed.
     fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send;
+
+    /// Leaves a persistent watch on `path` (ZooKeeper 3.6+ `addWatch`),
+    /// which need not exist. Unlike a one-shot watch it fires on every
+    /// change it covers (see [`AddWatchMode`]) until the session ends; its
+    /// events arrive on the session's [`crate::EventStream`] in server
+    /// order with replies, one event per change even when other watches of
+    /// this session (one-shot or persistent) cover the same change. It
+    /// survives a reconnect within the session (the client registers it
+    /// again), but changes made while the session was disconnected are not
+    /// reported: after `Connected`, re-read what matters.
+    fn add_watch(
+        &self,
+        path: &str,
+        mode: AddWatchMode,
+    ) -> impl Future<Output = ZkResult<()>> + Send;
 
     /// Waits until the server this session talks to has caught up with the
     /// leader, so that a following read sees every write committed before.

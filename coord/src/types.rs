@@ -43,6 +43,34 @@ pub enum Watch {
     Yes,
 }
 
+/// The kind of watch `Coordinator::add_watch` leaves (ZooKeeper 3.6+
+/// `addWatch`). Both are persistent: they fire on every change until the
+/// session ends, and are never consumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AddWatchMode {
+    /// The node's own changes: `NodeCreated`, `NodeDataChanged`,
+    /// `NodeDeleted` and `NodeChildrenChanged` of the node itself.
+    Persistent,
+    /// `NodeCreated`, `NodeDataChanged` and `NodeDeleted` of the node and of
+    /// every node below it, each reported on the path that changed; never
+    /// `NodeChildrenChanged`.
+    PersistentRecursive,
+}
+
+impl AddWatchMode {
+    /// Whether a watch of this mode on `watched` reports a change of `kind`
+    /// on `changed`.
+    pub fn reports(self, watched: &str, kind: crate::WatchKind, changed: &str) -> bool {
+        match self {
+            AddWatchMode::Persistent => watched == changed,
+            AddWatchMode::PersistentRecursive => {
+                kind != crate::WatchKind::NodeChildrenChanged
+                    && crate::path::is_same_or_descendant(changed, watched)
+            }
+        }
+    }
+}
+
 /// A node's metadata, as ZooKeeper's `Stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Stat {

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use tokio::sync::{mpsc, oneshot};
 use zkdist_coord::{
     Event, EventSender, EventStream, SessionId, SessionState, WatchEvent, WatchKind, ZkError,
-    ZkResult,
+    ZkResult, path,
 };
 
 use crate::request::{Request, Response, WatchingRead};
@@ -144,15 +144,19 @@ impl Client {
             (WatchingRead::Exists(p), Response::Exists(None)) => (ClientWatch::Exist, p),
             (WatchingRead::GetData(p), Response::Data(..)) => (ClientWatch::Data, p),
             (WatchingRead::GetChildren(p), Response::Children(..)) => (ClientWatch::Child, p),
+            (WatchingRead::AddWatch(p, mode), Response::WatchAdded) => {
+                (ClientWatch::of_mode(*mode), p)
+            }
             (read, response) => unreachable!("{read:?} answered by {response:?}"),
         };
         self.watches.insert((watch, path.clone()));
     }
 
-    /// Takes the watches an event consumes (`ZKWatchManager.materialize`)
-    /// and puts the event on the stream if any did. An event no watch
-    /// claims is dropped, as the client library drops it: this is how a
-    /// duplicate `NodeDeleted` after a reconnect disappears.
+    /// Takes the one-shot watches an event consumes and looks up the
+    /// persistent ones that report it (`ZKWatchManager.materialize`), and
+    /// puts the event on the stream, once, if any watch claims it. An event
+    /// no watch claims is dropped, as the client library drops it: this is
+    /// how a duplicate `NodeDeleted` after a reconnect disappears.
     pub(crate) fn deliver_watch_event(&mut self, event: WatchEvent) -> bool {
         let consumed: &[ClientWatch] = match event.kind {
             WatchKind::NodeCreated | WatchKind::NodeDataChanged => {
@@ -165,10 +169,39 @@ impl Client {
         for &watch in consumed {
             claimed |= self.watches.remove(&(watch, event.path.clone()));
         }
+        claimed |= self.holds_persistent_watch_reporting(&event);
         if claimed {
             self.emit(Event::Watch(event));
         }
         claimed
+    }
+
+    /// Whether a persistent watch the client holds reports `event`: one on
+    /// the node itself, or a recursive one on the node or an ancestor
+    /// (never for `NodeChildrenChanged`).
+    fn holds_persistent_watch_reporting(&self, event: &WatchEvent) -> bool {
+        if self
+            .watches
+            .contains(&(ClientWatch::Persistent, event.path.clone()))
+        {
+            return true;
+        }
+        if event.kind == WatchKind::NodeChildrenChanged {
+            return false;
+        }
+        let mut node = event.path.as_str();
+        loop {
+            if self
+                .watches
+                .contains(&(ClientWatch::PersistentRecursive, node.to_owned()))
+            {
+                return true;
+            }
+            if node == "/" {
+                return false;
+            }
+            node = path::parent(node);
+        }
     }
 
     fn emit(&mut self, event: Event) {
