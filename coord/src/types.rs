@@ -58,6 +58,31 @@ pub enum AddWatchMode {
 }
 
 impl AddWatchMode {
+    /// The error that refuses an `add_watch` of this mode on `path`, which
+    /// holds (or asked for) a watch of the other mode, `held`. A ZooKeeper
+    /// 3.8 server keeps one watch mode per node and session: the second
+    /// `addWatch` would silently replace the first, so every backend
+    /// refuses it before anything is sent.
+    pub fn refusal(self, path: &str, held: AddWatchMode) -> crate::ZkError {
+        debug_assert_ne!(self, held, "the same mode is never refused");
+        crate::ZkError::BadArguments {
+            reason: format!(
+                "add_watch {path} {}: the session already holds a {} watch on it, \
+                 and a session keeps one persistent watch mode per node",
+                self.name(),
+                held.name()
+            ),
+        }
+    }
+
+    /// The mode's name in messages: `persistent`, `persistent_recursive`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AddWatchMode::Persistent => "persistent",
+            AddWatchMode::PersistentRecursive => "persistent_recursive",
+        }
+    }
+
     /// Whether a watch of this mode on `watched` reports a change of `kind`
     /// on `changed`.
     pub fn reports(self, watched: &str, kind: crate::WatchKind, changed: &str) -> bool {

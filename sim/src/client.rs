@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tokio::sync::{mpsc, oneshot};
 use zkdist_coord::{
-    Event, EventSender, EventStream, SessionId, SessionState, WatchEvent, WatchKind, ZkError,
-    ZkResult, path,
+    AddWatchMode, Event, EventSender, EventStream, SessionId, SessionState, WatchEvent, WatchKind,
+    ZkError, ZkResult, path,
 };
 
 use crate::request::{Request, Response, WatchingRead};
@@ -150,6 +150,27 @@ impl Client {
             (read, response) => unreachable!("{read:?} answered by {response:?}"),
         };
         self.watches.insert((watch, path.clone()));
+    }
+
+    /// The client-side refusal of an `add_watch` of the other mode on a
+    /// node that holds, or asked for, a persistent watch (see
+    /// `AddWatchMode::refusal`), as the real backend refuses it.
+    pub(crate) fn refuse_add_watch(&self, request: &Request) -> Option<ZkError> {
+        let Request::AddWatch { path, mode } = request else {
+            return None;
+        };
+        let other = match mode {
+            AddWatchMode::Persistent => AddWatchMode::PersistentRecursive,
+            AddWatchMode::PersistentRecursive => AddWatchMode::Persistent,
+        };
+        let held = self
+            .watches
+            .contains(&(ClientWatch::of_mode(other), path.clone()));
+        let asked = self
+            .pending
+            .values()
+            .any(|op| op.watching.as_ref() == Some(&WatchingRead::AddWatch(path.clone(), other)));
+        (held || asked).then(|| mode.refusal(path, other))
     }
 
     /// Takes the one-shot watches an event consumes and looks up the

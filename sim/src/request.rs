@@ -149,7 +149,7 @@ impl Request {
             }
             Request::Sync { path } => format!("sync {path}"),
             Request::AddWatch { path, mode } => {
-                format!("add_watch {path} {}", watch_mode_name(*mode))
+                format!("add_watch {path} {}", mode.name())
             }
             Request::Close => "close".to_owned(),
         }
@@ -162,13 +162,6 @@ fn mode_name(mode: CreateMode) -> &'static str {
         CreateMode::Ephemeral => "ephemeral",
         CreateMode::PersistentSequential => "persistent_sequential",
         CreateMode::EphemeralSequential => "ephemeral_sequential",
-    }
-}
-
-pub(crate) fn watch_mode_name(mode: AddWatchMode) -> &'static str {
-    match mode {
-        AddWatchMode::Persistent => "persistent",
-        AddWatchMode::PersistentRecursive => "persistent_recursive",
     }
 }
 

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::conformance::{
-    Backend, TestSession, connect, create_dir, create_node, expect_multi_error, op_check,
-    op_create, op_delete, op_set_data, under, watch_event,
+    Backend, TestSession, connect, create_dir, create_node, expect_code, expect_multi_error,
+    op_check, op_create, op_delete, op_set_data, under, watch_event,
 };
 use crate::{AddWatchMode, Coordinator, CreateMode, ErrorCode, Event, SessionState, Watch};
 use crate::{WatchKind, ZkError};
@@ -64,13 +64,13 @@ pub async fn persistent_watch_fires_on_every_change_of_its_node<B: Backend>(b: A
 pub async fn persistent_watch_on_a_missing_node_fires_on_create<B: Backend>(b: Arc<B>) {
     let mut watcher = connect(&*b).await;
     let writer = connect(&*b).await;
-    let node = under(b.root(), "later");
-    for mode in [Persistent, PersistentRecursive] {
+    for (name, mode) in [("plain", Persistent), ("recursive", PersistentRecursive)] {
+        let node = under(b.root(), name);
         add_watch(&watcher, &node, mode).await;
+        create_node(&writer.zk, &node, b"", CreateMode::Persistent).await;
+        watcher.expect_watch(NodeCreated, &node).await;
+        watcher.assert_no_event().await;
     }
-    create_node(&writer.zk, &node, b"", CreateMode::Persistent).await;
-    watcher.expect_watch(NodeCreated, &node).await;
-    watcher.assert_no_event().await;
 }
 
 pub async fn recursive_watch_reports_the_subtree_on_the_changed_path<B: Backend>(b: Arc<B>) {
@@ -219,6 +219,21 @@ pub async fn recursive_watch_survives_a_one_shot_watch_on_its_own_node<B: Backen
     let child = create_dir(&writer.zk, &dir, "c").await;
     watcher.expect_watch(NodeCreated, &child).await;
     watcher.assert_no_event().await;
+    // A one-shot child watch on the node adds the child change the
+    // recursive watch never reports, once; the recursive watch stays.
+    watcher.zk.get_children(&dir, Watch::Yes).await.unwrap();
+    let second = create_dir(&writer.zk, &dir, "d").await;
+    watcher
+        .expect_events(&[
+            watch_event(NodeCreated, &second),
+            watch_event(NodeChildrenChanged, &dir),
+        ])
+        .await;
+    let third = create_dir(&writer.zk, &dir, "e").await;
+    watcher.expect_watch(NodeCreated, &third).await;
+    writer.zk.set_data(&dir, b"z", None).await.unwrap();
+    watcher.expect_watch(NodeDataChanged, &dir).await;
+    watcher.assert_no_event().await;
 }
 
 pub async fn recursive_and_one_shot_watches_below_it_report_each_change_once<B: Backend>(
@@ -258,38 +273,69 @@ pub async fn recursive_and_one_shot_watches_below_it_report_each_change_once<B: 
     watcher.assert_no_event().await;
 }
 
-pub async fn both_persistent_modes_on_one_node_report_each_change_once<B: Backend>(b: Arc<B>) {
+pub async fn same_mode_twice_and_an_ancestor_watch_report_each_change_once<B: Backend>(b: Arc<B>) {
     let mut watcher = connect(&*b).await;
     let writer = connect(&*b).await;
     let dir = create_dir(&writer.zk, b.root(), "dir").await;
     watcher.zk.sync(&dir).await.unwrap();
     add_watch(&watcher, &dir, PersistentRecursive).await;
-    add_watch(&watcher, &dir, Persistent).await;
-    // The same again: nothing doubles.
-    add_watch(&watcher, &dir, Persistent).await;
-
-    writer.zk.set_data(&dir, b"x", None).await.unwrap();
-    let child = create_dir(&writer.zk, &dir, "c").await;
+    add_watch(&watcher, &dir, PersistentRecursive).await;
+    let node = create_dir(&writer.zk, &dir, "node").await;
+    watcher.expect_watch(NodeCreated, &node).await;
+    watcher.assert_no_event().await;
+    add_watch(&watcher, &node, Persistent).await;
+    add_watch(&watcher, &node, Persistent).await;
+    // Three watches see the node change (its own and two recursive ones
+    // above it), one of them its child change.
+    add_watch(&watcher, b.root(), PersistentRecursive).await;
+    writer.zk.set_data(&node, b"x", None).await.unwrap();
+    let child = create_dir(&writer.zk, &node, "c").await;
     writer.zk.set_data(&child, b"x", None).await.unwrap();
+    writer.zk.delete(&child, None).await.unwrap();
+    writer.zk.delete(&node, None).await.unwrap();
     watcher
         .expect_events(&[
-            watch_event(NodeDataChanged, &dir),
+            watch_event(NodeDataChanged, &node),
             watch_event(NodeCreated, &child),
-            watch_event(NodeChildrenChanged, &dir),
+            watch_event(NodeChildrenChanged, &node),
             watch_event(NodeDataChanged, &child),
+            watch_event(NodeDeleted, &child),
+            watch_event(NodeChildrenChanged, &node),
+            watch_event(NodeDeleted, &node),
         ])
         .await;
     watcher.assert_no_event().await;
+}
 
-    // A recursive watch on an ancestor covers the same changes again.
-    add_watch(&watcher, b.root(), PersistentRecursive).await;
-    writer.zk.set_data(&child, b"y", None).await.unwrap();
-    writer.zk.delete(&child, None).await.unwrap();
+pub async fn add_watch_of_the_other_mode_on_a_watched_node_is_refused<B: Backend>(b: Arc<B>) {
+    let mut watcher = connect(&*b).await;
+    let writer = connect(&*b).await;
+    let dir = create_dir(&writer.zk, b.root(), "dir").await;
+    watcher.zk.sync(&dir).await.unwrap();
+    // Refused whether the first watch is confirmed or still in flight.
+    add_watch(&watcher, &dir, PersistentRecursive).await;
+    let refused = watcher.zk.add_watch(&dir, Persistent).await;
+    expect_code(
+        refused,
+        ErrorCode::BadArguments,
+        "the other mode, confirmed",
+    );
+    let other = under(b.root(), "other");
+    let (first, second) = tokio::join!(
+        watcher.zk.add_watch(&other, Persistent),
+        watcher.zk.add_watch(&other, PersistentRecursive)
+    );
+    first.unwrap();
+    expect_code(second, ErrorCode::BadArguments, "the other mode, in flight");
+    // The first watches are untouched.
+    let child = create_dir(&writer.zk, &dir, "c").await;
+    watcher.expect_watch(NodeCreated, &child).await;
+    let other = create_dir(&writer.zk, b.root(), "other").await;
+    create_dir(&writer.zk, &other, "c").await;
     watcher
         .expect_events(&[
-            watch_event(NodeDataChanged, &child),
-            watch_event(NodeDeleted, &child),
-            watch_event(NodeChildrenChanged, &dir),
+            watch_event(NodeCreated, &other),
+            watch_event(NodeChildrenChanged, &other),
         ])
         .await;
     watcher.assert_no_event().await;
