@@ -99,7 +99,7 @@ pub(crate) enum Command {
 
 enum Completion {
     Replied {
-        outcome: Outcome,
+        outcome: Box<Outcome>,
         reply: oneshot::Sender<ZkResult<Reply>>,
         /// The node and mode of an `add_watch`.
         add_watch: Option<(String, AddWatchMode)>,
@@ -471,7 +471,7 @@ impl Pump {
         // is in the ready queue; and its reply is taken from a later poll
         // only (see the module docs).
         let run = async move {
-            let outcome = ops::run(&client, acls, request).await;
+            let outcome = Box::new(ops::run(&client, acls, request).await);
             drop(client);
             Completion::Replied {
                 outcome,
@@ -516,7 +516,7 @@ impl Pump {
                     result,
                     watcher,
                     persistent,
-                } = outcome;
+                } = *outcome;
                 // The reply goes first: a watch it left fires on a change
                 // the server made after answering it.
                 let _ = reply.send(result);
