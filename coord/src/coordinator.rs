@@ -17,6 +17,9 @@ use crate::types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
 ///   its replies and events arrive in the order the server produced them;
 /// - `Watch::Yes` leaves a one-shot watch whose event arrives on the
 ///   session's [`crate::EventStream`], which also carries session states;
+///   [`Coordinator::add_watch`] leaves a persistent one, on the same stream;
+///   one change is one event for a session, whatever number of its watches
+///   it fires;
 /// - an error of kind `ConnectionLoss` means the request may or may not have
 ///   been applied.
 ///
@@ -82,6 +85,13 @@ pub trait Coordinator: Send + Sync + 'static {
     /// survives a reconnect within the session (the client registers it
     /// again), but changes made while the session was disconnected are not
     /// reported: after `Connected`, re-read what matters.
+    ///
+    /// Asking again for the same mode on the same node is harmless (still
+    /// one event per change). A session holds one persistent mode per node:
+    /// asking for the other mode on a node that has (or asked for) one
+    /// fails with `BadArguments` before anything is sent, because a
+    /// ZooKeeper 3.8 server would silently replace the first. There is no
+    /// removal: the watch goes with the session.
     fn add_watch(
         &self,
         path: &str,
