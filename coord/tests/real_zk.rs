@@ -17,8 +17,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use libtest_mimic::{Arguments, Trial};
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{
-    Coordinator, CreateMode, Event, EventStream, SessionState, Watch, WatchEvent, WatchKind,
-    ZkError,
+    AddWatchMode, Coordinator, CreateMode, Event, EventStream, SessionState, Watch, WatchEvent,
+    WatchKind, ZkError,
 };
 
 /// How long a test waits for an event that must come.
@@ -76,6 +76,7 @@ tests![
     Server MultiThread pipelined_data_and_child_watches_report_one_deletion_once,
     Ensemble CurrentThread killing_the_server_a_session_uses_keeps_the_session,
     Ensemble CurrentThread killing_the_leader_keeps_sessions_and_ephemerals,
+    Ensemble CurrentThread a_persistent_watch_follows_its_session_to_another_server,
 ];
 
 fn main() {
@@ -640,6 +641,67 @@ async fn killing_the_server_a_session_uses_keeps_the_session(env: Env) {
     other.sync(&root).await.unwrap();
     assert_eq!(other.exists(&ephemeral, Watch::No).await.unwrap(), None);
     other.close().await.unwrap();
+}
+
+/// The session's server dies: the session moves to another one, which
+/// learns the session's persistent watches from the client (the backend
+/// asks for them again, see `zkdist_coord::zk`), and they report again.
+async fn a_persistent_watch_follows_its_session_to_another_server(env: Env) {
+    let dir = env.ensemble_dir.clone().expect("ensemble dir");
+    let root = fresh_root(&env, "kill-persistent").await;
+    let config = common::config(&env.connect);
+    let (session, mut events) = connect(&config).await;
+    session
+        .add_watch(&root, AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    let plain = format!("{root}/plain");
+    session
+        .add_watch(&plain, AddWatchMode::Persistent)
+        .await
+        .unwrap();
+    let victim = node_serving(&dir, &session);
+    common::run_scripts_zk(&["kill", dir.to_str().unwrap(), &victim]);
+    expect_reconnect(&mut events).await;
+    assert_ne!(node_serving(&dir, &session), victim, "the session moved");
+    // A round trip: whatever the client sent on reconnecting is in place.
+    session.sync(&root).await.unwrap();
+
+    let (writer, _writer_events) = connect(&config).await;
+    // One change at a time: within one burst of changes, events through
+    // different persistent watchers may come out of order (see pump.rs).
+    writer
+        .create(&plain, b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Watch(WatchEvent {
+            kind: WatchKind::NodeCreated,
+            path: plain.clone()
+        }),
+    );
+    writer
+        .create(&format!("{plain}/c"), b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    for (kind, path) in [
+        (WatchKind::NodeCreated, format!("{plain}/c")),
+        (WatchKind::NodeChildrenChanged, plain.clone()),
+    ] {
+        assert_eq!(
+            next_event(&mut events).await,
+            Event::Watch(WatchEvent { kind, path }),
+        );
+    }
+    session.sync(&root).await.unwrap();
+    match events.try_recv() {
+        Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {}
+        other => panic!("one event per change, got {other:?} more"),
+    }
+    restore_node(&dir, &victim);
+    session.close().await.unwrap();
+    writer.close().await.unwrap();
 }
 
 async fn killing_the_leader_keeps_sessions_and_ephemerals(env: Env) {
