@@ -18,8 +18,8 @@ use libtest_mimic::{Arguments, Trial};
 use zkdist_coord::zk::testing::KazooOp;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{
-    Coordinator, CreateMode, Event, EventStream, Layout, Op, SessionState, Watch, WatchEvent,
-    WatchKind, ZkError,
+    AddWatchMode, Coordinator, CreateMode, Event, EventStream, Layout, Op, SessionState, Watch,
+    WatchEvent, WatchKind, ZkError,
 };
 
 /// How long a test waits for an event that must come.
@@ -77,8 +77,10 @@ tests![
     Server MultiThread a_pipelined_write_replies_after_the_event_it_fired,
     Server MultiThread pipelined_watches_on_one_node_report_one_change_once,
     Server MultiThread pipelined_data_and_child_watches_report_one_deletion_once,
+    Server MultiThread pipelined_persistent_and_one_shot_watches_report_each_change_once,
     Ensemble CurrentThread killing_the_server_a_session_uses_keeps_the_session,
     Ensemble CurrentThread killing_the_leader_keeps_sessions_and_ephemerals,
+    Ensemble CurrentThread a_persistent_watch_follows_its_session_to_another_server,
 ];
 
 fn main() {
@@ -856,6 +858,67 @@ async fn killing_the_server_a_session_uses_keeps_the_session(env: Env) {
     other.close().await.unwrap();
 }
 
+/// The session's server dies: the session moves to another one, which
+/// learns the session's persistent watches from the client (the backend
+/// asks for them again, see `zkdist_coord::zk`), and they report again.
+async fn a_persistent_watch_follows_its_session_to_another_server(env: Env) {
+    let dir = env.ensemble_dir.clone().expect("ensemble dir");
+    let root = fresh_root(&env, "kill-persistent").await;
+    let config = common::config(&env.connect);
+    let (session, mut events) = connect(&config).await;
+    session
+        .add_watch(&root, AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    let plain = format!("{root}/plain");
+    session
+        .add_watch(&plain, AddWatchMode::Persistent)
+        .await
+        .unwrap();
+    let victim = node_serving(&dir, &session);
+    common::run_scripts_zk(&["kill", dir.to_str().unwrap(), &victim]);
+    expect_reconnect(&mut events).await;
+    assert_ne!(node_serving(&dir, &session), victim, "the session moved");
+    // A round trip: whatever the client sent on reconnecting is in place.
+    session.sync(&root).await.unwrap();
+
+    let (writer, _writer_events) = connect(&config).await;
+    // One change at a time: within one burst of changes, events through
+    // different persistent watchers may come out of order (see pump.rs).
+    writer
+        .create(&plain, b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Watch(WatchEvent {
+            kind: WatchKind::NodeCreated,
+            path: plain.clone()
+        }),
+    );
+    writer
+        .create(&format!("{plain}/c"), b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    for (kind, path) in [
+        (WatchKind::NodeCreated, format!("{plain}/c")),
+        (WatchKind::NodeChildrenChanged, plain.clone()),
+    ] {
+        assert_eq!(
+            next_event(&mut events).await,
+            Event::Watch(WatchEvent { kind, path }),
+        );
+    }
+    session.sync(&root).await.unwrap();
+    match events.try_recv() {
+        Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {}
+        other => panic!("one event per change, got {other:?} more"),
+    }
+    restore_node(&dir, &victim);
+    session.close().await.unwrap();
+    writer.close().await.unwrap();
+}
+
 async fn killing_the_leader_keeps_sessions_and_ephemerals(env: Env) {
     let dir = env.ensemble_dir.clone().expect("ensemble dir");
     let root = fresh_root(&env, "kill-leader").await;
@@ -960,6 +1023,64 @@ async fn pipelined_watches_on_one_node_report_one_change_once(env: Env) {
             events_now(&mut events),
             vec![watch(WatchKind::NodeDataChanged, &node)],
             "round {round}: the re-armed watch"
+        );
+    }
+    s.close().await.unwrap();
+}
+
+async fn pipelined_persistent_and_one_shot_watches_report_each_change_once(env: Env) {
+    let root = fresh_root(&env, "pipelined-persistent").await;
+    let (s, mut events) = connect(&common::config(&env.connect)).await;
+    let dir = format!("{root}/dir");
+    s.create(&dir, b"", CreateMode::Persistent).await.unwrap();
+    s.add_watch(&dir, AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    for round in 0..PIPELINE_ROUNDS / 3 {
+        // A one-shot watch below the recursive one, and the change that
+        // fires both, in one burst: one event, in the stream when the
+        // write returns.
+        let node = format!("{dir}/n{round}");
+        let exists = s.exists(&node, Watch::Yes);
+        let create = s.create(&node, b"", CreateMode::Persistent);
+        let (exists, create) = tokio::join!(exists, create);
+        assert_eq!(exists.unwrap(), None, "round {round}");
+        create.unwrap();
+        assert_eq!(
+            events_now(&mut events),
+            vec![watch(WatchKind::NodeCreated, &node)],
+            "round {round}: the create"
+        );
+        // A persistent watch on a node outside the recursive one, a
+        // one-shot watch on the same node asked for while the first is in
+        // flight, and a change.
+        let other = format!("{root}/p{round}");
+        s.create(&other, b"", CreateMode::Persistent).await.unwrap();
+        let add = s.add_watch(&other, AddWatchMode::Persistent);
+        let read = s.get_data(&other, Watch::Yes);
+        let write = s.set_data(&other, b"x", None);
+        let (add, read, write) = tokio::join!(add, read, write);
+        add.unwrap();
+        read.unwrap();
+        write.unwrap();
+        assert_eq!(
+            events_now(&mut events),
+            vec![watch(WatchKind::NodeDataChanged, &other)],
+            "round {round}: the first write"
+        );
+        // The persistent watch outlived the one-shot one on its node (a
+        // 3.8 server would have let the one-shot replace it).
+        s.set_data(&other, b"y", None).await.unwrap();
+        s.delete(&node, None).await.unwrap();
+        s.delete(&other, None).await.unwrap();
+        assert_eq!(
+            events_now(&mut events),
+            vec![
+                watch(WatchKind::NodeDataChanged, &other),
+                watch(WatchKind::NodeDeleted, &node),
+                watch(WatchKind::NodeDeleted, &other),
+            ],
+            "round {round}: the second write and the deletes"
         );
     }
     s.close().await.unwrap();

@@ -11,6 +11,9 @@
 //!   their path;
 //! - `watches`: one-shot watches turned into ZooKeeper's one event per
 //!   change, node and session;
+//! - `persistent`: persistent watches (`add_watch`), one event per change
+//!   whatever number of watchers it fires, and the 3.8 server's one watch
+//!   mode per node worked around;
 //! - `pump`: the session's actor, which keeps requests, replies, watch
 //!   events and session states in server order on one stream;
 //! - `session`: [`ZkSession`] itself; `expire`: ending a session from a
@@ -23,6 +26,7 @@ mod connect;
 mod errors;
 mod expire;
 mod ops;
+mod persistent;
 mod pump;
 mod session;
 pub mod testing;

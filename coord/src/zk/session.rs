@@ -15,7 +15,7 @@ use crate::coordinator::Coordinator;
 use crate::error::{ZkError, ZkResult};
 use crate::event::{Event, EventStream, SessionState};
 use crate::op::{Op, OpResult};
-use crate::types::{CreateMode, SessionId, Stat, Watch};
+use crate::types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
 
 /// One session with a real ZooKeeper ensemble. Cloning shares the session;
 /// dropping the last clone closes it (as [`Coordinator::close`] does, but
@@ -255,6 +255,23 @@ impl Coordinator for ZkSession {
             match reply.await? {
                 Reply::Synced => Ok(()),
                 other => Err(unexpected(other, "sync")),
+            }
+        }
+    }
+
+    fn add_watch(
+        &self,
+        path: &str,
+        mode: AddWatchMode,
+    ) -> impl Future<Output = ZkResult<()>> + Send {
+        let reply = self.request(Request::AddWatch {
+            path: path.to_owned(),
+            mode,
+        });
+        async move {
+            match reply.await? {
+                Reply::WatchAdded => Ok(()),
+                other => Err(unexpected(other, "add_watch")),
             }
         }
     }
