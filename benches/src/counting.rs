@@ -8,7 +8,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use zkdist_coord::{Coordinator, CreateMode, Op, OpResult, SessionId, Stat, Watch, ZkResult};
+use zkdist_coord::{
+    AddWatchMode, Coordinator, CreateMode, Op, OpResult, SessionId, Stat, Watch, ZkResult,
+};
 
 /// Live counters, shared by every [`Counted`] session of a run.
 #[derive(Debug, Default)]
@@ -201,6 +203,14 @@ impl<C: Coordinator> Coordinator for Counted<C> {
     fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
         bump(&self.counter.multis);
         self.inner.multi(ops)
+    }
+
+    fn add_watch(
+        &self,
+        path: &str,
+        mode: AddWatchMode,
+    ) -> impl Future<Output = ZkResult<()>> + Send {
+        self.inner.add_watch(path, mode)
     }
 
     fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {

@@ -22,18 +22,19 @@ fn sim(seed: u64, latency: Latency) -> SimZk {
 }
 
 #[test]
-fn a_task_stream_costs_the_founding_designs_four_writes_per_task() {
+fn a_task_stream_costs_three_writes_per_task() {
     let tasks = 200;
     let run = assignment_throughput(4, tasks);
     let report = run.report;
     assert_eq!(report.tasks, tasks);
-    // Submit and result are creates; the assignment is a multi (the epoch
-    // check and the create); the worker deletes its assignment when done.
-    assert_eq!(report.ops.creates, 2 * tasks);
-    assert_eq!(report.ops.multis, tasks);
-    assert_eq!(report.ops.deletes, tasks);
+    // The submit is a create; the assignment is a multi (the epoch check
+    // and the create); the completion is a multi (the result's create and
+    // the assignment's delete).
+    assert_eq!(report.ops.creates, tasks);
+    assert_eq!(report.ops.multis, 2 * tasks);
+    assert_eq!(report.ops.deletes, 0);
     assert_eq!(report.ops.set_datas, 0);
-    assert_eq!(report.writes_per_task(), 4.0);
+    assert_eq!(report.writes_per_task(), 3.0);
     assert_eq!(report.latencies.len() as u64, tasks);
     assert!(report.latencies.windows(2).all(|w| w[0] <= w[1]), "sorted");
 }
@@ -48,10 +49,11 @@ fn a_backlog_is_drained_whole_and_counted_with_its_submissions() {
         "a backlog has no submit latency"
     );
     // The master's claim (a multi: its node and the epoch) is the one
-    // write that is not a task's; each assignment is a fenced multi.
-    assert_eq!(report.ops.creates, 2 * tasks);
-    assert_eq!(report.ops.multis, tasks + 1);
-    assert_eq!(report.ops.deletes, tasks);
+    // write that is not a task's; each assignment is a fenced multi and
+    // each completion a multi too.
+    assert_eq!(report.ops.creates, tasks);
+    assert_eq!(report.ops.multis, 2 * tasks + 1);
+    assert_eq!(report.ops.deletes, 0);
     // On start-up the master checks every task it finds for a result.
     assert!(report.ops.exists >= tasks, "{:?}", report.ops);
 }
@@ -137,7 +139,7 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
         assert_eq!(backlog.tasks, 25);
         assert_eq!(report.tasks.tasks, 60);
         assert_eq!(report.tasks.latencies.len(), 60);
-        assert_eq!(report.tasks.writes_per_task(), 4.0);
+        assert_eq!(report.tasks.writes_per_task(), 3.0);
         // With latency, every task takes simulated time end to end.
         assert!(
             report.tasks.latency_percentile(50.0).expect("measured") > std::time::Duration::ZERO

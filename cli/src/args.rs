@@ -22,11 +22,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run for master: lead if no master holds the master node, else work.
+    /// Run a master candidate and a worker, each on a session of its own.
     Run(RoleArgs),
-    /// Run as the master (fails if another master leads).
+    /// Run a master candidate: lead if nobody does, else stand by and take
+    /// over when the master goes.
     Master(ConnectArgs),
-    /// Run as a worker.
+    /// Run as a worker (re-joining under a new id if its session expires).
     Worker(RoleArgs),
     /// Queue a task; with --wait, print its result.
     Submit(SubmitArgs),

@@ -2,7 +2,9 @@
 
 use anyhow::{Context, bail};
 use zkdist_coord::zk::{ZkConfig, ZkSession};
-use zkdist_coord::{EventStream, Layout};
+use zkdist_coord::{ClientError, EventStream, Layout, ZkError};
+use zkdist_master::MasterError;
+use zkdist_worker::WorkerError;
 
 use crate::args::ConnectArgs;
 
@@ -30,4 +32,118 @@ pub async fn session(args: &ConnectArgs) -> anyhow::Result<(ZkSession, EventStre
     ZkSession::connect(&config)
         .await
         .with_context(|| format!("cannot open a ZooKeeper session on {:?}", args.zk))
+}
+
+/// Adds to an error that a node's ACL refused (`NoAuth`) what to do about
+/// it: the nodes of a tree laid out with `--auth` are everyone's to read
+/// and only that identity's to change.
+pub fn explain_no_auth(error: anyhow::Error, args: &ConnectArgs) -> anyhow::Error {
+    let Some(path) = refused_path(&error) else {
+        return error;
+    };
+    let hint = match args.auth.as_deref().and_then(|auth| auth.split_once(':')) {
+        None => format!(
+            "not allowed to change {path} without the credentials that own {} \
+             (pass them with --auth USER:PASSWORD; reading, as status does, needs none)",
+            args.root
+        ),
+        Some((user, _)) => format!(
+            "the credentials of --auth user {user:?} may not change {path}: the nodes \
+             under {} belong to another identity, or the password is wrong",
+            args.root
+        ),
+    };
+    error.context(hint)
+}
+
+/// The path of the first `NoAuth` refusal in the error's chain, if any.
+fn refused_path(error: &anyhow::Error) -> Option<String> {
+    error.chain().find_map(|cause| {
+        let zk = if let Some(zk) = cause.downcast_ref::<ZkError>() {
+            zk
+        } else if let Some(ClientError::Zk(zk)) = cause.downcast_ref::<ClientError>() {
+            zk
+        } else if let Some(MasterError::Layout { error, .. } | MasterError::Request { error, .. }) =
+            cause.downcast_ref::<MasterError>()
+        {
+            error
+        } else if let Some(WorkerError::Layout { error, .. } | WorkerError::Request { error, .. }) =
+            cause.downcast_ref::<WorkerError>()
+        {
+            error
+        } else {
+            return None;
+        };
+        no_auth_path(zk)
+    })
+}
+
+fn no_auth_path(error: &ZkError) -> Option<String> {
+    match error {
+        ZkError::NoAuth { path } => Some(path.clone()),
+        ZkError::Multi { error, .. } => no_auth_path(error),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use anyhow::Context;
+
+    use super::*;
+
+    fn args(auth: Option<&str>) -> ConnectArgs {
+        ConnectArgs {
+            zk: "127.0.0.1:2181".into(),
+            root: "/r".into(),
+            session_timeout_ms: 10_000,
+            connect_timeout_ms: 10_000,
+            auth: auth.map(str::to_owned),
+        }
+    }
+
+    fn refused(path: &str) -> anyhow::Error {
+        Err::<(), _>(ClientError::Zk(ZkError::NoAuth { path: path.into() }))
+            .context("cannot submit the task")
+            .unwrap_err()
+    }
+
+    #[test]
+    fn a_refusal_says_which_credentials_are_missing() {
+        let shown = format!(
+            "{:#}",
+            explain_no_auth(refused("/r/tasks/task-"), &args(None))
+        );
+        for needle in [
+            "not allowed to change /r/tasks/task- without the credentials that own /r",
+            "--auth USER:PASSWORD",
+            "cannot submit the task: not authorised for /r/tasks/task-",
+        ] {
+            assert!(shown.contains(needle), "{needle:?} not in {shown:?}");
+        }
+        let multi = anyhow::Error::new(ZkError::Multi {
+            index: 1,
+            error: Box::new(ZkError::NoAuth {
+                path: "/r/assignments/w".into(),
+            }),
+        });
+        let shown = format!("{:#}", explain_no_auth(multi, &args(Some("bob:pw"))));
+        assert!(
+            shown.starts_with(
+                "the credentials of --auth user \"bob\" may not change /r/assignments/w"
+            ),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("pw"),
+            "the password is never shown: {shown}"
+        );
+    }
+
+    #[test]
+    fn other_errors_are_left_as_they_are() {
+        let error = anyhow::Error::new(ZkError::NoNode { path: "/r".into() });
+        let shown = format!("{:#}", explain_no_auth(error, &args(None)));
+        assert_eq!(shown, "no node /r");
+    }
 }

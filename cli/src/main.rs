@@ -28,7 +28,12 @@ fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    match execute(cli.command) {
+    let connect_args = connect_args(&cli.command).cloned();
+    let outcome = execute(cli.command).map_err(|error| match &connect_args {
+        Some(args) => connect::explain_no_auth(error, args),
+        None => error,
+    });
+    match outcome {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         // A task that ran and failed is not an error of zkdist's, but a
         // script waiting for it must be able to tell.
@@ -38,6 +43,19 @@ fn main() -> ExitCode {
             eprintln!("zkdist: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The connection flags of a command that talks to a real ensemble.
+fn connect_args(command: &Command) -> Option<&args::ConnectArgs> {
+    match command {
+        Command::Run(args) | Command::Worker(args) => Some(&args.connect),
+        Command::Master(args) => Some(args),
+        Command::Submit(args) => Some(&args.connect),
+        Command::Wait(args) => Some(&args.connect),
+        Command::Status(args) => Some(&args.connect),
+        Command::Bench(args) => Some(&args.connect),
+        Command::Demo(_) | Command::Explore(_) | Command::Replay(_) => None,
     }
 }
 

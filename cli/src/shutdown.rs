@@ -1,8 +1,11 @@
 //! SIGINT and SIGTERM end a role cleanly: a worker finishes the task in hand,
 //! a master stops assigning, both close their sessions.
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::watch;
 
 /// The process's shutdown signals. Installed before anything else, so that a
 /// signal that arrives while the role is still connecting or claiming ends
@@ -31,10 +34,47 @@ impl Shutdown {
             _ = self.interrupt.recv() => tracing::info!("SIGINT: shutting down"),
         }
     }
+}
 
-    /// Runs `work` unless a shutdown is requested first (then `None`; what
+impl Shutdown {
+    /// A [`Stop`] that completes on the first SIGINT or SIGTERM, for the
+    /// roles of one process to share. Needs a tokio runtime (a task waits
+    /// for the signals).
+    pub fn shared(mut self) -> Stop {
+        let (sender, receiver) = watch::channel(false);
+        let sender = Arc::new(sender);
+        let on_signal = Arc::clone(&sender);
+        tokio::spawn(async move {
+            self.requested().await;
+            on_signal.send_replace(true);
+        });
+        Stop { sender, receiver }
+    }
+}
+
+/// A stop request shared by the roles of one process: a signal asks for it,
+/// and so can a role that ended, so that the others end too.
+#[derive(Clone)]
+pub struct Stop {
+    sender: Arc<watch::Sender<bool>>,
+    receiver: watch::Receiver<bool>,
+}
+
+impl Stop {
+    /// Completes once a stop was requested.
+    pub async fn requested(&self) {
+        let mut receiver = self.receiver.clone();
+        // The sender lives as long as `self`: waiting cannot fail.
+        let _ = receiver.wait_for(|stop| *stop).await;
+    }
+
+    pub fn request(&self) {
+        self.sender.send_replace(true);
+    }
+
+    /// Runs `work` unless a stop is requested first (then `None`; what
     /// `work` held, such as a session, is dropped, which closes it).
-    pub async fn unless_requested<F: Future>(&mut self, work: F) -> Option<F::Output> {
+    pub async fn unless_requested<F: Future>(&self, work: F) -> Option<F::Output> {
         tokio::select! {
             biased;
             () = self.requested() => None,

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Finished, Scratch, run};
-use zkdist_coord::MAX_DATA_BYTES;
+use zkdist_coord::{MAX_DATA_BYTES, TaskId};
 
 /// A port nothing listens on (1 is privileged and never served here).
 const NOBODY: &str = "127.0.0.1:1";
@@ -22,10 +22,16 @@ fn demo_prints_a_summary_in_which_every_task_succeeds_in_submission_order() {
     assert_eq!(lines[0], "summary (seed 3, 4 workers, 12 tasks)");
     // One line per task, in submission order, with its pi estimate.
     for (index, line) in lines[1..=12].iter().enumerate() {
-        let expected_task = format!("  task-{index:010} -> ");
-        let json = line
-            .strip_prefix(&expected_task)
-            .unwrap_or_else(|| panic!("line {line:?} is not {expected_task:?}..."));
+        let (task, json) = line
+            .strip_prefix("  ")
+            .and_then(|rest| rest.split_once(" -> "))
+            .unwrap_or_else(|| panic!("line {line:?} is not \"  TASK -> RESULT\""));
+        let task = TaskId::parse(task).unwrap_or_else(|e| panic!("line {line:?}: {e}"));
+        assert_eq!(task.sequence(), index as i32, "{line}");
+        assert!(
+            task.token().is_some(),
+            "a submitted task carries its token: {line}"
+        );
         let result: serde_json::Value = serde_json::from_str(json).unwrap();
         let samples = result["samples"].as_u64().unwrap();
         let inside = result["inside"].as_u64().unwrap();

@@ -14,8 +14,8 @@ mod common;
 use libtest_mimic::{Arguments, Trial};
 use serde_json::Value;
 use zkdist_coord::zk::ZkSession;
-use zkdist_coord::zk::testing::{self, server_trial};
-use zkdist_coord::{Coordinator, Layout, MAX_DATA_BYTES, Watch};
+use zkdist_coord::zk::testing::{self, KazooOp, server_trial};
+use zkdist_coord::{Coordinator, Layout, MAX_DATA_BYTES, TaskId, Watch};
 
 use common::{Finished, Role, Scratch, eventually, run, run_with_stdin};
 
@@ -35,6 +35,10 @@ fn main() {
         server_trial(
             "exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task",
             exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task,
+        ),
+        server_trial(
+            "with_auth_outsiders_read_everything_and_change_nothing",
+            with_auth_outsiders_read_everything_and_change_nothing,
         ),
         server_trial(
             "bad_submissions_are_refused_and_create_nothing",
@@ -132,12 +136,18 @@ fn workers_in(status: &Value) -> usize {
 /// The task id a `submit` printed on its first line.
 fn task_id(submit: &Finished) -> String {
     let first = submit.stdout_lines().first().copied().unwrap_or_default();
+    let parsed =
+        TaskId::parse(first).unwrap_or_else(|e| panic!("submit printed {:?}: {e}", submit.stdout));
     assert!(
-        first.starts_with("task-") && first.len() == "task-".len() + 10,
-        "submit printed {:?}",
-        submit.stdout
+        parsed.token().is_some(),
+        "a submitted task's name carries its token: {first}"
     );
     first.to_owned()
+}
+
+/// Whether a role's log shows it was elected master.
+fn elected(role: &Role) -> bool {
+    role.log().contains("elected epoch=")
 }
 
 /// Checks a `pi` result as a worker prints it.
@@ -187,26 +197,31 @@ fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: S
         .map(|i| target.spawn(&format!("run-{i}"), &["run"], &scratch))
         .collect();
 
-    // Exactly one leads; the others work.
-    let leading = |role: &Role| role.log().contains("leading as master");
-    eventually("one master and two workers", || {
+    // Each is a worker and a master candidate: exactly one leads, the
+    // others stand by.
+    eventually("one master and three workers", || {
         let status = target.try_status()?;
         let ready = status["master_present"] == true
-            && workers_in(&status) == 2
-            && roles.iter().any(leading);
+            && workers_in(&status) == 3
+            && roles.iter().any(elected)
+            && roles
+                .iter()
+                .filter(|r| r.log().contains("standing-by"))
+                .count()
+                == 2;
         ready.then_some(())
     });
     let masters: Vec<&str> = roles
         .iter()
-        .filter(|r| leading(r))
+        .filter(|r| elected(r))
         .map(|r| r.name.as_str())
         .collect();
     assert_eq!(masters.len(), 1, "leaders: {masters:?}");
     let workers = roles
         .iter()
-        .filter(|r| r.log().contains("running as a worker"))
+        .filter(|r| r.log().contains(" registered"))
         .count();
-    assert_eq!(workers, 2);
+    assert_eq!(workers, 3);
 
     // A task from a fourth process, waited for.
     let submit = target.run(&["submit", "--wait", r#"{"kind":"pi","samples":100000}"#]);
@@ -248,10 +263,11 @@ fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: S
         wait.expect_code(0);
         check_pi(wait.stdout.trim_end(), *samples);
     }
-    let mut sorted = tasks.clone();
-    sorted.sort();
-    sorted.dedup();
-    assert_eq!(sorted, tasks, "task ids increase with submission");
+    let ids: Vec<TaskId> = tasks.iter().map(|t| TaskId::parse(t).unwrap()).collect();
+    assert!(
+        ids.windows(2).all(|pair| pair[0] < pair[1]),
+        "task ids increase with submission: {tasks:?}"
+    );
 
     // Bad tasks that reach the workers: each gets a failure result (exit
     // code 2) and no worker dies of it.
@@ -283,15 +299,15 @@ fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: S
         (status["assigned_tasks"] == 0).then_some(status)
     });
     assert_eq!(status["master_present"], true);
-    assert_eq!(workers_in(&status), 2);
+    assert_eq!(workers_in(&status), 3);
     assert_eq!(status["pending_tasks"], 0);
     assert_eq!(status["finished_tasks"], finished_tasks);
     assert_eq!(status["root"], target.root.as_str());
     let text = target.run(&["status"]);
     text.expect_code(0);
     assert!(text.stdout.contains("master present"), "{}", text.stdout);
-    assert!(text.stdout.contains("workers 2\n"), "{}", text.stdout);
-    assert_eq!(text.stdout.matches(" idle\n").count(), 2, "{}", text.stdout);
+    assert!(text.stdout.contains("workers 3\n"), "{}", text.stdout);
+    assert_eq!(text.stdout.matches(" idle\n").count(), 3, "{}", text.stdout);
     assert!(
         text.stdout.contains(&format!(
             "tasks pending 0 assigned 0 finished {finished_tasks}"
@@ -322,16 +338,14 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     let layout = Layout::new(&target.root).unwrap();
     let mut master = target.spawn("master", &["master"], &scratch);
     eventually("the master leads", || {
-        (target.exists(&layout.master()) && master.log().contains("leading as master"))
-            .then_some(())
+        (target.exists(&layout.master()) && elected(&master)).then_some(())
     });
-    // A second master is refused, naming the node and its holder.
-    target.run(&["master"]).expect_code(1).expect_stderr(&[
-        "another master leads",
-        &layout.master(),
-        "held by session 0x",
-    ]);
-    assert!(master.is_running());
+    // A second master stands by.
+    let mut standby = target.spawn("standby", &["master"], &scratch);
+    eventually("the second master stands by", || {
+        standby.log().contains("standing-by").then_some(())
+    });
+    assert!(master.is_running() && !elected(&standby));
 
     let mut worker = target.spawn("worker", &["worker", "--allow-exec"], &scratch);
     eventually("the worker registers", || {
@@ -396,10 +410,215 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     assert_eq!(workers_in(&status), 0);
     assert_eq!(status["master_present"], true);
     assert_eq!(target.children(&layout.ids_dir()), Vec::<String>::new());
+    // The master stops: the standby takes over at once (the node goes with
+    // the closed session), then stops too.
     terminate_all(std::slice::from_mut(&mut master));
+    eventually("the standby takes over", || {
+        (elected(&standby) && target.status()["master_present"] == true).then_some(())
+    });
+    terminate_all(std::slice::from_mut(&mut standby));
     assert_eq!(target.status()["master_present"], false);
     target.delete_root();
 }
+
+// ---------------------------------------------------------------------------
+// Access control.
+
+/// The credentials the roles of the access-control test run with.
+const OWNER_AUTH: &str = "zkdist-ops:correct horse";
+
+/// Roles and clients with `--auth` lay out and run the system; outsiders
+/// (kazoo without credentials and with a wrong password, and zkdist
+/// commands without `--auth`) read every node, and `zkdist status` works
+/// for them, but every write they try is refused with an auth error: no
+/// submission, no assignment, no completion, no registration, no deletion.
+/// Nothing they tried changed anything, and the roles carry on.
+fn with_auth_outsiders_read_everything_and_change_nothing(connect: String) {
+    let scratch = Scratch::new("auth");
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let layout = Layout::new(&target.root).unwrap();
+    let auth = ["--auth", OWNER_AUTH];
+    let mut roles = vec![
+        target.spawn("master", &["master", auth[0], auth[1]], &scratch),
+        target.spawn(
+            "worker",
+            &["worker", "--allow-exec", auth[0], auth[1]],
+            &scratch,
+        ),
+    ];
+    // Status without credentials: reading needs none.
+    let status = eventually("a master and a worker, seen without credentials", || {
+        let status = target.try_status()?;
+        (status["master_present"] == true && workers_in(&status) == 1).then_some(status)
+    });
+    let worker = status["workers"][0].as_str().unwrap().to_owned();
+
+    // A finished task, and a running one that waits for the test's go.
+    let finished = target.run(&["submit", "--wait", auth[0], auth[1], PI_20K]);
+    finished.expect_code(0);
+    let finished_task = task_id(&finished);
+    check_pi(finished.stdout_lines()[1], 20_000);
+    let gate = scratch.path("gate");
+    let script = format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display());
+    let gated = serde_json::json!({"kind": "exec", "argv": ["sh", "-c", script]}).to_string();
+    let running = target.run(&["submit", auth[0], auth[1], &gated]);
+    running.expect_code(0);
+    let running_task = task_id(&running);
+    eventually("the worker starts the gated task", || {
+        let status = target.status();
+        (status["assignments"][&worker] == running_task.as_str()).then_some(())
+    });
+
+    let task_path = |task: &str| format!("{}/{task}", layout.tasks_dir());
+    let finished_path = task_path(&finished_task);
+    let finished_result = format!("{finished_path}/result");
+    let running_path = task_path(&running_task);
+    let assignment = format!("{}/{worker}", layout.assignments_dir());
+    let worker_node = format!("{}/{worker}", layout.workers_dir());
+    let stranger = "worker-0000099999";
+    let reads = [
+        KazooOp::Get(layout.master()),
+        KazooOp::Children(layout.workers_dir()),
+        KazooOp::Children(layout.tasks_dir()),
+        KazooOp::Get(running_path.clone()),
+        KazooOp::Get(finished_result.clone()),
+        KazooOp::Get(assignment.clone()),
+    ];
+    let writes = [
+        // submit
+        KazooOp::CreateSequential(layout.task_prefix()),
+        // assign
+        KazooOp::Create(format!("{}/{stranger}", layout.assignments_dir())),
+        KazooOp::Set(assignment.clone()),
+        // complete
+        KazooOp::Create(format!("{running_path}/result")),
+        KazooOp::Delete(assignment.clone()),
+        // register
+        KazooOp::CreateEphemeral(format!("{}/{stranger}", layout.workers_dir())),
+        KazooOp::CreateSequential(layout.worker_id_prefix()),
+        // delete and overwrite
+        KazooOp::Delete(worker_node.clone()),
+        KazooOp::Delete(layout.master()),
+        KazooOp::Set(running_path.clone()),
+        KazooOp::Set(finished_result.clone()),
+        KazooOp::Delete(finished_result.clone()),
+        KazooOp::Delete(finished_path.clone()),
+        KazooOp::Delete(layout.tasks_dir()),
+    ];
+    let ops: Vec<KazooOp> = reads.iter().chain(&writes).cloned().collect();
+    let wrong_password = "zkdist-ops:wrong horse";
+    for outsider in [None, Some(wrong_password)] {
+        let answers = testing::run_kazoo(&target.connect, outsider, &ops);
+        let (read_answers, write_answers) = answers.split_at(reads.len());
+        for answer in read_answers {
+            assert_eq!(answer.outcome, "ok", "kazoo {outsider:?}: {answer:?}");
+        }
+        let value = |i: usize| read_answers[i].value.clone();
+        assert!(
+            value(0).as_str().unwrap().starts_with("0x"),
+            "{:?}",
+            value(0)
+        );
+        assert_eq!(value(1), serde_json::json!([worker]));
+        let mut tasks = vec![finished_task.clone(), running_task.clone()];
+        tasks.sort();
+        assert_eq!(value(2), serde_json::json!(tasks));
+        assert_eq!(value(3), gated.as_str());
+        assert!(
+            value(4).as_str().unwrap().contains("estimate"),
+            "{:?}",
+            value(4)
+        );
+        assert_eq!(value(5), running_task.as_str());
+        for answer in write_answers {
+            assert_eq!(
+                answer.outcome, "NoAuthError",
+                "kazoo {outsider:?} was not refused: {answer:?}"
+            );
+        }
+    }
+
+    // zkdist itself, without credentials or with wrong ones: clear errors
+    // naming the path refused and what to pass.
+    // Submissions create `tasks/task-<token>-NNNNNNNNNN`.
+    let tasks_prefix = format!("{}/task-", layout.tasks_dir());
+    target
+        .run(&["submit", PI_20K])
+        .expect_code(1)
+        .expect_stderr(&[
+            &format!("not allowed to change {tasks_prefix}"),
+            "without the credentials that own",
+            "--auth USER:PASSWORD",
+            &format!("not authorised for {tasks_prefix}"),
+        ]);
+    target
+        .run(&["submit", "--auth", wrong_password, PI_20K])
+        .expect_code(1)
+        .expect_stderr(&[
+            &format!("--auth user \"zkdist-ops\" may not change {tasks_prefix}"),
+            "or the password is wrong",
+        ]);
+    let cleanup = target.run(&["wait", "--cleanup", &finished_task]);
+    cleanup.expect_code(1).expect_stderr(&[
+        &format!("not allowed to change {finished_result}"),
+        &format!("cannot clean up {finished_task}"),
+    ]);
+    assert!(
+        cleanup.stdout.contains("estimate"),
+        "the result is read: {}",
+        cleanup.stdout
+    );
+    target.run(&["worker"]).expect_code(1).expect_stderr(&[
+        &format!("not allowed to change {}", layout.worker_id_prefix()),
+        "--auth USER:PASSWORD",
+    ]);
+    target.run(&["master"]).expect_code(1).expect_stderr(&[
+        &format!("not allowed to change {}", layout.master()),
+        "--auth USER:PASSWORD",
+    ]);
+
+    // Nothing changed: the same two tasks, one worker still busy with the
+    // gated task, the finished one's result in place.
+    let status = target.status();
+    assert_eq!(status["master_present"], true);
+    assert_eq!(status["workers"], serde_json::json!([worker]));
+    assert_eq!(status["assignments"][&worker], running_task.as_str());
+    assert_eq!(status["finished_tasks"], 1);
+    assert_eq!(status["assigned_tasks"], 1);
+    assert_eq!(status["pending_tasks"], 0);
+    assert_eq!(
+        target.children(&layout.assignments_dir()),
+        vec![worker.clone()]
+    );
+
+    // The owner's roles carry on: the gated task finishes, and the owner
+    // cleans up.
+    std::fs::write(&gate, b"").unwrap();
+    let waited = target.run(&["wait", "--cleanup", auth[0], auth[1], &running_task]);
+    waited.expect_code(0);
+    assert!(
+        waited.stdout.contains("\"exit_code\":0"),
+        "{}",
+        waited.stdout
+    );
+    assert!(!target.exists(&running_path), "the owner cleans up");
+    for role in roles.iter_mut() {
+        assert!(role.is_running(), "{} died:\n{}", role.name, role.log());
+    }
+    terminate_all(&mut roles);
+    let owner = testing::config(&target.connect).with_digest_auth("zkdist-ops", "correct horse");
+    testing::runtime().block_on(testing::delete_tree(&owner, &target.root));
+    assert!(
+        !target.exists(&target.root),
+        "{} is cleaned up",
+        target.root
+    );
+}
+
+const PI_20K: &str = r#"{"kind":"pi","samples":20000}"#;
 
 // ---------------------------------------------------------------------------
 // Bad input.
@@ -485,9 +704,10 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
         "backlog: 100 tasks drained in ",
         "tasks: 200 in ",
         "latency (submit to result written): p50 ",
-        // The founding design: submit, assign and result are creates, and
-        // the worker deletes its assignment.
-        "writes per task: 4.00 (creates 3.00, deletes 1.00, set_data 0.00, multi 0.00)",
+        // The submission is a create; the assignment (with the master's
+        // epoch check) and the completion (the result and the
+        // assignment's deletion) are a multi each.
+        "writes per task: 3.00 (creates 1.00, deletes 0.00, set_data 0.00, multi 2.00)",
     ] {
         assert!(
             lines.iter().any(|line| line.starts_with(prefix)),

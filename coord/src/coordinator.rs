@@ -5,7 +5,7 @@ use std::future::Future;
 
 use crate::error::ZkResult;
 use crate::op::{Op, OpResult};
-use crate::types::{CreateMode, SessionId, Stat, Watch};
+use crate::types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
 
 /// One ZooKeeper session. Master, worker and client are generic over this
 /// trait and never name a backend.
@@ -17,6 +17,9 @@ use crate::types::{CreateMode, SessionId, Stat, Watch};
 ///   its replies and events arrive in the order the server produced them;
 /// - `Watch::Yes` leaves a one-shot watch whose event arrives on the
 ///   session's [`crate::EventStream`], which also carries session states;
+///   [`Coordinator::add_watch`] leaves a persistent one, on the same stream;
+///   one change is one event for a session, whatever number of its watches
+///   it fires;
 /// - an error of kind `ConnectionLoss` means the request may or may not have
 ///   been applied.
 ///
@@ -72,6 +75,28 @@ pub trait Coordinator: Send + Sync + 'static {
     /// Applies all ops atomically or none of them. On failure the error is
     /// `ZkError::Multi` with the index of the first op that failed.
     fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send;
+
+    /// Leaves a persistent watch on `path` (ZooKeeper 3.6+ `addWatch`),
+    /// which need not exist. Unlike a one-shot watch it fires on every
+    /// change it covers (see [`AddWatchMode`]) until the session ends; its
+    /// events arrive on the session's [`crate::EventStream`] in server
+    /// order with replies, one event per change even when other watches of
+    /// this session (one-shot or persistent) cover the same change. It
+    /// survives a reconnect within the session (the client registers it
+    /// again), but changes made while the session was disconnected are not
+    /// reported: after `Connected`, re-read what matters.
+    ///
+    /// Asking again for the same mode on the same node is harmless (still
+    /// one event per change). A session holds one persistent mode per node:
+    /// asking for the other mode on a node that has (or asked for) one
+    /// fails with `BadArguments` before anything is sent, because a
+    /// ZooKeeper 3.8 server would silently replace the first. There is no
+    /// removal: the watch goes with the session.
+    fn add_watch(
+        &self,
+        path: &str,
+        mode: AddWatchMode,
+    ) -> impl Future<Output = ZkResult<()>> + Send;
 
     /// Waits until the server this session talks to has caught up with the
     /// leader, so that a following read sees every write committed before.

@@ -32,7 +32,7 @@ pub use event::{Event, EventSender, EventStream, SessionState, WatchEvent, Watch
 pub use layout::{DEFAULT_ROOT, Directory, Layout};
 pub use names::{InvalidName, TaskId, TaskToken, WorkerId};
 pub use op::{Op, OpResult};
-pub use types::{CreateMode, SessionId, Stat, Watch};
+pub use types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
 pub use validate::{
     MAX_DATA_BYTES, MAX_REPLY_BYTES, MAX_REQUEST_BYTES, validate_data, validate_version,
 };

@@ -107,6 +107,14 @@ pub fn join(parent: &str, child: &str) -> String {
     }
 }
 
+/// Whether valid path `path` is `ancestor` itself or lies below it
+/// (`/a/b` is below `/a`, `/ab` is not; everything is below `/`).
+pub fn is_same_or_descendant(path: &str, ancestor: &str) -> bool {
+    ancestor == "/"
+        || path == ancestor
+        || (path.starts_with(ancestor) && path.as_bytes().get(ancestor.len()) == Some(&b'/'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,5 +201,16 @@ mod tests {
         assert_eq!(name("/a/b/c"), "c");
         assert_eq!(join("/", "a"), "/a");
         assert_eq!(join("/a", "b"), "/a/b");
+    }
+
+    #[test]
+    fn descendants() {
+        assert!(is_same_or_descendant("/a", "/a"));
+        assert!(is_same_or_descendant("/a/b/c", "/a"));
+        assert!(is_same_or_descendant("/a", "/"));
+        assert!(is_same_or_descendant("/", "/"));
+        assert!(!is_same_or_descendant("/ab", "/a"));
+        assert!(!is_same_or_descendant("/a", "/a/b"));
+        assert!(!is_same_or_descendant("/", "/a"));
     }
 }

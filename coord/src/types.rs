@@ -43,6 +43,59 @@ pub enum Watch {
     Yes,
 }
 
+/// The kind of watch `Coordinator::add_watch` leaves (ZooKeeper 3.6+
+/// `addWatch`). Both are persistent: they fire on every change until the
+/// session ends, and are never consumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AddWatchMode {
+    /// The node's own changes: `NodeCreated`, `NodeDataChanged`,
+    /// `NodeDeleted` and `NodeChildrenChanged` of the node itself.
+    Persistent,
+    /// `NodeCreated`, `NodeDataChanged` and `NodeDeleted` of the node and of
+    /// every node below it, each reported on the path that changed; never
+    /// `NodeChildrenChanged`.
+    PersistentRecursive,
+}
+
+impl AddWatchMode {
+    /// The error that refuses an `add_watch` of this mode on `path`, which
+    /// holds (or asked for) a watch of the other mode, `held`. A ZooKeeper
+    /// 3.8 server keeps one watch mode per node and session: the second
+    /// `addWatch` would silently replace the first, so every backend
+    /// refuses it before anything is sent.
+    pub fn refusal(self, path: &str, held: AddWatchMode) -> crate::ZkError {
+        debug_assert_ne!(self, held, "the same mode is never refused");
+        crate::ZkError::BadArguments {
+            reason: format!(
+                "add_watch {path} {}: the session already holds a {} watch on it, \
+                 and a session keeps one persistent watch mode per node",
+                self.name(),
+                held.name()
+            ),
+        }
+    }
+
+    /// The mode's name in messages: `persistent`, `persistent_recursive`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AddWatchMode::Persistent => "persistent",
+            AddWatchMode::PersistentRecursive => "persistent_recursive",
+        }
+    }
+
+    /// Whether a watch of this mode on `watched` reports a change of `kind`
+    /// on `changed`.
+    pub fn reports(self, watched: &str, kind: crate::WatchKind, changed: &str) -> bool {
+        match self {
+            AddWatchMode::Persistent => watched == changed,
+            AddWatchMode::PersistentRecursive => {
+                kind != crate::WatchKind::NodeChildrenChanged
+                    && crate::path::is_same_or_descendant(changed, watched)
+            }
+        }
+    }
+}
+
 /// A node's metadata, as ZooKeeper's `Stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Stat {

@@ -15,10 +15,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use libtest_mimic::{Arguments, Trial};
+use zkdist_coord::zk::testing::KazooOp;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{
-    Coordinator, CreateMode, Event, EventStream, SessionState, Watch, WatchEvent, WatchKind,
-    ZkError,
+    AddWatchMode, Coordinator, CreateMode, Event, EventStream, Layout, Op, SessionState, Watch,
+    WatchEvent, WatchKind, ZkError,
 };
 
 /// How long a test waits for an event that must come.
@@ -67,15 +68,19 @@ tests![
     Nothing CurrentThread an_unreachable_server_fails_with_connection_loss_naming_it,
     Server CurrentThread a_missing_chroot_is_named,
     Server CurrentThread a_chroot_that_exists_roots_every_path,
-    Server CurrentThread wrong_digest_credentials_get_no_auth,
+    Server CurrentThread wrong_digest_credentials_read_but_cannot_write,
+    Server CurrentThread a_layout_made_with_credentials_is_read_by_all_and_changed_by_its_owner_alone,
     Server CurrentThread a_session_cut_off_past_its_timeout_expires_and_a_new_one_works,
     Server CurrentThread a_session_closed_by_a_second_client_sees_expired,
+    Server CurrentThread requests_on_a_silent_link_fail_with_connection_loss_and_the_session_survives,
     Server CurrentThread kazoo_and_the_rust_backend_see_each_others_nodes_and_watches,
     Server MultiThread a_pipelined_write_replies_after_the_event_it_fired,
     Server MultiThread pipelined_watches_on_one_node_report_one_change_once,
     Server MultiThread pipelined_data_and_child_watches_report_one_deletion_once,
+    Server MultiThread pipelined_persistent_and_one_shot_watches_report_each_change_once,
     Ensemble CurrentThread killing_the_server_a_session_uses_keeps_the_session,
     Ensemble CurrentThread killing_the_leader_keeps_sessions_and_ephemerals,
+    Ensemble CurrentThread a_persistent_watch_follows_its_session_to_another_server,
 ];
 
 fn main() {
@@ -348,55 +353,208 @@ async fn a_chroot_that_exists_roots_every_path(env: Env) {
     plain.close().await.unwrap();
 }
 
-async fn wrong_digest_credentials_get_no_auth(env: Env) {
+/// With digest credentials, a session's nodes are readable by everyone and
+/// writable by sessions with the same credentials only; wrong credentials
+/// (ZooKeeper accepts any at authentication) and none are refused each
+/// write with `NoAuth` naming the path.
+async fn wrong_digest_credentials_read_but_cannot_write(env: Env) {
     let root = fresh_root(&env, "digest").await;
-    let secret = format!("{root}/secret");
+    let owned = format!("{root}/owned");
+    let inner = format!("{owned}/inner");
+    let child = format!("{owned}/child");
     let alice = common::config(&env.connect).with_digest_auth("alice", "right password");
     let (owner, _events) = connect(&alice).await;
     owner
-        .create(&secret, b"for alice only", CreateMode::Persistent)
+        .create(&owned, b"alice's", CreateMode::Persistent)
+        .await
+        .unwrap();
+    owner
+        .create(&inner, b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    let refused = |path: &str| ZkError::NoAuth { path: path.into() };
+
+    let impostor = common::config(&env.connect).with_digest_auth("alice", "wrong password");
+    let anonymous = common::config(&env.connect);
+    for outsider in [&impostor, &anonymous] {
+        let who = match &outsider.auth {
+            Some(_) => "alice with a wrong password",
+            None => "a session without credentials",
+        };
+        let (session, _session_events) = connect(outsider).await;
+        // Everyone reads: the ACL gives world:anyone READ.
+        let (data, _) = session.get_data(&owned, Watch::No).await.unwrap();
+        assert_eq!(data, b"alice's", "{who} reads");
+        assert_eq!(
+            session.get_children(&owned, Watch::No).await.unwrap().0,
+            vec!["inner".to_owned()],
+            "{who} lists"
+        );
+        // Nobody else writes, and the refusal names the path.
+        assert_eq!(
+            session.set_data(&owned, b"x", None).await,
+            Err(refused(&owned)),
+            "{who} sets"
+        );
+        assert_eq!(
+            session.create(&child, b"", CreateMode::Persistent).await,
+            Err(refused(&child)),
+            "{who} creates below"
+        );
+        assert_eq!(
+            session.delete(&inner, None).await,
+            Err(refused(&inner)),
+            "{who} deletes below"
+        );
+        let multi = session
+            .multi(vec![Op::Create {
+                path: child.clone(),
+                data: vec![],
+                mode: CreateMode::Persistent,
+            }])
+            .await;
+        assert_eq!(
+            multi,
+            Err(ZkError::Multi {
+                index: 0,
+                error: Box::new(refused(&child))
+            }),
+            "{who} creates below in a multi"
+        );
+        session.close().await.unwrap();
+    }
+    let (data, stat) = owner.get_data(&owned, Watch::No).await.unwrap();
+    assert_eq!((data.as_slice(), stat.version), (&b"alice's"[..], 0));
+    assert!(owner.exists(&inner, Watch::No).await.unwrap().is_some());
+
+    let (again, _again_events) = connect(&alice).await;
+    again
+        .create(&child, b"", CreateMode::Persistent)
+        .await
+        .expect("the right credentials in a new session may write");
+    for path in [&child, &inner, &owned] {
+        again.delete(path, None).await.unwrap();
+    }
+    again.close().await.unwrap();
+    owner.close().await.unwrap();
+}
+
+/// `Layout::ensure_layout` on a session with credentials: the root (and its
+/// missing parent) and the directories carry `[digest:USER:HASH -> ALL,
+/// world:anyone -> READ]`, as kazoo reads them (the digest computed by
+/// kazoo, not by us), and kazoo without credentials reads everything but is
+/// refused every write.
+async fn a_layout_made_with_credentials_is_read_by_all_and_changed_by_its_owner_alone(env: Env) {
+    let case = fresh_root(&env, "layout-acl").await;
+    let parent = format!("{case}/parent");
+    let layout = Layout::new(&format!("{parent}/zkdist")).unwrap();
+    let auth = "zkdist-owner:s3cret";
+    let owner_config = common::config(&env.connect).with_digest_auth("zkdist-owner", "s3cret");
+    let (owner, _events) = connect(&owner_config).await;
+    layout.ensure_layout(&owner).await.unwrap();
+    let task = owner
+        .create(
+            &layout.task_prefix(),
+            br#"{"kind":"pi","samples":10}"#,
+            CreateMode::PersistentSequential,
+        )
+        .await
+        .unwrap();
+    let worker = format!("{}/worker-0000000000", layout.workers_dir());
+    owner
+        .create(&worker, b"", CreateMode::Ephemeral)
         .await
         .unwrap();
 
-    let impostor = common::config(&env.connect).with_digest_auth("alice", "wrong password");
-    let (wrong, _wrong_events) = connect(&impostor).await;
-    assert_eq!(
-        wrong.get_data(&secret, Watch::No).await,
-        Err(ZkError::NoAuth {
-            path: secret.clone()
-        }),
-        "wrong credentials are refused at the node's ACL"
-    );
-    assert_eq!(
-        wrong.set_data(&secret, b"x", None).await,
-        Err(ZkError::NoAuth {
-            path: secret.clone()
-        })
-    );
-    let (anonymous, _anonymous_events) = connect(&common::config(&env.connect)).await;
-    assert_eq!(
-        anonymous.get_data(&secret, Watch::No).await,
-        Err(ZkError::NoAuth {
-            path: secret.clone()
-        })
-    );
-    // Existence is not protected by ACLs in ZooKeeper.
-    assert!(
-        anonymous
-            .exists(&secret, Watch::No)
-            .await
-            .unwrap()
-            .is_some()
-    );
+    let nodes = [
+        parent.clone(),
+        layout.root().to_owned(),
+        layout.workers_dir(),
+        layout.tasks_dir(),
+        layout.assignments_dir(),
+        layout.ids_dir(),
+        task.clone(),
+        worker.clone(),
+    ];
+    let acl_reads: Vec<KazooOp> = nodes.iter().map(|n| KazooOp::Acl(n.clone())).collect();
+    let mut ops = acl_reads.clone();
+    ops.extend([
+        KazooOp::Get(task.clone()),
+        KazooOp::Children(layout.tasks_dir()),
+        KazooOp::Children(layout.workers_dir()),
+        KazooOp::CreateSequential(layout.task_prefix()),
+        KazooOp::Create(format!("{}/worker-0000000009", layout.assignments_dir())),
+        KazooOp::CreateEphemeral(format!("{}/worker-0000000009", layout.workers_dir())),
+        KazooOp::Create(format!("{task}/result")),
+        KazooOp::Set(task.clone()),
+        KazooOp::Set(layout.root().to_owned()),
+        KazooOp::Delete(task.clone()),
+        KazooOp::Delete(worker.clone()),
+        KazooOp::Delete(layout.tasks_dir()),
+    ]);
+    let servers = env.connect.clone();
+    let (outsider, owner_acls, digest) = tokio::task::spawn_blocking(move || {
+        (
+            common::run_kazoo(&servers, None, &ops),
+            common::run_kazoo(&servers, Some(auth), &acl_reads),
+            common::digest_id(auth),
+        )
+    })
+    .await
+    .expect("the kazoo runner");
+    // The owner sees its full digest identity; ZooKeeper shows an outsider
+    // (no ADMIN permission) the identity with its hash masked.
+    assert!(digest.starts_with("zkdist-owner:"), "{digest}");
+    let acl = |id: &str| {
+        vec![
+            ("digest".to_owned(), id.to_owned(), common::PERM_ALL),
+            ("world".to_owned(), "anyone".to_owned(), common::PERM_READ),
+        ]
+    };
+    let (outsider_acls, rest) = outsider.split_at(nodes.len());
+    for ((node, owners), outsiders) in nodes.iter().zip(&owner_acls).zip(outsider_acls) {
+        assert_eq!(owners.outcome, "ok", "{owners:?}");
+        assert_eq!(
+            common::acl_entries(owners),
+            acl(&digest),
+            "the ACL of {node}"
+        );
+        assert_eq!(outsiders.outcome, "ok", "{outsiders:?}");
+        assert_eq!(
+            common::acl_entries(outsiders),
+            acl("zkdist-owner:x"),
+            "the ACL of {node}, read without credentials"
+        );
+    }
+    let name = task.rsplit('/').next().unwrap().to_owned();
+    for answer in rest {
+        let expected_outcome = if answer.op.is_write() {
+            "NoAuthError"
+        } else {
+            "ok"
+        };
+        assert_eq!(answer.outcome, expected_outcome, "{answer:?}");
+    }
+    assert_eq!(rest[0].value, r#"{"kind":"pi","samples":10}"#);
+    assert_eq!(rest[1].value, serde_json::json!([name]));
+    assert_eq!(rest[2].value, serde_json::json!(["worker-0000000000"]));
 
-    let (again, _again_events) = connect(&alice).await;
-    let (data, _) = again.get_data(&secret, Watch::No).await.unwrap();
-    assert_eq!(
-        data, b"for alice only",
-        "the right credentials in a new session read it"
-    );
-    // Clean up while authorised.
-    again.delete(&secret, None).await.unwrap();
+    // Nothing changed, and the owner can still do everything.
+    let (tasks, _) = owner
+        .get_children(&layout.tasks_dir(), Watch::No)
+        .await
+        .unwrap();
+    assert_eq!(tasks, vec![name]);
+    assert_eq!(owner.get_data(&task, Watch::No).await.unwrap().1.version, 0);
+    owner
+        .create(&format!("{task}/result"), b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    owner.close().await.unwrap();
+    common::delete_tree(&owner_config, &parent).await;
+    let (check, _check_events) = connect(&common::config(&env.connect)).await;
+    assert_eq!(check.exists(&parent, Watch::No).await.unwrap(), None);
+    check.close().await.unwrap();
 }
 
 // ---------------------------------------------------------------------------
@@ -495,6 +653,64 @@ async fn a_session_closed_by_a_second_client_sees_expired(env: Env) {
     // Closing an expired session is a no-op.
     session.close().await.unwrap();
     fresh.close().await.unwrap();
+}
+
+/// A server that stops answering without closing the connection: the
+/// client gives up on the connection after its own timeout and fails the
+/// requests in flight. Their outcome is unknown, which is `ConnectionLoss`
+/// (retry, then check), not a system error; and the session, reconnected
+/// within its timeout, is the same.
+async fn requests_on_a_silent_link_fail_with_connection_loss_and_the_session_survives(env: Env) {
+    let root = fresh_root(&env, "silent-link").await;
+    let direct = common::config(&env.connect);
+    let (session, mut events, link) = common::connect_proxied(&direct).await.expect("connect");
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Connected)
+    );
+    let node = format!("{root}/node");
+    session
+        .create(&node, b"before", CreateMode::Persistent)
+        .await
+        .unwrap();
+    link.silence();
+    let read = session.get_data(&node, Watch::No);
+    let write = session.set_data(&node, b"during", None);
+    let (read, write) = tokio::join!(read, write);
+    for (what, error) in [
+        ("get_data", read.map(|_| ())),
+        ("set_data", write.map(|_| ())),
+    ] {
+        match error {
+            Err(ZkError::ConnectionLoss { reason }) => {
+                assert!(reason.contains(&node), "{what}: {reason}");
+                assert!(
+                    reason.contains("no response from connection"),
+                    "{what}: {reason}"
+                );
+                assert!(
+                    reason.contains("may or may not have been applied"),
+                    "{what}: {reason}"
+                );
+            }
+            other => panic!("{what} on a silent link: expected ConnectionLoss, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Disconnected)
+    );
+    link.unsilence();
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Connected),
+        "back within the session timeout: the same session"
+    );
+    // The write was swallowed on its way: not applied.
+    let (data, stat) = session.get_data(&node, Watch::No).await.unwrap();
+    assert_eq!((data.as_slice(), stat.version), (&b"before"[..], 0));
+    session.set_data(&node, b"after", None).await.unwrap();
+    session.close().await.unwrap();
 }
 
 // ---------------------------------------------------------------------------
@@ -642,6 +858,67 @@ async fn killing_the_server_a_session_uses_keeps_the_session(env: Env) {
     other.close().await.unwrap();
 }
 
+/// The session's server dies: the session moves to another one, which
+/// learns the session's persistent watches from the client (the backend
+/// asks for them again, see `zkdist_coord::zk`), and they report again.
+async fn a_persistent_watch_follows_its_session_to_another_server(env: Env) {
+    let dir = env.ensemble_dir.clone().expect("ensemble dir");
+    let root = fresh_root(&env, "kill-persistent").await;
+    let config = common::config(&env.connect);
+    let (session, mut events) = connect(&config).await;
+    session
+        .add_watch(&root, AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    let plain = format!("{root}/plain");
+    session
+        .add_watch(&plain, AddWatchMode::Persistent)
+        .await
+        .unwrap();
+    let victim = node_serving(&dir, &session);
+    common::run_scripts_zk(&["kill", dir.to_str().unwrap(), &victim]);
+    expect_reconnect(&mut events).await;
+    assert_ne!(node_serving(&dir, &session), victim, "the session moved");
+    // A round trip: whatever the client sent on reconnecting is in place.
+    session.sync(&root).await.unwrap();
+
+    let (writer, _writer_events) = connect(&config).await;
+    // One change at a time: within one burst of changes, events through
+    // different persistent watchers may come out of order (see pump.rs).
+    writer
+        .create(&plain, b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Watch(WatchEvent {
+            kind: WatchKind::NodeCreated,
+            path: plain.clone()
+        }),
+    );
+    writer
+        .create(&format!("{plain}/c"), b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    for (kind, path) in [
+        (WatchKind::NodeCreated, format!("{plain}/c")),
+        (WatchKind::NodeChildrenChanged, plain.clone()),
+    ] {
+        assert_eq!(
+            next_event(&mut events).await,
+            Event::Watch(WatchEvent { kind, path }),
+        );
+    }
+    session.sync(&root).await.unwrap();
+    match events.try_recv() {
+        Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {}
+        other => panic!("one event per change, got {other:?} more"),
+    }
+    restore_node(&dir, &victim);
+    session.close().await.unwrap();
+    writer.close().await.unwrap();
+}
+
 async fn killing_the_leader_keeps_sessions_and_ephemerals(env: Env) {
     let dir = env.ensemble_dir.clone().expect("ensemble dir");
     let root = fresh_root(&env, "kill-leader").await;
@@ -746,6 +1023,64 @@ async fn pipelined_watches_on_one_node_report_one_change_once(env: Env) {
             events_now(&mut events),
             vec![watch(WatchKind::NodeDataChanged, &node)],
             "round {round}: the re-armed watch"
+        );
+    }
+    s.close().await.unwrap();
+}
+
+async fn pipelined_persistent_and_one_shot_watches_report_each_change_once(env: Env) {
+    let root = fresh_root(&env, "pipelined-persistent").await;
+    let (s, mut events) = connect(&common::config(&env.connect)).await;
+    let dir = format!("{root}/dir");
+    s.create(&dir, b"", CreateMode::Persistent).await.unwrap();
+    s.add_watch(&dir, AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    for round in 0..PIPELINE_ROUNDS / 3 {
+        // A one-shot watch below the recursive one, and the change that
+        // fires both, in one burst: one event, in the stream when the
+        // write returns.
+        let node = format!("{dir}/n{round}");
+        let exists = s.exists(&node, Watch::Yes);
+        let create = s.create(&node, b"", CreateMode::Persistent);
+        let (exists, create) = tokio::join!(exists, create);
+        assert_eq!(exists.unwrap(), None, "round {round}");
+        create.unwrap();
+        assert_eq!(
+            events_now(&mut events),
+            vec![watch(WatchKind::NodeCreated, &node)],
+            "round {round}: the create"
+        );
+        // A persistent watch on a node outside the recursive one, a
+        // one-shot watch on the same node asked for while the first is in
+        // flight, and a change.
+        let other = format!("{root}/p{round}");
+        s.create(&other, b"", CreateMode::Persistent).await.unwrap();
+        let add = s.add_watch(&other, AddWatchMode::Persistent);
+        let read = s.get_data(&other, Watch::Yes);
+        let write = s.set_data(&other, b"x", None);
+        let (add, read, write) = tokio::join!(add, read, write);
+        add.unwrap();
+        read.unwrap();
+        write.unwrap();
+        assert_eq!(
+            events_now(&mut events),
+            vec![watch(WatchKind::NodeDataChanged, &other)],
+            "round {round}: the first write"
+        );
+        // The persistent watch outlived the one-shot one on its node (a
+        // 3.8 server would have let the one-shot replace it).
+        s.set_data(&other, b"y", None).await.unwrap();
+        s.delete(&node, None).await.unwrap();
+        s.delete(&other, None).await.unwrap();
+        assert_eq!(
+            events_now(&mut events),
+            vec![
+                watch(WatchKind::NodeDataChanged, &other),
+                watch(WatchKind::NodeDeleted, &node),
+                watch(WatchKind::NodeDeleted, &other),
+            ],
+            "round {round}: the second write and the deletes"
         );
     }
     s.close().await.unwrap();

@@ -279,7 +279,10 @@ async fn one_master_four_workers_two_hundred_tasks(connect_string: String) {
     // with exactly one child, its result; no assignment left; every worker
     // registered.
     let zk = client.session();
-    let task_names: Vec<String> = submitted.iter().map(|(t, _)| t.to_string()).collect();
+    // Task names carry a submission token before their sequence number, so
+    // they are compared as sets: FIFO order is the sequence, not the name.
+    let mut task_names: Vec<String> = submitted.iter().map(|(t, _)| t.to_string()).collect();
+    task_names.sort();
     assert_eq!(children(zk, &layout.tasks_dir()).await, task_names);
     for (task, expected) in &submitted {
         assert_eq!(

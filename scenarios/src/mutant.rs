@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use zkdist_coord::{
-    Coordinator, CreateMode, Layout, Op, OpResult, SessionId, Stat, TaskId, Watch, WorkerId,
-    ZkResult, path,
+    AddWatchMode, Coordinator, CreateMode, Layout, Op, OpResult, SessionId, Stat, TaskId, Watch,
+    WorkerId, ZkResult, path,
 };
 
 use crate::checker::Invariant;
@@ -304,6 +304,14 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
             return Ok(results);
         }
         self.inner.multi(ops).await
+    }
+
+    fn add_watch(
+        &self,
+        path: &str,
+        mode: AddWatchMode,
+    ) -> impl Future<Output = ZkResult<()>> + Send {
+        self.inner.add_watch(path, mode)
     }
 
     fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {

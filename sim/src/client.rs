@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tokio::sync::{mpsc, oneshot};
 use zkdist_coord::{
-    Event, EventSender, EventStream, SessionId, SessionState, WatchEvent, WatchKind, ZkError,
-    ZkResult,
+    AddWatchMode, Event, EventSender, EventStream, SessionId, SessionState, WatchEvent, WatchKind,
+    ZkError, ZkResult, path,
 };
 
 use crate::request::{Request, Response, WatchingRead};
@@ -144,15 +144,40 @@ impl Client {
             (WatchingRead::Exists(p), Response::Exists(None)) => (ClientWatch::Exist, p),
             (WatchingRead::GetData(p), Response::Data(..)) => (ClientWatch::Data, p),
             (WatchingRead::GetChildren(p), Response::Children(..)) => (ClientWatch::Child, p),
+            (WatchingRead::AddWatch(p, mode), Response::WatchAdded) => {
+                (ClientWatch::of_mode(*mode), p)
+            }
             (read, response) => unreachable!("{read:?} answered by {response:?}"),
         };
         self.watches.insert((watch, path.clone()));
     }
 
-    /// Takes the watches an event consumes (`ZKWatchManager.materialize`)
-    /// and puts the event on the stream if any did. An event no watch
-    /// claims is dropped, as the client library drops it: this is how a
-    /// duplicate `NodeDeleted` after a reconnect disappears.
+    /// The client-side refusal of an `add_watch` of the other mode on a
+    /// node that holds, or asked for, a persistent watch (see
+    /// `AddWatchMode::refusal`), as the real backend refuses it.
+    pub(crate) fn refuse_add_watch(&self, request: &Request) -> Option<ZkError> {
+        let Request::AddWatch { path, mode } = request else {
+            return None;
+        };
+        let other = match mode {
+            AddWatchMode::Persistent => AddWatchMode::PersistentRecursive,
+            AddWatchMode::PersistentRecursive => AddWatchMode::Persistent,
+        };
+        let held = self
+            .watches
+            .contains(&(ClientWatch::of_mode(other), path.clone()));
+        let asked = self
+            .pending
+            .values()
+            .any(|op| op.watching.as_ref() == Some(&WatchingRead::AddWatch(path.clone(), other)));
+        (held || asked).then(|| mode.refusal(path, other))
+    }
+
+    /// Takes the one-shot watches an event consumes and looks up the
+    /// persistent ones that report it (`ZKWatchManager.materialize`), and
+    /// puts the event on the stream, once, if any watch claims it. An event
+    /// no watch claims is dropped, as the client library drops it: this is
+    /// how a duplicate `NodeDeleted` after a reconnect disappears.
     pub(crate) fn deliver_watch_event(&mut self, event: WatchEvent) -> bool {
         let consumed: &[ClientWatch] = match event.kind {
             WatchKind::NodeCreated | WatchKind::NodeDataChanged => {
@@ -165,10 +190,39 @@ impl Client {
         for &watch in consumed {
             claimed |= self.watches.remove(&(watch, event.path.clone()));
         }
+        claimed |= self.holds_persistent_watch_reporting(&event);
         if claimed {
             self.emit(Event::Watch(event));
         }
         claimed
+    }
+
+    /// Whether a persistent watch the client holds reports `event`: one on
+    /// the node itself, or a recursive one on the node or an ancestor
+    /// (never for `NodeChildrenChanged`).
+    fn holds_persistent_watch_reporting(&self, event: &WatchEvent) -> bool {
+        if self
+            .watches
+            .contains(&(ClientWatch::Persistent, event.path.clone()))
+        {
+            return true;
+        }
+        if event.kind == WatchKind::NodeChildrenChanged {
+            return false;
+        }
+        let mut node = event.path.as_str();
+        loop {
+            if self
+                .watches
+                .contains(&(ClientWatch::PersistentRecursive, node.to_owned()))
+            {
+                return true;
+            }
+            if node == "/" {
+                return false;
+            }
+            node = path::parent(node);
+        }
     }
 
     fn emit(&mut self, event: Event) {

@@ -283,6 +283,11 @@ impl Engine {
         let state = peer.client.state;
         let is_close = matches!(request, Request::Close);
         let refusal = match (state, is_close) {
+            (ClientState::Up | ClientState::Down, false)
+                if let Some(refused) = peer.client.refuse_add_watch(&request) =>
+            {
+                Some(Err(refused))
+            }
             (ClientState::Up, true) => {
                 peer.client.state = ClientState::Closing;
                 None

@@ -1,7 +1,7 @@
 //! What travels between a session and the server, and how the trace names
 //! it.
 
-use zkdist_coord::{CreateMode, Op, OpResult, Stat, ZkError, ZkResult};
+use zkdist_coord::{AddWatchMode, CreateMode, Op, OpResult, Stat, ZkError, ZkResult};
 
 use crate::applied::TxnKind;
 
@@ -42,6 +42,10 @@ pub(crate) enum Request {
     Sync {
         path: String,
     },
+    AddWatch {
+        path: String,
+        mode: AddWatchMode,
+    },
     Close,
 }
 
@@ -57,6 +61,7 @@ pub(crate) enum Response {
     Children(Vec<String>, Stat),
     Multi(Vec<OpResult>),
     Synced,
+    WatchAdded,
     Closed,
 }
 
@@ -67,6 +72,9 @@ pub(crate) enum WatchingRead {
     Exists(String),
     GetData(String),
     GetChildren(String),
+    /// `add_watch`: the client records it once the server confirmed it,
+    /// as ZooKeeper's `AddWatchRegistration` does.
+    AddWatch(String, AddWatchMode),
 }
 
 impl Request {
@@ -83,7 +91,8 @@ impl Request {
             Request::Exists { .. }
             | Request::GetData { .. }
             | Request::GetChildren { .. }
-            | Request::Sync { .. } => None,
+            | Request::Sync { .. }
+            | Request::AddWatch { .. } => None,
         }
     }
 
@@ -99,6 +108,7 @@ impl Request {
             Request::GetChildren { path, watch: true } => {
                 Some(WatchingRead::GetChildren(path.clone()))
             }
+            Request::AddWatch { path, mode } => Some(WatchingRead::AddWatch(path.clone(), *mode)),
             _ => None,
         }
     }
@@ -138,6 +148,9 @@ impl Request {
                 format!("multi [{}]", parts.join(", "))
             }
             Request::Sync { path } => format!("sync {path}"),
+            Request::AddWatch { path, mode } => {
+                format!("add_watch {path} {}", mode.name())
+            }
             Request::Close => "close".to_owned(),
         }
     }
@@ -199,6 +212,7 @@ pub(crate) fn outcome(result: &ZkResult<Response>) -> String {
         }
         Ok(Response::Multi(results)) => format!("ok {} ops", results.len()),
         Ok(Response::Synced) => "ok".to_owned(),
+        Ok(Response::WatchAdded) => "ok".to_owned(),
         Ok(Response::Closed) => "ok".to_owned(),
     }
 }

@@ -143,6 +143,11 @@ impl Server {
                 None => Err(ZkError::NoNode { path }),
             },
             Request::Sync { .. } => Ok(Response::Synced),
+            Request::AddWatch { path, mode } => {
+                // The node need not exist; nothing fires now.
+                self.watches.add(WatchTable::of_mode(mode), &path, session);
+                Ok(Response::WatchAdded)
+            }
         };
         Applied {
             zxid,
@@ -193,7 +198,9 @@ impl Server {
     /// The session reconnected: ZooKeeper's `SetWatches`. Each watch the
     /// client still holds fires at once if the node changed after the last
     /// zxid the client saw (or is gone, or, for an `exists` watch, now
-    /// exists), and is re-registered otherwise. Returns the events fired.
+    /// exists), and is re-registered otherwise. Persistent watches are
+    /// re-registered without firing: changes made while the session was
+    /// away are not reported through them. Returns the events fired.
     pub(crate) fn reattach(
         &mut self,
         session: SessionId,
@@ -223,6 +230,12 @@ impl Server {
                     events.push(event(WatchKind::NodeChildrenChanged, path))
                 }
                 (ClientWatch::Child, Some(_)) => self.watches.add(WatchTable::Child, path, session),
+                (ClientWatch::Persistent, _) => {
+                    self.watches.add(WatchTable::Persistent, path, session)
+                }
+                (ClientWatch::PersistentRecursive, _) => {
+                    self.watches.add(WatchTable::Recursive, path, session)
+                }
             }
         }
         events
@@ -481,6 +494,8 @@ mod tests {
             (ClientWatch::Exist, "/born"),
             (ClientWatch::Exist, "/unborn"),
             (ClientWatch::Child, "/"),
+            (ClientWatch::Persistent, "/changed"),
+            (ClientWatch::PersistentRecursive, "/"),
         ]
         .into_iter()
         .map(|(w, p)| (w, p.to_owned()))
@@ -496,8 +511,9 @@ mod tests {
                 (WatchKind::NodeChildrenChanged, "/"),
             ]
         );
-        // The unfired ones are registered again: /same and /unborn.
-        assert_eq!(server.watches.count(), 2);
+        // The unfired ones are registered again: /same and /unborn, and
+        // both persistent watches, which fire for nothing missed.
+        assert_eq!(server.watches.count(), 4);
         server.check_invariants();
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use zkdist_coord::validate::{check_create, check_delete, check_multi, check_read, check_set_data};
 use zkdist_coord::{
-    Coordinator, CreateMode, Op, OpResult, SessionId, Stat, Watch, ZkError, ZkResult,
+    AddWatchMode, Coordinator, CreateMode, Op, OpResult, SessionId, Stat, Watch, ZkError, ZkResult,
 };
 
 use crate::command::Command;
@@ -222,6 +222,23 @@ impl Coordinator for SimSession {
         async move {
             match self.call(request?).await? {
                 Response::Synced => Ok(()),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
+    fn add_watch(
+        &self,
+        path: &str,
+        mode: AddWatchMode,
+    ) -> impl Future<Output = ZkResult<()>> + Send {
+        let request = check_read(path).map(|()| Request::AddWatch {
+            path: path.to_owned(),
+            mode,
+        });
+        async move {
+            match self.call(request?).await? {
+                Response::WatchAdded => Ok(()),
                 other => Err(unexpected(other)),
             }
         }

@@ -1,19 +1,41 @@
-//! The server's one-shot watches (ZooKeeper's two `WatchManager`s): who is
-//! told about which change, once.
+//! The server's watches (ZooKeeper's two `WatchManager`s): who is told
+//! about which change. One-shot watches are told once; persistent ones
+//! (`addWatch`) every time, and recursive ones for their whole subtree.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use zkdist_coord::{SessionId, WatchEvent, WatchKind};
+use zkdist_coord::{AddWatchMode, SessionId, WatchEvent, WatchKind, path};
 
 use crate::tree::Trigger;
 
-/// The server's two watch tables. `Data` holds the watches left by
-/// `get_data` and by `exists` (on a present or a missing node); `Child`
-/// those left by `get_children`.
+/// The server's watch tables. `Data` holds the watches left by `get_data`
+/// and by `exists` (on a present or a missing node); `Child` those left by
+/// `get_children`; `Persistent` and `Recursive` those left by `add_watch`.
+///
+/// The one-shot and the persistent tables are kept apart, so that a
+/// session can hold a one-shot and a persistent watch on the same node and
+/// both fire, as on a 3.9 server (ZOOKEEPER-4466; a 3.8 server keeps one
+/// mode per node and session, which the real backend works around: see
+/// `zkdist_coord::zk`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum WatchTable {
     Data,
     Child,
+    Persistent,
+    Recursive,
+}
+
+impl WatchTable {
+    pub(crate) fn of_mode(mode: AddWatchMode) -> WatchTable {
+        match mode {
+            AddWatchMode::Persistent => WatchTable::Persistent,
+            AddWatchMode::PersistentRecursive => WatchTable::Recursive,
+        }
+    }
+
+    fn is_one_shot(self) -> bool {
+        matches!(self, WatchTable::Data | WatchTable::Child)
+    }
 }
 
 /// A watch as the client remembers it, to re-register it after a
@@ -26,12 +48,26 @@ pub(crate) enum ClientWatch {
     Exist,
     /// From `get_children`.
     Child,
+    /// From `add_watch` (the last two lists of `SetWatches2`).
+    Persistent,
+    PersistentRecursive,
+}
+
+impl ClientWatch {
+    pub(crate) fn of_mode(mode: AddWatchMode) -> ClientWatch {
+        match mode {
+            AddWatchMode::Persistent => ClientWatch::Persistent,
+            AddWatchMode::PersistentRecursive => ClientWatch::PersistentRecursive,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct Watches {
     data: BTreeMap<String, BTreeSet<SessionId>>,
     child: BTreeMap<String, BTreeSet<SessionId>>,
+    persistent: BTreeMap<String, BTreeSet<SessionId>>,
+    recursive: BTreeMap<String, BTreeSet<SessionId>>,
     /// The same registrations, by session, to drop a session's watches
     /// without scanning every path.
     by_session: BTreeMap<SessionId, BTreeSet<(WatchTable, String)>>,
@@ -51,9 +87,11 @@ impl Watches {
             .insert((table, path.to_owned()));
     }
 
-    /// Fires the watches a change triggers and removes them. A delete tells
-    /// the node's data and child watchers `NodeDeleted`, once per session
-    /// even if it held both kinds.
+    /// Fires the watches a change triggers and removes the one-shot ones.
+    /// Each session is told once per change, whatever number of its
+    /// watches the change fires (ZooKeeper collects the watchers in a set):
+    /// a delete tells the node's data and child watchers `NodeDeleted` once,
+    /// and a persistent watch that reports the change as well adds nothing.
     pub(crate) fn fire(&mut self, trigger: &Trigger) -> Vec<(SessionId, WatchEvent)> {
         let (kind, path, tables): (WatchKind, &str, &[WatchTable]) = match trigger {
             Trigger::Created(p) => (WatchKind::NodeCreated, p, &[WatchTable::Data]),
@@ -73,6 +111,7 @@ impl Watches {
                 told.insert(session);
             }
         }
+        told.extend(self.persistent_watchers(kind, path));
         told.into_iter()
             .map(|session| {
                 (
@@ -84,6 +123,27 @@ impl Watches {
                 )
             })
             .collect()
+    }
+
+    /// The sessions whose persistent watches report a change of `kind` on
+    /// `changed`: a persistent watch on the node itself (any kind), and a
+    /// recursive one on the node or any ancestor (any kind but
+    /// `NodeChildrenChanged`).
+    fn persistent_watchers(&self, kind: WatchKind, changed: &str) -> BTreeSet<SessionId> {
+        let mut sessions = self.persistent.get(changed).cloned().unwrap_or_default();
+        if kind != WatchKind::NodeChildrenChanged {
+            let mut node = changed;
+            loop {
+                if let Some(watchers) = self.recursive.get(node) {
+                    sessions.extend(watchers);
+                }
+                if node == "/" {
+                    break;
+                }
+                node = path::parent(node);
+            }
+        }
+        sessions
     }
 
     /// Drops every watch of a session (its connection closed, or it ended).
@@ -120,6 +180,7 @@ impl Watches {
     }
 
     fn take(&mut self, table: WatchTable, path: &str) -> BTreeSet<SessionId> {
+        assert!(table.is_one_shot(), "{table:?} watches are never taken");
         let sessions = self.table_mut(table).remove(path).unwrap_or_default();
         for session in &sessions {
             let owned = self.by_session.get_mut(session).expect("indexed session");
@@ -135,6 +196,8 @@ impl Watches {
         match table {
             WatchTable::Data => &mut self.data,
             WatchTable::Child => &mut self.child,
+            WatchTable::Persistent => &mut self.persistent,
+            WatchTable::Recursive => &mut self.recursive,
         }
     }
 
@@ -144,6 +207,8 @@ impl Watches {
         for (table, watchers) in [
             (WatchTable::Data, &self.data),
             (WatchTable::Child, &self.child),
+            (WatchTable::Persistent, &self.persistent),
+            (WatchTable::Recursive, &self.recursive),
         ] {
             for (path, sessions) in watchers {
                 assert!(!sessions.is_empty(), "empty watcher set kept for {path}");
@@ -224,6 +289,84 @@ mod tests {
             events(watches.fire(&Trigger::Deleted("/a".into()))),
             [(A, NodeDeleted, "/a".into()), (B, NodeDeleted, "/a".into())]
         );
+        assert_eq!(watches.count(), 0);
+        watches.check_invariants();
+    }
+
+    fn fire(watches: &mut Watches, trigger: Trigger) -> Vec<(SessionId, WatchKind, String)> {
+        let fired = watches.fire(&trigger);
+        watches.check_invariants();
+        events(fired)
+    }
+
+    #[test]
+    fn persistent_watches_fire_on_every_change_of_their_node_only() {
+        let mut watches = Watches::default();
+        watches.add(WatchTable::Persistent, "/a", A);
+        for _ in 0..2 {
+            assert_eq!(
+                fire(&mut watches, Trigger::DataChanged("/a".into())),
+                [(A, NodeDataChanged, "/a".into())]
+            );
+        }
+        assert_eq!(
+            fire(&mut watches, Trigger::ChildrenChanged("/a".into())),
+            [(A, NodeChildrenChanged, "/a".into())]
+        );
+        assert!(fire(&mut watches, Trigger::Created("/a/b".into())).is_empty());
+        assert!(fire(&mut watches, Trigger::DataChanged("/ab".into())).is_empty());
+        assert_eq!(
+            fire(&mut watches, Trigger::Deleted("/a".into())),
+            [(A, NodeDeleted, "/a".into())]
+        );
+        assert_eq!(watches.count(), 1, "still there after the node went");
+    }
+
+    #[test]
+    fn recursive_watches_report_the_subtree_but_no_child_changes() {
+        let mut watches = Watches::default();
+        watches.add(WatchTable::Recursive, "/a", A);
+        watches.add(WatchTable::Recursive, "/", B);
+        assert_eq!(
+            fire(&mut watches, Trigger::Created("/a/b/c".into())),
+            [
+                (A, NodeCreated, "/a/b/c".into()),
+                (B, NodeCreated, "/a/b/c".into())
+            ]
+        );
+        assert_eq!(
+            fire(&mut watches, Trigger::DataChanged("/a".into())),
+            [
+                (A, NodeDataChanged, "/a".into()),
+                (B, NodeDataChanged, "/a".into())
+            ]
+        );
+        assert_eq!(
+            fire(&mut watches, Trigger::Deleted("/x".into())),
+            [(B, NodeDeleted, "/x".into())]
+        );
+        assert!(fire(&mut watches, Trigger::ChildrenChanged("/a".into())).is_empty());
+        assert!(
+            fire(&mut watches, Trigger::DataChanged("/ab".into()))
+                == [(B, NodeDataChanged, "/ab".into())]
+        );
+    }
+
+    #[test]
+    fn one_change_tells_a_session_once_whatever_watches_it_fires() {
+        let mut watches = Watches::default();
+        watches.add(WatchTable::Data, "/a/b", A);
+        watches.add(WatchTable::Child, "/a/b", A);
+        watches.add(WatchTable::Persistent, "/a/b", A);
+        watches.add(WatchTable::Recursive, "/a", A);
+        watches.add(WatchTable::Recursive, "/", A);
+        assert_eq!(
+            fire(&mut watches, Trigger::Deleted("/a/b".into())),
+            [(A, NodeDeleted, "/a/b".into())]
+        );
+        // The one-shot watches went; the persistent ones stay.
+        assert_eq!(watches.count(), 3);
+        watches.remove_session(A);
         assert_eq!(watches.count(), 0);
         watches.check_invariants();
     }

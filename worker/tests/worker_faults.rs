@@ -451,6 +451,10 @@ fn a_short_disconnection_while_a_task_runs_does_not_stop_it() {
             }
         );
 
+        // Give the worker time for the extra look the disconnection calls
+        // for before the next assignment exists, so the look finds the node
+        // gone whatever the seed's latencies.
+        tokio::time::sleep(Duration::from_millis(500)).await;
         let next = setup
             .client
             .submit(&task_payload("echo", "next"))

@@ -1,123 +1,162 @@
 //! `run`, `master` and `worker`: the long-running roles on a real ensemble.
+//!
+//! A role outlives its sessions. A master candidate leads if nobody does,
+//! and otherwise stands by, watching the `master` node, until it goes; when
+//! its session expires it opens a new one and runs for master again. A
+//! worker whose session expires abandons the task it held (the master
+//! re-queues it) and re-joins under a new id with a new session. `run` is
+//! both at once, each on a session of its own.
+//!
+//! The first session is opened here, before the role starts, so that an
+//! unreachable ensemble, a malformed connect string or a missing chroot
+//! fails at once with an error that names it; later sessions are the
+//! roles' business, and a role retries them for as long as the ensemble is
+//! out of reach.
 
-use anyhow::{Context, bail};
-use zkdist_coord::zk::ZkSession;
-use zkdist_coord::{Coordinator, EventStream, Layout, MAX_RESULT_OUTPUT_BYTES, Watch};
-use zkdist_master::{Epoch, Master, claim_master};
-use zkdist_worker::{TaskError, TaskHandler, Worker};
+use std::sync::Mutex;
+
+use anyhow::Context;
+use zkdist_coord::zk::{ZkConfig, ZkSession};
+use zkdist_coord::{Connector, EventStream, Layout, MAX_RESULT_OUTPUT_BYTES, ZkResult};
+use zkdist_master::run_master_role;
+use zkdist_worker::{TaskError, TaskHandler, run_worker_role};
 
 use crate::args::{ConnectArgs, RoleArgs};
 use crate::connect;
 use crate::handlers::BuiltinHandler;
-use crate::shutdown::Shutdown;
+use crate::shutdown::{Shutdown, Stop};
 
-/// `zkdist run`: as the original design did, try to create the `master`
-/// node; whoever succeeds leads and everyone else works.
+/// `zkdist run`: a master candidate and a worker in one process.
 pub async fn run(args: &RoleArgs) -> anyhow::Result<()> {
-    let mut shutdown = Shutdown::install()?;
+    let stop = Shutdown::install()?.shared();
     let layout = connect::layout(&args.connect)?;
-    let start = async {
-        let (zk, events) = connect::session(&args.connect).await?;
-        let leads = claim(&zk, &layout).await?;
-        anyhow::Ok((zk, events, leads))
+    let first_sessions = async {
+        let master = RoleConnector::open(&args.connect, "master").await?;
+        let worker = RoleConnector::open(&args.connect, "worker").await?;
+        anyhow::Ok((master, worker))
     };
-    let Some(started) = shutdown.unless_requested(start).await else {
+    let Some(connectors) = stop.unless_requested(first_sessions).await else {
         return Ok(());
     };
-    let (zk, events, leads) = started?;
-    if let Some(epoch) = leads {
-        lead(zk, events, layout, epoch, shutdown).await
-    } else {
-        tracing::info!(master = %layout.master(), "a master already leads; running as a worker");
-        work(zk, events, layout, args.allow_exec, shutdown).await
-    }
+    let (master_connector, worker_connector) = connectors?;
+    // Whichever role fails stops the other one too: the process is then
+    // done, and says why.
+    let master = async {
+        let outcome = lead_or_stand_by(master_connector, layout.clone(), &stop).await;
+        stop.request();
+        outcome
+    };
+    let worker = async {
+        let outcome = work(worker_connector, layout.clone(), args.allow_exec, &stop).await;
+        stop.request();
+        outcome
+    };
+    let (master, worker) = tokio::join!(master, worker);
+    master.and(worker)
 }
 
-/// `zkdist master`: lead, or fail if another master already does.
+/// `zkdist master`: a master candidate.
 pub async fn master(args: &ConnectArgs) -> anyhow::Result<()> {
-    let mut shutdown = Shutdown::install()?;
+    let stop = Shutdown::install()?.shared();
     let layout = connect::layout(args)?;
-    let start = async {
-        let (zk, events) = connect::session(args).await?;
-        let leads = claim(&zk, &layout).await?;
-        anyhow::Ok((zk, events, leads))
-    };
-    let Some(started) = shutdown.unless_requested(start).await else {
-        return Ok(());
-    };
-    let (zk, events, leads) = started?;
-    let Some(epoch) = leads else {
-        let holder = zk
-            .get_data(&layout.master(), Watch::No)
-            .await
-            .map(|(data, _)| String::from_utf8_lossy(&data).into_owned())
-            .unwrap_or_else(|error| format!("unknown ({error})"));
-        zk.close().await.ok();
-        bail!(
-            "another master leads: {} is held by session {holder}",
-            layout.master()
-        );
-    };
-    lead(zk, events, layout, epoch, shutdown).await
-}
-
-/// `zkdist worker`.
-pub async fn worker(args: &RoleArgs) -> anyhow::Result<()> {
-    let mut shutdown = Shutdown::install()?;
-    let layout = connect::layout(&args.connect)?;
-    let Some(session) = shutdown
-        .unless_requested(connect::session(&args.connect))
+    let Some(connector) = stop
+        .unless_requested(RoleConnector::open(args, "master"))
         .await
     else {
         return Ok(());
     };
-    let (zk, events) = session?;
-    work(zk, events, layout, args.allow_exec, shutdown).await
+    lead_or_stand_by(connector?, layout, &stop).await
 }
 
-async fn claim(zk: &ZkSession, layout: &Layout) -> anyhow::Result<Option<Epoch>> {
-    claim_master(zk, layout)
+/// `zkdist worker`.
+pub async fn worker(args: &RoleArgs) -> anyhow::Result<()> {
+    let stop = Shutdown::install()?.shared();
+    let layout = connect::layout(&args.connect)?;
+    let Some(connector) = stop
+        .unless_requested(RoleConnector::open(&args.connect, "worker"))
         .await
-        .with_context(|| format!("cannot claim {}", layout.master()))
+    else {
+        return Ok(());
+    };
+    work(connector?, layout, args.allow_exec, &stop).await
 }
 
-async fn lead(
-    zk: ZkSession,
-    events: EventStream,
+async fn lead_or_stand_by(
+    connector: RoleConnector,
     layout: Layout,
-    epoch: Epoch,
-    mut shutdown: Shutdown,
+    stop: &Stop,
 ) -> anyhow::Result<()> {
-    tracing::info!(session = %zk.session_id(), root = layout.root(), %epoch, "leading as master");
-    let outcome = Master::new(zk.clone(), events, layout, epoch)
-        .run_until(shutdown.requested())
-        .await;
-    // Closing deletes the master node at once, so a successor need not wait
-    // for the session to time out.
-    zk.close().await.ok();
-    outcome.context("the master stopped")?;
+    tracing::info!(root = layout.root(), "running for master");
+    // The role logs every decision (elected, standing by, session lost...).
+    run_master_role(connector, layout, stop.requested(), None)
+        .await
+        .context("the master stopped")?;
+    tracing::info!("master stopped");
     Ok(())
 }
 
 async fn work(
-    zk: ZkSession,
-    events: EventStream,
+    connector: RoleConnector,
     layout: Layout,
     allow_exec: bool,
-    mut shutdown: Shutdown,
+    stop: &Stop,
 ) -> anyhow::Result<()> {
     let handler = Builtin(BuiltinHandler {
         allow_exec,
         result_limit_bytes: MAX_RESULT_OUTPUT_BYTES,
     });
-    tracing::info!(session = %zk.session_id(), root = layout.root(), allow_exec, "starting a worker");
-    let outcome = Worker::new(zk.clone(), events, layout, handler)
-        .run_until(shutdown.requested())
-        .await;
-    zk.close().await.ok();
-    let worker = outcome.context("the worker stopped")?;
-    tracing::info!(%worker, "worker stopped");
-    Ok(())
+    tracing::info!(root = layout.root(), allow_exec, "starting a worker");
+    run_worker_role(connector, layout, handler, stop.requested(), None)
+        .await
+        .context("the worker stopped")
+}
+
+/// Opens a role's sessions from the connection flags, logging each one (an
+/// operator, and the chaos test, can then tell which process holds which
+/// session: the `master` node's data, a worker node's owner).
+struct RoleConnector {
+    config: ZkConfig,
+    role: &'static str,
+    /// The session opened before the role started, handed out first.
+    first: Mutex<Option<(ZkSession, EventStream)>>,
+}
+
+impl RoleConnector {
+    /// Opens the role's first session; fails with a clear error if the
+    /// ensemble cannot be reached or the flags are wrong.
+    async fn open(args: &ConnectArgs, role: &'static str) -> anyhow::Result<RoleConnector> {
+        let config = connect::config(args)?;
+        let (zk, events) = connect::session(args).await?;
+        log_session(role, &zk);
+        Ok(RoleConnector {
+            config,
+            role,
+            first: Mutex::new(Some((zk, events))),
+        })
+    }
+}
+
+fn log_session(role: &str, zk: &ZkSession) {
+    use zkdist_coord::Coordinator;
+    tracing::info!(role, session = %zk.session_id(), "session opened");
+}
+
+impl Connector for RoleConnector {
+    type Session = ZkSession;
+
+    fn connect(&self) -> impl Future<Output = ZkResult<(ZkSession, EventStream)>> + Send {
+        let first = self.first.lock().expect("not poisoned").take();
+        let config = self.config.clone();
+        let role = self.role;
+        async move {
+            if let Some(first) = first {
+                return Ok(first);
+            }
+            let (zk, events) = ZkSession::connect(&config).await?;
+            log_session(role, &zk);
+            Ok((zk, events))
+        }
+    }
 }
 
 /// The built-in kinds as a worker's [`TaskHandler`].

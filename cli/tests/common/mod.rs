@@ -219,12 +219,27 @@ impl Role {
 
     /// Sends SIGTERM, by the process's id.
     pub fn terminate(&self) {
-        let pid = self.child.0.id().to_string();
+        self.signal("TERM");
+    }
+
+    /// The process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    /// Sends `SIG<signal>` (`"KILL"`, `"STOP"`, `"CONT"`...) by the
+    /// process's id.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.pid().to_string();
         let status = Command::new("kill")
-            .args(["-TERM", &pid])
+            .args([&format!("-{signal}"), &pid])
             .status()
             .expect("run kill");
-        assert!(status.success(), "kill -TERM {pid} ({}) failed", self.name);
+        assert!(
+            status.success(),
+            "kill -{signal} {pid} ({}) failed",
+            self.name
+        );
     }
 
     /// Waits for the process to end, failing the test if it runs past

@@ -20,9 +20,10 @@ pub struct ZkConfig {
     /// How long `connect` may take before it gives up and says why.
     pub connect_timeout_ms: u64,
     /// Digest credentials `(user, password)`. With them, every node this
-    /// session creates gets ZooKeeper's `CREATOR_ALL_ACL` (only sessions
-    /// authenticated as the same user may read or change it); without them,
-    /// nodes are open to everyone (`OPEN_ACL_UNSAFE`).
+    /// session creates gets the ACL `[digest:USER:HASH -> ALL, world:anyone
+    /// -> READ]`: sessions authenticated as the same user may change it,
+    /// everyone may read it. Without them, nodes are open to everyone
+    /// (`OPEN_ACL_UNSAFE`).
     pub auth: Option<(String, String)>,
 }
 

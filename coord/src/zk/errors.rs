@@ -76,6 +76,19 @@ pub(crate) fn map_error(error: zkc::Error, context: &OpContext) -> ZkError {
         zkc::Error::Unimplemented => ZkError::Unimplemented {
             what: format!("{} {path} is not implemented by this server", context.op),
         },
+        // The client fails every request in flight with the error that
+        // broke its connection: a read or write error, "no response from
+        // connection in N ms" (a server that went silent), a writable
+        // server found while on a read-only one. None of them is the
+        // server's answer: the request may or may not have been applied,
+        // exactly as after `ConnectionLoss`, and the session carries on
+        // (or expires, which later requests are told).
+        zkc::Error::Custom(broken) => ZkError::ConnectionLoss {
+            reason: format!(
+                "the connection broke ({broken}) before the reply to {} {path}; it may or may not have been applied",
+                context.op
+            ),
+        },
         other => ZkError::System {
             reason: format!("{} {path}: {other}", context.op),
         },

@@ -7,7 +7,7 @@ use super::errors::{OpContext, map_error, map_multi_error};
 use super::watches::{Seen, WatchClass};
 use crate::error::{ZkError, ZkResult};
 use crate::op::{Op, OpResult};
-use crate::types::{CreateMode, Stat};
+use crate::types::{AddWatchMode, CreateMode, Stat};
 use crate::validate::{
     check_children_reply, check_create, check_delete, check_multi, check_read, check_set_data,
 };
@@ -46,6 +46,10 @@ pub(crate) enum Request {
     Sync {
         path: String,
     },
+    AddWatch {
+        path: String,
+        mode: AddWatchMode,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,12 +62,20 @@ pub(crate) enum Reply {
     Children(Vec<String>, Stat),
     Multi(Vec<OpResult>),
     Synced,
+    WatchAdded,
 }
 
 /// What running a request produced: the reply, and the watcher it left.
 pub(crate) struct Outcome {
     pub result: ZkResult<Reply>,
     pub watcher: Option<NewWatcher>,
+    pub persistent: Option<NewPersistentWatcher>,
+}
+
+pub(crate) struct NewPersistentWatcher {
+    pub path: String,
+    pub mode: AddWatchMode,
+    pub watcher: zkc::PersistentWatcher,
 }
 
 pub(crate) struct NewWatcher {
@@ -86,7 +98,8 @@ impl Request {
             Request::Exists { path, .. }
             | Request::GetData { path, .. }
             | Request::GetChildren { path, .. }
-            | Request::Sync { path } => check_read(path),
+            | Request::Sync { path }
+            | Request::AddWatch { path, .. } => check_read(path),
             Request::SetData {
                 path,
                 data,
@@ -103,6 +116,13 @@ fn client_mode(mode: CreateMode) -> zkc::CreateMode {
         CreateMode::Ephemeral => zkc::CreateMode::Ephemeral,
         CreateMode::PersistentSequential => zkc::CreateMode::PersistentSequential,
         CreateMode::EphemeralSequential => zkc::CreateMode::EphemeralSequential,
+    }
+}
+
+fn client_watch_mode(mode: AddWatchMode) -> zkc::AddWatchMode {
+    match mode {
+        AddWatchMode::Persistent => zkc::AddWatchMode::Persistent,
+        AddWatchMode::PersistentRecursive => zkc::AddWatchMode::PersistentRecursive,
     }
 }
 
@@ -131,6 +151,7 @@ pub(crate) async fn run(
     let no_watch = |result| Outcome {
         result,
         watcher: None,
+        persistent: None,
     };
     match request {
         Request::Create { path, data, mode } => {
@@ -182,6 +203,7 @@ pub(crate) async fn run(
                             seen,
                             watcher,
                         }),
+                        persistent: None,
                     }
                 }
                 Err(e) => no_watch(Err(map_error(e, &context))),
@@ -208,6 +230,7 @@ pub(crate) async fn run(
                         seen: Some(stat_of(&stat)),
                         watcher,
                     }),
+                    persistent: None,
                 },
                 Err(e) => no_watch(Err(map_error(e, &context))),
             }
@@ -250,6 +273,7 @@ pub(crate) async fn run(
                             seen: Some(stat_of(&stat)),
                             watcher,
                         }),
+                        persistent: None,
                     }
                 }
             }
@@ -264,6 +288,21 @@ pub(crate) async fn run(
                     .map(|()| Reply::Synced)
                     .map_err(|e| map_error(e, &context)),
             )
+        }
+        Request::AddWatch { path, mode } => {
+            let context = OpContext::new("add_watch", &path, None);
+            match client.watch(&path, client_watch_mode(mode)).await {
+                Ok(watcher) => Outcome {
+                    result: Ok(Reply::WatchAdded),
+                    watcher: None,
+                    persistent: Some(NewPersistentWatcher {
+                        path,
+                        mode,
+                        watcher,
+                    }),
+                },
+                Err(e) => no_watch(Err(map_error(e, &context))),
+            }
         }
     }
 }

@@ -30,6 +30,17 @@
 //! reported; the watch table recognises that and reports it once (see
 //! `watches.rs`).
 //!
+//! A persistent watcher (`add_watch`) is a channel that receives every
+//! notification it concerns. It joins the queue like a one-shot watcher,
+//! when the reply that left it is handled, and is polled once at once.
+//! When it is ready, the actor takes every event buffered in it at that
+//! moment, not only the first: the channel woke the queue once, for its
+//! first event, and events behind it may have been dispatched before frames
+//! woken after it (a reply); taking them all reports them early rather
+//! than late. It is then queued and polled again the same way. How the
+//! firings of one notification through several watchers make one event,
+//! and why some one-shot watches are never sent, is in `persistent.rs`.
+//!
 //! Consequences the conformance suite relies on:
 //! - a watch event is written to the stream before the reply to any request
 //!   sent after the change that fired it is handed to the caller;
@@ -49,9 +60,16 @@
 //!   watchers, replies to requests the server answered before the change);
 //! - session states come from a "latest value" channel: a disconnection
 //!   that heals before the actor looks (Disconnected then Connected within
-//!   one wake-up) is not reported.
+//!   one wake-up) is not reported;
+//! - events a persistent watcher buffered behind its first are reported
+//!   ahead of whatever else that burst woke after it (other watchers'
+//!   events included);
+//! - when the reply to an `add_watch` and a notification it concerns come
+//!   in the same burst as a one-shot watcher's firing of that
+//!   notification, or as the reply that left that one-shot watcher, the
+//!   change can be reported twice.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
@@ -62,9 +80,11 @@ use tokio::sync::{mpsc, oneshot};
 use zookeeper_client as zkc;
 
 use super::ops::{self, Outcome, Reply, Request};
-use super::watches::{WatchId, WatchTable};
+use super::persistent::{OneShotPlan, PersistentWatches};
+use super::watches::{WatchClass, WatchId, WatchTable};
 use crate::error::{ZkError, ZkResult};
-use crate::event::{Event, EventSender, SessionState, WatchKind};
+use crate::event::{Event, EventSender, SessionState, WatchEvent, WatchKind};
+use crate::types::AddWatchMode;
 
 /// What a [`super::ZkSession`] asks its actor.
 pub(crate) enum Command {
@@ -79,12 +99,21 @@ pub(crate) enum Command {
 
 enum Completion {
     Replied {
-        outcome: Outcome,
+        outcome: Box<Outcome>,
         reply: oneshot::Sender<ZkResult<Reply>>,
+        /// The node and mode of an `add_watch`.
+        add_watch: Option<(String, AddWatchMode)>,
     },
     Fired {
         id: WatchId,
         event: zkc::WatchedEvent,
+    },
+    /// A persistent watcher received events: every one buffered when it
+    /// was polled, in order.
+    Heard {
+        id: WatchId,
+        events: Vec<zkc::WatchedEvent>,
+        watcher: zkc::PersistentWatcher,
     },
     /// A superseded or consumed watcher that was dropped.
     Dropped,
@@ -105,6 +134,11 @@ pub(crate) struct Pump {
     /// Requests sent whose reply this actor has not handled yet.
     requests_in_flight: usize,
     watches: WatchTable,
+    persistent: PersistentWatches,
+    /// Commands waiting, in order, for an `add_watch` reply (see
+    /// `persistent.rs`): the first is the one that waits, the others keep
+    /// their place behind it.
+    held: VecDeque<Command>,
     abort_handles: BTreeMap<WatchId, AbortHandle>,
     /// The last state written to the stream.
     reported: SessionState,
@@ -167,6 +201,28 @@ fn watch_kind_of(event_type: zkc::EventType) -> Option<WatchKind> {
     }
 }
 
+/// Waits for a persistent watcher's next event, then takes every event
+/// buffered behind it (see the module docs), stopping at the end of the
+/// session: the watcher's channel closes after it.
+async fn hear(id: WatchId, mut watcher: zkc::PersistentWatcher) -> Completion {
+    let mut events = vec![watcher.changed().await];
+    while !events.last().is_some_and(ends_session) {
+        match watcher.changed().now_or_never() {
+            Some(event) => events.push(event),
+            None => break,
+        }
+    }
+    Completion::Heard {
+        id,
+        events,
+        watcher,
+    }
+}
+
+fn ends_session(event: &zkc::WatchedEvent) -> bool {
+    event.event_type == zkc::EventType::Session && event.session_state.is_terminated()
+}
+
 fn is_terminal(state: SessionState) -> bool {
     matches!(
         state,
@@ -195,6 +251,8 @@ impl Pump {
             inflight: FuturesUnordered::new(),
             requests_in_flight: 0,
             watches: WatchTable::new(),
+            persistent: PersistentWatches::new(),
+            held: VecDeque::new(),
             abort_handles: BTreeMap::new(),
             reported: SessionState::Connected,
             terminal: None,
@@ -295,31 +353,82 @@ impl Pump {
     }
 
     fn handle_command(&mut self, command: Command) {
+        if !self.held.is_empty() {
+            self.held.push_back(command);
+            return;
+        }
+        if let Err(command) = self.run_command(command) {
+            self.held.push_back(command);
+        }
+    }
+
+    /// Runs commands held for an `add_watch` reply, in order, until one
+    /// must wait again.
+    fn release_held(&mut self) {
+        while let Some(command) = self.held.pop_front() {
+            if let Err(command) = self.run_command(command) {
+                self.held.push_front(command);
+                break;
+            }
+        }
+    }
+
+    /// Decides how a request goes out: `Ok(true)` to send it (a one-shot
+    /// watch a persistent watch covers is taken off it), `Ok(false)` to
+    /// hold it, or the error that refuses it.
+    fn plan(&self, request: &mut Request) -> ZkResult<bool> {
+        let (path, class, watch) = match request {
+            Request::AddWatch { path, mode } => {
+                self.persistent.check_add(path, *mode)?;
+                return Ok(true);
+            }
+            Request::Exists { path, watch } | Request::GetData { path, watch } => {
+                (path, WatchClass::Data, watch)
+            }
+            Request::GetChildren { path, watch } => (path, WatchClass::Child, watch),
+            _ => return Ok(true),
+        };
+        if !*watch {
+            return Ok(true);
+        }
+        match self.persistent.plan_one_shot(path, class) {
+            OneShotPlan::Send => Ok(true),
+            OneShotPlan::Absorb => {
+                *watch = false;
+                Ok(true)
+            }
+            OneShotPlan::Hold => {
+                debug_assert!(self.persistent.is_in_flight(path));
+                Ok(false)
+            }
+        }
+    }
+
+    /// Runs a command, or gives it back when it must wait for an
+    /// `add_watch` reply.
+    fn run_command(&mut self, command: Command) -> Result<(), Command> {
         match command {
-            Command::Run { request, reply } => {
+            Command::Run { mut request, reply } => {
                 let client = match (&self.client, self.terminal) {
                     (_, Some(state)) => {
                         let _ = reply.send(Err(terminal_error(state)));
-                        return;
+                        return Ok(());
                     }
                     (None, None) => {
                         let _ = reply.send(Err(ZkError::SessionClosed));
-                        return;
+                        return Ok(());
                     }
                     (Some(client), None) => client.clone(),
                 };
-                let acls = self.acls;
-                self.requests_in_flight += 1;
-                // Lazy: the request is sent on the first poll, after this
-                // future is in the ready queue; and its reply is taken from
-                // a later poll only (see the module docs).
-                let run = async move {
-                    let outcome = ops::run(&client, acls, request).await;
-                    drop(client);
-                    Completion::Replied { outcome, reply }
-                };
-                self.inflight
-                    .push(not_ready_on_first_poll(run.boxed()).boxed());
+                match self.plan(&mut request) {
+                    Err(error) => {
+                        let _ = reply.send(Err(error));
+                        return Ok(());
+                    }
+                    Ok(false) => return Err(Command::Run { request, reply }),
+                    Ok(true) => {}
+                }
+                self.send(client, request, reply);
             }
             Command::Close { done } => {
                 if let Some(state) = self.terminal {
@@ -330,7 +439,7 @@ impl Pump {
                     } else {
                         Ok(())
                     });
-                    return;
+                    return Ok(());
                 }
                 // The client sends closeSession once its last handle is
                 // dropped, after the requests in flight; the state watcher
@@ -339,16 +448,83 @@ impl Pump {
                 self.close_waiters.push(done);
             }
         }
+        Ok(())
+    }
+
+    /// Queues a planned request; it is sent when first polled.
+    fn send(
+        &mut self,
+        client: zkc::Client,
+        request: Request,
+        reply: oneshot::Sender<ZkResult<Reply>>,
+    ) {
+        let add_watch = match &request {
+            Request::AddWatch { path, mode } => {
+                self.persistent.sent(path, *mode);
+                Some((path.clone(), *mode))
+            }
+            _ => None,
+        };
+        let acls = self.acls;
+        self.requests_in_flight += 1;
+        // Lazy: the request is sent on the first poll, after this future
+        // is in the ready queue; and its reply is taken from a later poll
+        // only (see the module docs).
+        let run = async move {
+            let outcome = Box::new(ops::run(&client, acls, request).await);
+            drop(client);
+            Completion::Replied {
+                outcome,
+                reply,
+                add_watch,
+            }
+        };
+        self.inflight
+            .push(not_ready_on_first_poll(run.boxed()).boxed());
+    }
+
+    /// The session reconnected: asks the server for persistent watch `id`
+    /// again. `zookeeper-client` 0.11 re-registers one-shot watches on
+    /// reconnecting but leaves persistent ones out of its `SetWatches`
+    /// (it only ever sends the first three lists), so the server would
+    /// have forgotten it. This goes out before the stream shows
+    /// `Connected` (the client tells persistent watchers of the new state
+    /// before its state watcher, see `hear`), hence before any request
+    /// the application makes after seeing it; the watcher it leaves is
+    /// redundant and dropped.
+    fn register_again(&mut self, id: WatchId) {
+        let (Some(client), None) = (&self.client, self.terminal) else {
+            return;
+        };
+        let Some((path, mode)) = self.persistent.watch_of(id) else {
+            return;
+        };
+        let client = client.clone();
+        // Nobody waits for this reply.
+        let (reply, _) = oneshot::channel();
+        self.send(client, Request::AddWatch { path, mode }, reply);
     }
 
     fn handle_completion(&mut self, completion: Completion) {
         match completion {
-            Completion::Replied { outcome, reply } => {
+            Completion::Replied {
+                outcome,
+                reply,
+                add_watch,
+            } => {
+                let Outcome {
+                    result,
+                    watcher,
+                    persistent,
+                } = *outcome;
                 // The reply goes first: a watch it left fires on a change
                 // the server made after answering it.
-                let _ = reply.send(outcome.result);
-                if let Some(new) = outcome.watcher {
+                let _ = reply.send(result);
+                if let Some(new) = watcher {
                     self.arm(new);
+                }
+                if let Some((path, mode)) = add_watch {
+                    self.watch_added(&path, mode, persistent);
                 }
                 assert!(self.requests_in_flight > 0, "a reply nobody waited for");
                 self.requests_in_flight -= 1;
@@ -360,6 +536,42 @@ impl Pump {
             Completion::Fired { id, event } => {
                 self.abort_handles.remove(&id);
                 self.handle_firing(id, &event, false);
+            }
+            Completion::Heard {
+                id,
+                events,
+                watcher,
+            } => {
+                self.abort_handles.remove(&id);
+                let mut ended = false;
+                let mut reconnected = false;
+                for event in &events {
+                    match watch_kind_of(event.event_type) {
+                        // Session states come from the state watcher; a
+                        // reconnection makes the watch be asked for again.
+                        None => {
+                            ended |= event.session_state.is_terminated();
+                            reconnected |= matches!(
+                                event.session_state,
+                                zkc::SessionState::SyncConnected
+                                    | zkc::SessionState::ConnectedReadOnly
+                            );
+                        }
+                        Some(kind) => self.heard(
+                            id,
+                            WatchEvent {
+                                kind,
+                                path: event.path.clone(),
+                            },
+                        ),
+                    }
+                }
+                if !ended && self.terminal.is_none() && self.persistent.is_live(id) {
+                    if reconnected {
+                        self.register_again(id);
+                    }
+                    self.listen(id, watcher);
+                }
             }
             Completion::Dropped => {}
             Completion::State { state, watcher } => {
@@ -394,8 +606,66 @@ impl Pump {
             }
         }
         if let Some(watch_event) = fired.event {
+            if self.persistent.reported_by_earlier(&watch_event, id) {
+                // That persistent watcher received the same notification
+                // and reports it.
+                return;
+            }
+            self.persistent.expect_duplicates(&watch_event, None);
             self.emit(Event::Watch(watch_event));
         }
+    }
+
+    /// The reply to an `add_watch` was handled: the watcher it left (if it
+    /// succeeded) starts listening, and requests held for it go out.
+    fn watch_added(
+        &mut self,
+        path: &str,
+        mode: AddWatchMode,
+        new: Option<ops::NewPersistentWatcher>,
+    ) {
+        if self.terminal.is_some() {
+            // The table was cleared with the session; nothing is held.
+            assert!(
+                self.held.is_empty(),
+                "requests held after the session ended"
+            );
+            return;
+        }
+        let id = new.as_ref().map(|_| self.watches.allocate_id());
+        if self.persistent.answered(path, mode, id) {
+            let new = new.expect("a kept watcher exists");
+            debug_assert_eq!((new.path.as_str(), new.mode), (path, mode));
+            self.listen(id.expect("a kept watcher has an id"), new.watcher);
+        }
+        // A redundant or missing watcher is dropped here.
+        self.release_held();
+    }
+
+    /// Queues a persistent watcher and polls it once at once (see
+    /// `arm` for why in this order).
+    fn listen(&mut self, id: WatchId, watcher: zkc::PersistentWatcher) {
+        let (handle, registration) = AbortHandle::new_pair();
+        self.abort_handles.insert(id, handle);
+        if let Some(completion) =
+            self.queue_then_poll(hear(id, watcher).boxed(), Some(registration))
+        {
+            self.handle_completion(completion);
+        }
+    }
+
+    /// Persistent watcher `id` received `event`.
+    fn heard(&mut self, id: WatchId, event: WatchEvent) {
+        if self.terminal.is_some() || self.persistent.is_duplicate(id, &event) {
+            return;
+        }
+        // The one-shot watchers of the node that this notification fired
+        // report nothing; their futures are left to complete (dropping an
+        // unfired one would make the client remove the node's watch on the
+        // server, persistent one included).
+        self.watches.spend_triggered(&event);
+        self.persistent.expect_duplicates(&event, Some(id));
+        self.emit(Event::Watch(event));
     }
 
     fn arm(&mut self, new: ops::NewWatcher) {
@@ -436,7 +706,12 @@ impl Pump {
     fn end(&mut self, state: SessionState) {
         assert!(is_terminal(state), "end({state:?})");
         self.terminal = Some(state);
-        for id in self.watches.clear() {
+        for id in self
+            .watches
+            .clear()
+            .into_iter()
+            .chain(self.persistent.clear())
+        {
             if let Some(handle) = self.abort_handles.remove(&id) {
                 handle.abort();
             }
@@ -448,6 +723,10 @@ impl Pump {
         for waiter in self.close_waiters.drain(..) {
             let _ = waiter.send(answer.clone());
         }
+        // Requests held for an add_watch reply that will not come now fail
+        // as any later request does.
+        self.release_held();
+        assert!(self.held.is_empty(), "a held command outlived the session");
         // Nothing follows a terminal state: dropping the sender ends the
         // stream, so a reader sees `None` after it.
         self.events = None;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use zookeeper_client as zkc;
 
+use super::acl::acls_for_created_nodes;
 use super::config::ZkConfig;
 use super::connect::establish;
 use super::ops::{Reply, Request};
@@ -14,7 +15,7 @@ use crate::coordinator::Coordinator;
 use crate::error::{ZkError, ZkResult};
 use crate::event::{Event, EventStream, SessionState};
 use crate::op::{Op, OpResult};
-use crate::types::{CreateMode, SessionId, Stat, Watch};
+use crate::types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
 
 /// One session with a real ZooKeeper ensemble. Cloning shares the session;
 /// dropping the last clone closes it (as [`Coordinator::close`] does, but
@@ -57,19 +58,16 @@ impl ZkSession {
     /// exist fails with `BadArguments` naming it.
     ///
     /// ZooKeeper's digest scheme accepts any credentials when a session
-    /// authenticates: wrong ones show as `NoAuth` on the first node whose
-    /// ACL they do not satisfy.
+    /// authenticates: wrong ones show as `NoAuth` on the first write to a
+    /// node whose ACL they do not satisfy (reads of zkdist's nodes are open
+    /// to everyone; see `acl.rs`).
     pub async fn connect(config: &ZkConfig) -> ZkResult<(ZkSession, EventStream)> {
         let target = config.validate()?;
         let client = establish(config, &target, None).await?;
         let session_id = SessionId(client.session_id().0);
         let info = client.session().clone();
         let state = client.state_watcher();
-        let acls = if config.auth.is_some() {
-            zkc::Acls::creator_all()
-        } else {
-            zkc::Acls::anyone_all()
-        };
+        let acls = acls_for_created_nodes(config.auth.is_some());
         tracing::debug!(%session_id, connect = %config.connect, "zookeeper session established");
         let (event_sender, events) = mpsc::unbounded_channel();
         event_sender
@@ -257,6 +255,23 @@ impl Coordinator for ZkSession {
             match reply.await? {
                 Reply::Synced => Ok(()),
                 other => Err(unexpected(other, "sync")),
+            }
+        }
+    }
+
+    fn add_watch(
+        &self,
+        path: &str,
+        mode: AddWatchMode,
+    ) -> impl Future<Output = ZkResult<()>> + Send {
+        let reply = self.request(Request::AddWatch {
+            path: path.to_owned(),
+            mode,
+        });
+        async move {
+            match reply.await? {
+                Reply::WatchAdded => Ok(()),
+                other => Err(unexpected(other, "add_watch")),
             }
         }
     }

@@ -153,11 +153,18 @@ impl WatchTable {
         WatchTable::default()
     }
 
+    /// A new watcher id, greater than every one given before: ids tell
+    /// which of two watchers was registered first (persistent watchers
+    /// take theirs here too).
+    pub(crate) fn allocate_id(&mut self) -> WatchId {
+        self.next_id += 1;
+        self.next_id
+    }
+
     /// Records a watcher the client returned for `path`, in the order the
     /// replies that left them arrived; `seen` is what that reply showed.
     pub(crate) fn register(&mut self, path: &str, class: WatchClass, seen: Seen) -> Registered {
-        self.next_id += 1;
-        let id = self.next_id;
+        let id = self.allocate_id();
         let slots = self.by_path.entry(path.to_owned()).or_default();
         let superseded = slots.slot(class).replace(id);
         if let Some(old) = superseded {
@@ -244,6 +251,30 @@ impl WatchTable {
             event: Some(WatchEvent { kind, path }),
             consumed,
         }
+    }
+
+    /// A persistent watcher reported `event`: the live one-shot watchers of
+    /// its node that the same notification fired are spent, and their own
+    /// firings will report nothing. Returns their ids.
+    pub(crate) fn spend_triggered(&mut self, event: &WatchEvent) -> Vec<WatchId> {
+        let Some(slots) = self.by_path.get_mut(&event.path) else {
+            return Vec::new();
+        };
+        let mut spent = Vec::new();
+        for class in [WatchClass::Data, WatchClass::Child] {
+            if class.is_triggered_by(event.kind)
+                && let Some(id) = slots.slot(class).take()
+            {
+                let removed = self.live.remove(&id);
+                assert!(removed.is_some(), "slot pointed at a dead watcher");
+                spent.push(id);
+            }
+        }
+        if slots.is_empty() {
+            self.by_path.remove(&event.path);
+        }
+        self.check_invariants();
+        spent
     }
 
     /// A watcher ended without a node event (the session ended): forgets it.
@@ -379,6 +410,27 @@ mod tests {
                 .event
                 .is_some()
         );
+    }
+
+    #[test]
+    fn a_persistent_report_spends_the_one_shots_it_triggers() {
+        let mut table = WatchTable::new();
+        let data = table.register("/a", WatchClass::Data, None);
+        let child = table.register("/a", WatchClass::Child, None);
+        let changed = WatchEvent {
+            kind: WatchKind::NodeDataChanged,
+            path: "/a".into(),
+        };
+        assert_eq!(table.spend_triggered(&changed), vec![data.id]);
+        assert_eq!(table.fired(data.id, WatchKind::NodeDataChanged).event, None);
+        assert_eq!(table.live_count(), 1);
+        let deleted = WatchEvent {
+            kind: WatchKind::NodeDeleted,
+            path: "/a".into(),
+        };
+        assert_eq!(table.spend_triggered(&deleted), vec![child.id]);
+        assert_eq!(table.live_count(), 0);
+        assert!(table.allocate_id() > child.id);
     }
 
     #[test]

@@ -1,13 +1,13 @@
-//! What the real-server test binaries of this crate share: proxied links,
-//! expiry through them, and `scripts/zk`. What every crate's real-server
-//! tests share (where the server is, a runtime, fresh roots, cleanup) lives
-//! in `zkdist_coord::zk::testing` and is re-exported here.
+//! What the real-server test binaries of this crate share: proxied links
+//! and expiry through them. What every crate's real-server tests share
+//! (where the server is, a runtime, fresh roots, cleanup, kazoo,
+//! `scripts/zk`) lives in `zkdist_coord::zk::testing` and is re-exported
+//! here.
 
 #![allow(dead_code)] // Each test binary uses its own part of this module.
 
 pub mod proxy;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use proxy::ProxiedEnsemble;
@@ -41,29 +41,4 @@ pub async fn expire_through_link(session: &ZkSession, link: &ProxiedEnsemble, di
         .wait_until_expired(Duration::from_millis(3 * SESSION_TIMEOUT_MS))
         .await
         .expect("the session learns that it expired");
-}
-
-/// `scripts/zk` of this repository.
-pub fn scripts_zk() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/zk")
-}
-
-/// Runs `scripts/zk ARGS...` and returns its standard output, failing the
-/// test with its standard error if it fails.
-pub fn run_scripts_zk(args: &[&str]) -> String {
-    let script = scripts_zk();
-    let output = std::process::Command::new("bash")
-        .arg(&script)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
-    assert!(
-        output.status.success(),
-        "scripts/zk {} failed ({}):\n{}",
-        args.join(" "),
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }

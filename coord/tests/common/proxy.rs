@@ -1,9 +1,11 @@
 //! A loopback TCP proxy that a test can block: the link between one client
 //! and the ensemble, cut and restored at will. Blocking closes the open
 //! connections and refuses new ones (accepted, then closed at once), as a
-//! partition that the client notices.
+//! partition that the client notices. Silencing keeps the connections open
+//! but swallows every byte both ways, as a server that hangs or a network
+//! that drops packets: only the client's own timeout notices.
 
-use std::io;
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,6 +14,7 @@ use std::thread;
 struct Shared {
     upstream: String,
     blocked: AtomicBool,
+    silent: AtomicBool,
     stopped: AtomicBool,
     /// Both ends of every proxied connection, to cut them.
     connections: Mutex<Vec<TcpStream>>,
@@ -39,6 +42,7 @@ impl Proxy {
         let shared = Arc::new(Shared {
             upstream: upstream.to_owned(),
             blocked: AtomicBool::new(false),
+            silent: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             connections: Mutex::new(Vec::new()),
         });
@@ -59,6 +63,16 @@ impl Proxy {
 
     pub fn unblock(&self) {
         self.shared.blocked.store(false, Ordering::SeqCst);
+    }
+
+    /// Swallows everything sent either way, keeping the connections open,
+    /// until [`Proxy::unsilence`]. What was swallowed is lost.
+    pub fn silence(&self) {
+        self.shared.silent.store(true, Ordering::SeqCst);
+    }
+
+    pub fn unsilence(&self) {
+        self.shared.silent.store(false, Ordering::SeqCst);
     }
 }
 
@@ -94,20 +108,33 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 .expect("proxy lock")
                 .extend([c, s]);
         }
-        pump_both_ways(client, server);
+        pump_both_ways(client, server, &shared);
     }
 }
 
-fn pump_both_ways(client: TcpStream, server: TcpStream) {
+fn pump_both_ways(client: TcpStream, server: TcpStream, shared: &Arc<Shared>) {
     let (Ok(client_reader), Ok(server_reader)) = (client.try_clone(), server.try_clone()) else {
         return;
     };
-    thread::spawn(move || copy_then_close(client_reader, server));
-    thread::spawn(move || copy_then_close(server_reader, client));
+    let (upward, downward) = (Arc::clone(shared), Arc::clone(shared));
+    thread::spawn(move || copy_then_close(client_reader, server, &upward));
+    thread::spawn(move || copy_then_close(server_reader, client, &downward));
 }
 
-fn copy_then_close(mut from: TcpStream, mut to: TcpStream) {
-    let _ = io::copy(&mut from, &mut to);
+fn copy_then_close(mut from: TcpStream, mut to: TcpStream, shared: &Shared) {
+    let mut buffer = [0u8; 16 * 1024];
+    loop {
+        let read = match from.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        if shared.silent.load(Ordering::SeqCst) {
+            continue;
+        }
+        if to.write_all(&buffer[..read]).is_err() {
+            break;
+        }
+    }
     let _ = from.shutdown(Shutdown::Both);
     let _ = to.shutdown(Shutdown::Both);
 }
@@ -139,5 +166,13 @@ impl ProxiedEnsemble {
 
     pub fn unblock(&self) {
         self.proxies.iter().for_each(Proxy::unblock);
+    }
+
+    pub fn silence(&self) {
+        self.proxies.iter().for_each(Proxy::silence);
+    }
+
+    pub fn unsilence(&self) {
+        self.proxies.iter().for_each(Proxy::unsilence);
     }
 }

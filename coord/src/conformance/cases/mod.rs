@@ -25,6 +25,7 @@ mod stat;
 mod validation;
 mod watch_children;
 mod watch_data;
+mod watch_persistent;
 mod watch_rules;
 
 use super::{Backend, Case};
@@ -109,6 +110,23 @@ cases![
     watch_rules::create_fires_node_event_before_parent_event,
     watch_rules::delete_fires_node_event_before_parent_event,
     watch_rules::watch_fires_only_for_the_session_that_set_it,
+    // Persistent and persistent-recursive watches (addWatch).
+    watch_persistent::persistent_watch_fires_on_every_change_of_its_node,
+    watch_persistent::persistent_watch_on_a_missing_node_fires_on_create,
+    watch_persistent::recursive_watch_reports_the_subtree_on_the_changed_path,
+    watch_persistent::recursive_watch_reports_its_own_node,
+    watch_persistent::recursive_watch_ignores_nodes_outside_its_subtree,
+    watch_persistent::persistent_and_one_shot_watches_on_one_node_report_each_change_once,
+    watch_persistent::one_shot_watch_set_before_a_persistent_one_fires_once_with_it,
+    watch_persistent::recursive_watch_survives_a_one_shot_watch_on_its_own_node,
+    watch_persistent::recursive_and_one_shot_watches_below_it_report_each_change_once,
+    watch_persistent::same_mode_twice_and_an_ancestor_watch_report_each_change_once,
+    watch_persistent::add_watch_of_the_other_mode_on_a_watched_node_is_refused,
+    watch_persistent::own_write_reports_through_a_persistent_watch_before_its_reply,
+    watch_persistent::multi_reports_through_persistent_watches_once_it_applied,
+    watch_persistent::persistent_watch_survives_a_reconnect,
+    watch_persistent::persistent_watch_goes_with_its_session,
+    watch_persistent::add_watch_refuses_an_invalid_path,
     // Per-session ordering.
     ordering::watch_event_arrives_before_a_read_that_shows_the_change,
     ordering::own_write_event_arrives_before_the_write_reply,

@@ -1,7 +1,8 @@
 //! What the real-server tests of every crate share: where the server under
 //! test is (`ZKDIST_TEST_ZK`), how a test that needs it reports itself as
 //! *ignored* (never passed) when it is not named, fresh roots that never
-//! collide between runs, and cleanup.
+//! collide between runs, cleanup, and python3-kazoo as an outsider's client
+//! ([`run_kazoo`]).
 //!
 //! The test binaries run with `harness = false` on `libtest-mimic`, so that
 //! whether a server is there is decided at run time, when the binary starts:
@@ -16,6 +17,8 @@
 //! }
 //! ```
 
+mod kazoo;
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -24,6 +27,8 @@ use libtest_mimic::Trial;
 
 use super::{ZkConfig, ZkSession};
 use crate::{Coordinator, CreateMode, Watch, ZkError};
+
+pub use kazoo::{KazooAnswer, KazooOp, PERM_ALL, PERM_READ, acl_entries, digest_id, run_kazoo};
 
 /// The variable that names the server under test.
 pub const TEST_ZK_VAR: &str = "ZKDIST_TEST_ZK";
@@ -185,4 +190,30 @@ pub async fn delete_tree(config: &ZkConfig, root: &str) {
         }
     }
     let _ = admin.close().await;
+}
+
+/// `scripts/zk` of this repository (starts, stops, kills and restarts the
+/// servers under test).
+pub fn scripts_zk() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/zk")
+}
+
+/// Runs `scripts/zk ARGS...` and returns its standard output, failing the
+/// test with its standard error if it fails.
+pub fn run_scripts_zk(args: &[&str]) -> String {
+    let script = scripts_zk();
+    let output = std::process::Command::new("bash")
+        .arg(&script)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
+    assert!(
+        output.status.success(),
+        "scripts/zk {} failed ({}):\n{}",
+        args.join(" "),
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
