@@ -40,7 +40,8 @@ pub enum Faults {
     /// Random latency, two master candidates, and one to four faults at
     /// random times on the elected master or a worker: link cuts (short,
     /// or past the session timeout), session expiries, and process crashes
-    /// (the process restarts after a random delay). Then the liveness
+    /// (the process restarts after a random delay); or a short cut of the
+    /// client's link, which its submits must survive. Then the liveness
     /// phase: once the faults are over and every link healed, every task
     /// must finish; the client then deletes some finished tasks, and the
     /// master's view must match the tree.
@@ -286,6 +287,7 @@ async fn inject(h: &Harness, fault: &PlannedFault) -> Option<(String, u64)> {
                 return None;
             }
         },
+        Target::Client => h.client_session(),
         Target::Worker(n) => match h.current_session(&format!("w{n}")) {
             Some(session) => session,
             None => {

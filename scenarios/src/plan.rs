@@ -24,6 +24,9 @@ pub(crate) enum Target {
     Master,
     /// Worker `w<n>`, from 1.
     Worker(usize),
+    /// The client that submits the tasks (only its link is cut: it is not
+    /// a process that re-joins).
+    Client,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,12 +147,14 @@ fn draw_faults(
     let count = rng.random_range(1..=MAX_FAULTS);
     let mut faults: Vec<PlannedFault> = (0..count)
         .map(|_| {
-            // The master is one process among workers + 1.
-            let target = match rng.random_range(0..=config.workers) {
+            // The master is one process among workers + 1, then the client.
+            let target = match rng.random_range(0..=config.workers + 1) {
                 0 => Target::Master,
-                n => Target::Worker(n),
+                n if n <= config.workers => Target::Worker(n),
+                _ => Target::Client,
             };
-            let kind = match rng.random_range(0..4) {
+            let kinds = if target == Target::Client { 1 } else { 4 };
+            let kind = match rng.random_range(0..kinds) {
                 0 => FaultKind::CutShort {
                     ms: rng.random_range(1..=session_timeout_ms / 2),
                 },
@@ -201,8 +206,12 @@ mod tests {
             assert!(plan.cleanups <= all.tasks / 2);
             assert!(plan.faults.windows(2).all(|w| w[0].at_us <= w[1].at_us));
             for fault in &plan.faults {
-                if let Target::Worker(n) = fault.target {
-                    assert!((1..=all.workers).contains(&n));
+                match fault.target {
+                    Target::Worker(n) => assert!((1..=all.workers).contains(&n)),
+                    Target::Client => {
+                        assert!(matches!(fault.kind, FaultKind::CutShort { .. }))
+                    }
+                    Target::Master => {}
                 }
             }
         }

@@ -694,3 +694,36 @@ fn an_assignment_to_a_worker_that_just_left_is_the_masters_to_reclaim_after_a_fa
         "{t0} assigned to worker-0000000000, which is not registered",
     );
 }
+
+#[test]
+fn two_tasks_from_one_submission_token_are_caught() {
+    let report = caught(async |h| {
+        let client = outsider(h).await;
+        let prefix = zkdist_coord::path::join(
+            &h.layout().tasks_dir(),
+            &zkdist_coord::TaskToken(0xabc).name_prefix(),
+        );
+        for _ in 0..2 {
+            client
+                .create(
+                    &prefix,
+                    b"{\"kind\":\"work\"}",
+                    CreateMode::PersistentSequential,
+                )
+                .await
+                .unwrap();
+        }
+    });
+    check_report(
+        &report,
+        Invariant::SubmittedOnce,
+        "one submit created two tasks",
+    );
+    let first = report.violation.as_ref().unwrap().detail.clone();
+    assert!(
+        first.contains(
+            "-0000000003 carries the submission token of task-0000000000000abc-0000000002"
+        ),
+        "{first}"
+    );
+}

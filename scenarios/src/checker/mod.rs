@@ -33,6 +33,9 @@
 //!   from the elected master: the session that holds the `master` node
 //!   right after the transaction. A worker deleting its own assignment is
 //!   not a master write.
+//! - [`Invariant::SubmittedOnce`]: no two task nodes ever carry the same
+//!   submission token (`task-<token>-NNNNNNNNNN`): a submit retried after
+//!   a connection loss never creates a second task.
 //! - [`Invariant::FifoOrder`]: until the first failure (an injected fault,
 //!   or a failed assignment create), assignment nodes are created in task
 //!   sequence order, never twice for one task, and never while an older
@@ -62,7 +65,7 @@ mod view;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use zkdist_coord::{ErrorCode, Layout, SessionId, TaskId, WorkerId, ZkError};
+use zkdist_coord::{ErrorCode, Layout, SessionId, TaskId, TaskToken, WorkerId, ZkError};
 use zkdist_master::{MasterDecision, MasterState, Recovery};
 use zkdist_sim::{AppliedOp, Change, Tree, TxnKind};
 use zkdist_worker::WorkerDecision;
@@ -78,6 +81,7 @@ pub enum Invariant {
     AssignedToUnregistered,
     FifoOrder,
     DeposedMasterWrite,
+    SubmittedOnce,
     FinishedExactlyOnce,
     ZombieWrite,
     Liveness,
@@ -85,12 +89,13 @@ pub enum Invariant {
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 9] = [
+    pub const ALL: [Invariant; 10] = [
         Invariant::TaskAssignedTwice,
         Invariant::WorkerAssignedTwice,
         Invariant::AssignedToUnregistered,
         Invariant::FifoOrder,
         Invariant::DeposedMasterWrite,
+        Invariant::SubmittedOnce,
         Invariant::FinishedExactlyOnce,
         Invariant::ZombieWrite,
         Invariant::Liveness,
@@ -104,6 +109,7 @@ impl Invariant {
             Invariant::AssignedToUnregistered => "assigned-to-unregistered",
             Invariant::FifoOrder => "fifo-order",
             Invariant::DeposedMasterWrite => "deposed-master-write",
+            Invariant::SubmittedOnce => "submitted-once",
             Invariant::FinishedExactlyOnce => "finished-exactly-once",
             Invariant::ZombieWrite => "zombie-write",
             Invariant::Liveness => "liveness",
@@ -229,6 +235,8 @@ pub struct Checker {
     tasks: BTreeSet<TaskId>,
     /// Every task node deleted (by a client cleaning up).
     deleted_tasks: BTreeSet<TaskId>,
+    /// The task each submission token created.
+    submissions: BTreeMap<TaskToken, TaskId>,
     /// The assignment nodes that exist now: worker -> data.
     assignment_nodes: BTreeMap<WorkerId, String>,
     /// The session that created each worker's id node (its session).
@@ -297,6 +305,7 @@ impl Checker {
             master_path: layout.master(),
             tasks: BTreeSet::new(),
             deleted_tasks: BTreeSet::new(),
+            submissions: BTreeMap::new(),
             assignment_nodes: BTreeMap::new(),
             worker_sessions: BTreeMap::new(),
             ever_registered: BTreeSet::new(),
@@ -483,7 +492,18 @@ impl Checker {
             return self.zombie_write(op, &task, assignments_before);
         }
         if let Ok(task) = TaskId::parse(rest) {
-            self.tasks.insert(task);
+            let twin = task
+                .token()
+                .and_then(|token| self.submissions.insert(token, task.clone()));
+            self.tasks.insert(task.clone());
+            if let Some(twin) = twin {
+                return Some((
+                    Invariant::SubmittedOnce,
+                    format!(
+                        "{task} carries the submission token of {twin}: one submit created two tasks"
+                    ),
+                ));
+            }
         }
         None
     }
