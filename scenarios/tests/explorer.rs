@@ -118,9 +118,10 @@ fn a_replay_reproduces_the_explorers_trace_and_violation() {
 
 /// The faults mode's goal: processes crash and restart, sessions expire,
 /// links go down and heal, and still no rule breaks and every task
-/// finishes exactly once.
+/// finishes exactly once. (Over 20,000 seeds the explorer still finds a
+/// start-up race of a newly elected master, first at seed 217: see the
+/// README's testbed section.)
 #[test]
-#[ignore = "seed 47 of --faults all still breaks finished-exactly-once: a newly elected master checks a task's result before it reads the assignment that names it, and a completion in between makes it assign the finished task again"]
 fn no_violation_over_200_seeds_with_all_faults() {
     let found: Vec<_> = outcomes(0..200, &config(Faults::All), 2, false)
         .into_iter()
