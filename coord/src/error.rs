@@ -3,6 +3,8 @@
 //! wrong" (bad version, no node). Every variant names the path or limit it is
 //! about, because "NoNode" alone is useless in a log.
 
+use crate::event::SessionState;
+
 /// ZooKeeper's result codes, as the wire protocol numbers them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ErrorCode {
@@ -123,10 +125,32 @@ impl ZkError {
 
     /// True when the session is gone for good and a new one is needed.
     pub fn is_session_fatal(&self) -> bool {
-        matches!(
-            self.code(),
-            ErrorCode::SessionExpired | ErrorCode::SessionClosed | ErrorCode::AuthFailed
-        )
+        self.session_end().is_some()
+    }
+
+    /// The session state this error reports, when it means the session is
+    /// gone for good.
+    pub fn session_end(&self) -> Option<SessionState> {
+        match self.code() {
+            ErrorCode::SessionExpired => Some(SessionState::Expired),
+            ErrorCode::SessionClosed => Some(SessionState::Closed),
+            ErrorCode::AuthFailed => Some(SessionState::AuthFailed),
+            _ => None,
+        }
+    }
+
+    /// True when starting over on a new session may succeed where this
+    /// session failed: the session expired or was closed, the outcome was
+    /// unknown, or the server moved the session. False for errors a new
+    /// session would meet again (failed authentication, no authorisation,
+    /// bad arguments, an unexpected node state), which a role must report
+    /// instead of looping on.
+    pub fn is_transient(&self) -> bool {
+        self.is_outcome_unknown()
+            || matches!(
+                self.code(),
+                ErrorCode::SessionExpired | ErrorCode::SessionClosed | ErrorCode::SessionMoved
+            )
     }
 }
 
