@@ -107,6 +107,13 @@ struct Actor<T> {
     worker_id: Arc<watch::Sender<Option<WorkerId>>>,
 }
 
+/// The client's session: the mutant tests wrap it so that it can plant
+/// their bug.
+#[cfg(feature = "mutants")]
+type ClientSession = crate::mutant::MutantSession<SimSession>;
+#[cfg(not(feature = "mutants"))]
+type ClientSession = SimSession;
+
 /// What a master candidate's process returns.
 type MasterRun = Result<Option<MasterState>, MasterError>;
 
@@ -123,7 +130,7 @@ pub struct Harness {
     config: HarnessConfig,
     shared: Arc<Shared>,
     violated: watch::Receiver<bool>,
-    client: Client<SimSession>,
+    client: Client<ClientSession>,
     masters: Mutex<Vec<Actor<MasterRun>>>,
     workers: Mutex<Vec<Actor<Result<(), WorkerError>>>>,
     submitted: Mutex<Vec<TaskId>>,
@@ -148,6 +155,12 @@ impl Harness {
         sim.on_apply(move |op, tree| hook_shared.check(|checker| checker.on_applied(op, tree)))
             .await;
         let (zk, events) = sim.connect("client").await.expect("the client connects");
+        #[cfg(feature = "mutants")]
+        let zk = crate::mutant::MutantSession::new(
+            zk,
+            config.mutant.filter(|mutant| mutant.is_client()),
+            &layout,
+        );
         let client = Client::new(zk, events, layout.clone());
         Harness {
             sim,
@@ -192,10 +205,10 @@ impl Harness {
     fn connector(&self, kind: Kind, name: &str) -> ActorConnector {
         #[cfg(feature = "mutants")]
         {
-            let mutant = self
-                .config
-                .mutant
-                .filter(|mutant| mutant.is_master() == (kind == Kind::Master));
+            let mutant = self.config.mutant.filter(|mutant| match kind {
+                Kind::Master => mutant.is_master(),
+                Kind::Worker => !mutant.is_master() && !mutant.is_client(),
+            });
             ActorConnector::new(&self.sim, name, mutant, &self.layout)
         }
         #[cfg(not(feature = "mutants"))]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use zkdist_coord::{
     AddWatchMode, Coordinator, CreateMode, Layout, Op, OpResult, SessionId, Stat, TaskId, Watch,
-    WorkerId, ZkResult, path,
+    WorkerId, ZkError, ZkResult, path,
 };
 
 use crate::checker::Invariant;
@@ -44,10 +44,15 @@ pub enum Mutant {
     /// and gives it to another worker while the dead one's assignment
     /// still names it. Needs faults (workers must die).
     MasterFakesReclaims,
+    /// The client's submit, after a connection loss, creates the task again
+    /// without looking for its token first (its listing of `tasks/` comes
+    /// back empty). The mutant also plants the loss: its first task create
+    /// is applied, and answered with `ConnectionLoss`.
+    ClientSubmitsBlindly,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 7] = [
+    pub const ALL: [Mutant; 8] = [
         Mutant::MasterAssignsBusyWorkers,
         Mutant::MasterSkipsTasksDiff,
         Mutant::MasterListsIdsAsWorkers,
@@ -55,6 +60,7 @@ impl Mutant {
         Mutant::WorkerArmsAfterRegistering,
         Mutant::WorkerReleasesBeforeResult,
         Mutant::MasterFakesReclaims,
+        Mutant::ClientSubmitsBlindly,
     ];
 
     /// Whether the master carries the bug (else every worker does).
@@ -67,6 +73,11 @@ impl Mutant {
                 | Mutant::MasterReordersCreates
                 | Mutant::MasterFakesReclaims
         )
+    }
+
+    /// Whether the client carries the bug.
+    pub fn is_client(self) -> bool {
+        self == Mutant::ClientSubmitsBlindly
     }
 
     /// Whether the bug shows only when processes fail (the explorer's
@@ -83,6 +94,7 @@ impl Mutant {
             Mutant::MasterListsIdsAsWorkers => Invariant::AssignedToUnregistered,
             Mutant::MasterReordersCreates => Invariant::FifoOrder,
             Mutant::MasterFakesReclaims => Invariant::TaskAssignedTwice,
+            Mutant::ClientSubmitsBlindly => Invariant::SubmittedOnce,
             // Tasks never queued, or assignments never noticed: they never
             // finish.
             Mutant::MasterSkipsTasksDiff | Mutant::WorkerArmsAfterRegistering => {
@@ -106,6 +118,8 @@ struct Memory {
     worker: Option<WorkerId>,
     /// The late-arming worker's first arm was skipped.
     first_arm_skipped: bool,
+    /// The blind client's planted connection loss happened.
+    submit_loss_planted: bool,
 }
 
 /// A session that plants `mutant`'s bug. Clones share the memory.
@@ -174,6 +188,15 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
                 let _ = self.inner.delete(&assignment, None).await;
             }
             let created = self.inner.create(&path, &data, mode).await?;
+            let task_prefix = format!("{}/task-", self.layout.tasks_dir());
+            if self.mutant == Some(Mutant::ClientSubmitsBlindly)
+                && path.starts_with(&task_prefix)
+                && !self.remember(|memory| std::mem::replace(&mut memory.submit_loss_planted, true))
+            {
+                return Err(ZkError::ConnectionLoss {
+                    reason: "planted by the blind-submit mutant, after the create".to_owned(),
+                });
+            }
             if path == self.layout.worker_id_prefix() {
                 let worker = WorkerId::parse(path::name(&created)).ok();
                 self.remember(|memory| memory.worker = worker);
@@ -245,6 +268,7 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         async move {
             let (children, stat) = self.inner.get_children(&path, watch).await?;
             let children = match self.mutant {
+                Some(Mutant::ClientSubmitsBlindly) if path == self.layout.tasks_dir() => Vec::new(),
                 Some(Mutant::MasterAssignsBusyWorkers) if path == self.layout.assignments_dir() => {
                     Vec::new()
                 }

@@ -76,6 +76,11 @@ fn mutant_master_fakes_reclaims_is_caught() {
 }
 
 #[test]
+fn mutant_client_submits_blindly_is_caught() {
+    caught(Mutant::ClientSubmitsBlindly);
+}
+
+#[test]
 fn mutant_master_assigns_busy_workers_is_caught() {
     caught(Mutant::MasterAssignsBusyWorkers);
 }
