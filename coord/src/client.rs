@@ -402,7 +402,8 @@ impl<C: Coordinator> Client<C> {
     }
 
     /// Reads workers, assignments and tasks. Sends only reads, so it works
-    /// for an identity that may not write.
+    /// for an identity that may not write. A `tasks/` listing too large to
+    /// read fails with [`ClientError::ListingUnreadable`].
     pub async fn status(&self) -> Result<Status, ClientError> {
         let no_layout = |error: ZkError| match error {
             ZkError::NoNode { .. } => ClientError::NoLayout {
