@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::stream::{FuturesUnordered, StreamExt, TryStreamExt};
 use tokio::time::Instant;
 use zkdist_coord::{Client, ClientError, Coordinator, TaskId, TaskPayload};
-use zkdist_worker::WorkerDecision;
+use zkdist_worker::{CompletionReadBack, WorkerDecision};
 
 use crate::counting::{OpCounter, OpCounts};
 use crate::system::{System, SystemError};
@@ -133,12 +133,13 @@ struct Tally {
 impl Tally {
     fn on_decision(&mut self, decision: WorkerDecision) -> Result<(), WorkloadError> {
         match decision {
-            // A completion found applied after a connection loss wrote the
-            // result just the same.
+            // A completion read back after a connection loss with the
+            // result present wrote it just the same (a benchmark revokes
+            // nothing, so no other worker wrote it).
             WorkerDecision::ResultWritten { task, .. }
             | WorkerDecision::CompletionRecovered {
                 task,
-                applied: true,
+                found: CompletionReadBack::ResultPresent,
                 ..
             } => {
                 let now = Instant::now();
@@ -155,7 +156,12 @@ impl Tally {
                 }
             }
             WorkerDecision::AssignmentReleased { task: Some(_), .. } => self.released += 1,
-            WorkerDecision::ResultAlreadyPresent { .. } | WorkerDecision::TaskMissing { .. } => {
+            WorkerDecision::ResultAlreadyPresent { .. }
+            | WorkerDecision::TaskMissing { .. }
+            | WorkerDecision::CompletionRecovered {
+                found: CompletionReadBack::TaskGone,
+                ..
+            } => {
                 return Err(WorkloadError::Inconsistent(format!(
                     "a task was assigned again after its result was written, or lost its node: \
                      {decision}"
@@ -173,7 +179,10 @@ impl Tally {
             | WorkerDecision::TaskStarted { .. }
             | WorkerDecision::AssignmentReleased { task: None, .. }
             // Sent again: its `ResultWritten` follows.
-            | WorkerDecision::CompletionRecovered { applied: false, .. }
+            | WorkerDecision::CompletionRecovered {
+                found: CompletionReadBack::NotApplied,
+                ..
+            }
             | WorkerDecision::StopRequested { .. }
             | WorkerDecision::Deregistered { .. } => {}
         }

@@ -287,6 +287,22 @@ impl Chaos {
                                     );
                                     client = connect_client(&config, &layout).await;
                                 }
+                                // The session ended before the create's
+                                // outcome was known: a new session looks
+                                // for its token, and submits again only
+                                // if no task carries it.
+                                Err(error @ ClientError::SubmitInDoubt { token, .. }) => {
+                                    println!(
+                                        "[{:7.2}s] submitter: {error}; new session",
+                                        started.elapsed().as_secs_f64()
+                                    );
+                                    client = connect_client(&config, &layout).await;
+                                    match client.find_submission(token).await {
+                                        Ok(Some(task)) => break task,
+                                        Ok(None) => {}
+                                        Err(error) => panic!("resolving task {i}: {error}"),
+                                    }
+                                }
                                 Err(error) => panic!("submitting task {i}: {error}"),
                             }
                             assert!(Instant::now() < deadline, "task {i} not submitted in time");

@@ -9,9 +9,9 @@ use crate::codec::{CodecError, TaskPayload, TaskResult};
 use crate::error::ZkError;
 use crate::layout::Layout;
 use crate::names::{InvalidName, TaskId, TaskToken, WorkerId};
-use crate::retry::until_known;
+use crate::retry::{until_known, until_known_within};
 use crate::{
-    Coordinator, CreateMode, Event, EventStream, Op, SessionState, Watch, WatchKind, path,
+    Coordinator, CreateMode, Event, EventStream, Op, SessionState, Stat, Watch, WatchKind, path,
     validate_data,
 };
 
@@ -36,6 +36,29 @@ pub enum ClientError {
         task: TaskId,
         /// `None` when the event stream closed without saying why.
         state: Option<SessionState>,
+    },
+    /// A submit's create may or may not have been applied, and the client
+    /// could not find out: its session ended (or the lookup failed) first.
+    /// Look the token up with [`Client::find_submission`] on a new session
+    /// before submitting again, or the task may be created twice.
+    #[error(
+        "submission {token} is in doubt ({cause}): a task named task-{token}-NNNNNNNNNN may exist; look it up before submitting again"
+    )]
+    SubmitInDoubt {
+        token: TaskToken,
+        cause: Box<ClientError>,
+    },
+    /// A listing kept failing as a lost connection. A listing larger than
+    /// the client accepts (`jute.maxbuffer`, 1 MiB by default) fails that
+    /// way every time: `tasks/` reaches it at some 25,000 tasks.
+    #[error(
+        "cannot list {path}: {attempts} attempts ended in a lost connection (last: {error}); the listing may be over the client's {limit_bytes}-byte reply limit (jute.maxbuffer) if {path} holds tens of thousands of tasks"
+    )]
+    ListingUnreadable {
+        path: String,
+        attempts: u32,
+        limit_bytes: usize,
+        error: ZkError,
     },
     #[error("unexpected node name: {0}")]
     UnexpectedName(#[from] InvalidName),
@@ -75,6 +98,13 @@ enum TaskChange {
     /// The session reconnected after a disconnection.
     Reconnected,
 }
+
+/// How many times a listing of `tasks/` is sent while it fails as a lost
+/// connection before the client gives up
+/// ([`ClientError::ListingUnreadable`]). With the pauses of
+/// [`crate::retry`] that is some 14 s: longer than a short outage, and an
+/// outage long enough to expire the session ends the attempts anyway.
+pub const MAX_LISTING_ATTEMPTS: u32 = 20;
 
 /// One client session. `wait` reads the session's event stream, so it takes
 /// `&mut self`; everything else only sends requests.
@@ -129,13 +159,26 @@ impl<C: Coordinator> Client<C> {
     ///
     /// Never creates two tasks for one call: the token is chosen before the
     /// create, and when a create's outcome is unknown (connection loss) the
-    /// client lists `tasks/` and looks for its token before creating again.
+    /// client looks for its token ([`Client::find_submission`]) before
+    /// creating again.
+    ///
+    /// When the outcome cannot be found out on this session, it returns
+    /// [`ClientError::SubmitInDoubt`] with the token: the session ended with
+    /// the create unanswered (or answered by the session's end, which a
+    /// client may report for a request the server had applied), or the
+    /// lookup failed. The caller resolves it with
+    /// [`Client::find_submission`] on a new session; submitting again
+    /// without looking could create the task twice.
     pub async fn submit(&self, payload: &[u8]) -> Result<TaskId, ClientError> {
         let submission = self.submissions_started.fetch_add(1, Ordering::Relaxed);
         let token = TaskToken::for_submission(self.zk.session_id(), submission);
         let prefix = self.layout.protected_task_prefix(token);
         validate_data(&prefix, payload).map_err(ClientError::PayloadTooLarge)?;
         TaskPayload::decode(payload).map_err(ClientError::InvalidPayload)?;
+        let in_doubt = |cause: ClientError| ClientError::SubmitInDoubt {
+            token,
+            cause: Box::new(cause),
+        };
         let mut layout_ensured = false;
         loop {
             match self
@@ -153,23 +196,38 @@ impl<C: Coordinator> Client<C> {
                     until_known(|| self.layout.ensure_layout(&self.zk)).await?;
                     layout_ensured = true;
                 }
-                Err(error) if error.is_outcome_unknown() => {
-                    if let Some(task) = self.find_submitted(token).await? {
-                        return Ok(task);
-                    }
+                Err(error) if error.is_outcome_unknown() => match self.find_submission(token).await
+                {
+                    Ok(Some(task)) => return Ok(task),
                     // Not applied: creating again cannot duplicate it.
-                }
+                    Ok(None) => {}
+                    Err(cause) => return Err(in_doubt(cause)),
+                },
+                Err(error) if error.session_end().is_some() => return Err(in_doubt(error.into())),
                 Err(error) => return Err(error.into()),
             }
         }
     }
 
-    /// The task created with `token`, if the create was applied.
-    async fn find_submitted(&self, token: TaskToken) -> Result<Option<TaskId>, ClientError> {
+    /// The task a submission with `token` created, if its create was
+    /// applied: the resolution of a [`ClientError::SubmitInDoubt`]. Works on
+    /// any session, e.g. a new one after the submitting session ended:
+    /// `sync` first, so that the server this session talks to has caught up
+    /// with the leader and an applied create shows. `Ok(None)` means no task
+    /// carries the token (never created, or already deleted).
+    ///
+    /// Lists `tasks/`: gives up with [`ClientError::ListingUnreadable`] after
+    /// [`MAX_LISTING_ATTEMPTS`] attempts that each failed as a lost
+    /// connection, as a listing over the client's reply limit does.
+    pub async fn find_submission(&self, token: TaskToken) -> Result<Option<TaskId>, ClientError> {
         let tasks_dir = self.layout.tasks_dir();
-        // Catch up with the leader first, so that an applied create shows.
         until_known(|| self.zk.sync(&tasks_dir)).await?;
-        let (names, _) = until_known(|| self.zk.get_children(&tasks_dir, Watch::No)).await?;
+        let names = match self.list_tasks().await {
+            Ok(names) => names,
+            // No tasks directory: no task at all.
+            Err(ClientError::Zk(ZkError::NoNode { .. })) => return Ok(None),
+            Err(error) => return Err(error),
+        };
         // Foreign names are not ours; one token is only ever created once,
         // but should a name repeat it the oldest one counts.
         Ok(names
@@ -177,6 +235,36 @@ impl<C: Coordinator> Client<C> {
             .filter_map(|name| TaskId::parse(name).ok())
             .filter(|task| task.token() == Some(token))
             .min())
+    }
+
+    /// The names under `tasks/`, sent again while the outcome is unknown
+    /// but at most [`MAX_LISTING_ATTEMPTS`] times (see
+    /// [`ClientError::ListingUnreadable`]).
+    async fn list_tasks(&self) -> Result<Vec<String>, ClientError> {
+        let tasks_dir = self.layout.tasks_dir();
+        let listed = until_known_within(MAX_LISTING_ATTEMPTS, || {
+            self.zk.get_children(&tasks_dir, Watch::No)
+        })
+        .await;
+        match listed {
+            Ok((names, _)) => Ok(names),
+            Err(error) if error.is_outcome_unknown() => Err(ClientError::ListingUnreadable {
+                path: tasks_dir,
+                attempts: MAX_LISTING_ATTEMPTS,
+                limit_bytes: crate::MAX_REPLY_BYTES,
+                error,
+            }),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The stat of `path` after a write whose outcome is unknown. The
+    /// `sync` first makes the server this session now talks to (perhaps
+    /// another one, after the reconnect) catch up with the leader, so a
+    /// write that was applied shows.
+    async fn exists_after_loss(&self, path: &str) -> Result<Option<Stat>, ZkError> {
+        until_known(|| self.zk.sync(path)).await?;
+        until_known(|| self.zk.exists(path, Watch::No)).await
     }
 
     /// Waits for a task's result. The result node is the task node's only
@@ -273,7 +361,8 @@ impl<C: Coordinator> Client<C> {
     /// Deletes a finished task: its result, then the task node, in one
     /// atomic multi so that no half-deleted task is ever visible. When the
     /// multi's outcome is unknown (connection loss), a task found gone
-    /// afterwards counts as cleaned up and a task still there is tried again.
+    /// afterwards (read after a `sync`) counts as cleaned up and a task
+    /// still there is tried again.
     pub async fn cleanup(&self, task: &TaskId) -> Result<(), ClientError> {
         let task_path = self.layout.task(task);
         let ops = vec![
@@ -303,8 +392,7 @@ impl<C: Coordinator> Client<C> {
                     };
                 }
                 Err(error) if error.is_outcome_unknown() => {
-                    let task_now = until_known(|| self.zk.exists(&task_path, Watch::No)).await?;
-                    if task_now.is_none() {
+                    if self.exists_after_loss(&task_path).await?.is_none() {
                         return Ok(());
                     }
                 }
@@ -314,7 +402,8 @@ impl<C: Coordinator> Client<C> {
     }
 
     /// Reads workers, assignments and tasks. Sends only reads, so it works
-    /// for an identity that may not write.
+    /// for an identity that may not write. A `tasks/` listing too large to
+    /// read fails with [`ClientError::ListingUnreadable`].
     pub async fn status(&self) -> Result<Status, ClientError> {
         let no_layout = |error: ZkError| match error {
             ZkError::NoNode { .. } => ClientError::NoLayout {
@@ -367,10 +456,11 @@ impl<C: Coordinator> Client<C> {
         }
         let assigned: std::collections::BTreeSet<&TaskId> = status.assignments.values().collect();
 
-        let tasks_dir = self.layout.tasks_dir();
-        let (task_names, _) = until_known(|| self.zk.get_children(&tasks_dir, Watch::No))
-            .await
-            .map_err(no_layout)?;
+        let task_names = match self.list_tasks().await {
+            Ok(names) => names,
+            Err(ClientError::Zk(error)) => return Err(no_layout(error)),
+            Err(error) => return Err(error),
+        };
         let mut finished = 0;
         let mut in_progress = 0;
         let mut pending = 0;
@@ -398,3 +488,6 @@ impl<C: Coordinator> Client<C> {
         Ok(status)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -23,7 +23,7 @@ pub mod validate;
 #[cfg(feature = "real")]
 pub mod zk;
 
-pub use client::{Client, ClientError, Status};
+pub use client::{Client, ClientError, MAX_LISTING_ATTEMPTS, Status};
 pub use codec::{CodecError, MAX_RESULT_OUTPUT_BYTES, TaskPayload, TaskResult};
 pub use connector::Connector;
 pub use coordinator::Coordinator;

@@ -21,20 +21,39 @@ pub const MAX_RETRY_PAUSE_MS: u64 = 1_000;
 /// Sends `request` until its outcome is known, pausing between attempts
 /// (`tokio::time`, so a simulation's clock drives it), and returns that
 /// outcome. `request` must be safe to repeat.
-pub async fn until_known<T, F, Fut>(mut request: F) -> ZkResult<T>
+pub async fn until_known<T, F, Fut>(request: F) -> ZkResult<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = ZkResult<T>>,
 {
+    until_known_within(u32::MAX, request).await
+}
+
+/// [`until_known`], but gives up after `max_attempts` attempts whose
+/// outcome was unknown and returns the last of them (an error for which
+/// [`crate::ZkError::is_outcome_unknown`] holds).
+///
+/// For a request that may never succeed while it fails as a connection
+/// loss: a listing larger than the client accepts (`jute.maxbuffer`) is
+/// refused by the client as a corrupt frame, which it reports as
+/// `ConnectionLoss`, every time.
+pub async fn until_known_within<T, F, Fut>(max_attempts: u32, mut request: F) -> ZkResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ZkResult<T>>,
+{
+    assert!(max_attempts > 0, "a request is sent at least once");
     let mut pause_ms = FIRST_RETRY_PAUSE_MS;
+    let mut attempts = 0;
     loop {
+        attempts += 1;
         match request().await {
-            Err(error) if error.is_outcome_unknown() => {
-                tracing::debug!(target: "zkdist::retry", %error, pause_ms, "outcome unknown, repeating");
+            Err(error) if error.is_outcome_unknown() && attempts < max_attempts => {
+                tracing::debug!(target: "zkdist::retry", %error, pause_ms, attempts, "outcome unknown, repeating");
                 tokio::time::sleep(Duration::from_millis(pause_ms)).await;
                 pause_ms = (pause_ms * 2).min(MAX_RETRY_PAUSE_MS);
             }
-            known => return known,
+            known_or_given_up => return known_or_given_up,
         }
     }
 }
@@ -72,5 +91,40 @@ mod tests {
         .await;
         assert_eq!(expired, Err(ZkError::SessionExpired));
         assert_eq!(attempts, 1, "a session's end is final");
+    }
+
+    #[tokio::test]
+    async fn a_bounded_repeat_gives_up_with_the_last_unknown_outcome() {
+        let mut attempts = 0;
+        let outcome: ZkResult<()> = until_known_within(3, || {
+            attempts += 1;
+            let reply = Err(ZkError::ConnectionLoss {
+                reason: format!("attempt {attempts}"),
+            });
+            async move { reply }
+        })
+        .await;
+        assert_eq!(
+            outcome,
+            Err(ZkError::ConnectionLoss {
+                reason: "attempt 3".into()
+            })
+        );
+        assert_eq!(attempts, 3);
+
+        let mut attempts = 0;
+        let known: ZkResult<u32> = until_known_within(3, || {
+            attempts += 1;
+            let reply = if attempts < 3 {
+                Err(ZkError::OperationTimeout {
+                    reason: "slow".into(),
+                })
+            } else {
+                Ok(7)
+            };
+            async move { reply }
+        })
+        .await;
+        assert_eq!(known, Ok(7), "the last allowed attempt still counts");
     }
 }

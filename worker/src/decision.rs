@@ -4,6 +4,8 @@ use std::fmt;
 
 use zkdist_coord::{TaskId, WorkerId};
 
+use crate::state::CompletionReadBack;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WorkerDecision {
     /// The worker armed the watch on its assignment node, then registered.
@@ -22,7 +24,8 @@ pub enum WorkerDecision {
     TaskMissing { worker: WorkerId, task: TaskId },
     /// The assignment's data is not a task name; the assignment is dropped.
     BadAssignment { worker: WorkerId, data: String },
-    /// The worker deleted its assignment: it is idle again.
+    /// The worker deleted its assignment, or found it gone after a
+    /// completion read back as finished: it is idle again.
     AssignmentReleased {
         worker: WorkerId,
         task: Option<TaskId>,
@@ -35,13 +38,13 @@ pub enum WorkerDecision {
         task: Option<TaskId>,
     },
     /// The completion's outcome was unknown (connection loss) and was read
-    /// back: `applied` means the assignment was gone and the task held this
-    /// worker's result; otherwise the assignment was still the one read, so
-    /// nothing had been applied and the completion is sent again.
+    /// back: see [`CompletionReadBack`] for what each finding proves.
+    /// After `NotApplied` the completion is sent again; after the others
+    /// the worker is idle (`AssignmentReleased` follows).
     CompletionRecovered {
         worker: WorkerId,
         task: TaskId,
-        applied: bool,
+        found: CompletionReadBack,
     },
     /// The session ended while the worker held `task`: it stopped running
     /// it and sends nothing more (the master re-queues it). Only a
@@ -91,16 +94,16 @@ impl fmt::Display for WorkerDecision {
             WorkerDecision::CompletionRecovered {
                 worker,
                 task,
-                applied,
+                found,
             } => {
-                if *applied {
-                    write!(f, "{worker} recovered {task} completion: applied")
-                } else {
-                    write!(
-                        f,
-                        "{worker} recovered {task} completion: not applied, resending"
-                    )
-                }
+                let found = match found {
+                    CompletionReadBack::NotApplied => "not applied, resending",
+                    CompletionReadBack::ResultPresent => {
+                        "result present, written by this worker or another"
+                    }
+                    CompletionReadBack::TaskGone => "task gone, completed or revoked",
+                };
+                write!(f, "{worker} recovered {task} completion: {found}")
             }
             WorkerDecision::TaskAbandoned { worker, task } => {
                 write!(f, "{worker} abandoned {task}")

@@ -36,6 +36,9 @@ mod state;
 
 pub use decision::WorkerDecision;
 pub use handler::{TaskError, TaskHandler};
-pub use role::{SESSION_RESTART_PAUSE_MS, run_worker_role};
+pub use role::{SESSION_RETRY_DELAY_MS, run_worker_role};
 pub use shell::{Worker, WorkerError};
-pub use state::{AssignmentAfterLoss, AssignmentNode, HandlerOutcome, ResultWrite, WorkerState};
+pub use state::{
+    AssignmentAfterLoss, AssignmentNode, CompletionReadBack, HandlerOutcome, ResultWrite,
+    WorkerState,
+};

@@ -18,7 +18,7 @@ use crate::shell::{Worker, WorkerError};
 /// The pause before opening a new session after one ended, or after a
 /// failed attempt to open one: long enough not to hammer an ensemble that
 /// is down, short enough to re-join quickly.
-pub const SESSION_RESTART_PAUSE_MS: u64 = 200;
+pub const SESSION_RETRY_DELAY_MS: u64 = 200;
 
 /// The longest a best-effort close of a finished session may take before
 /// the role moves on.
@@ -28,15 +28,19 @@ const CLOSE_TIMEOUT_MS: u64 = 1_000;
 ///
 /// Opens a session through `connector`, runs a [`Worker`] on it (a new id
 /// each session) and, when the session ends, pauses
-/// [`SESSION_RESTART_PAUSE_MS`] and starts over. On shutdown the worker in
+/// [`SESSION_RETRY_DELAY_MS`] and starts over. On shutdown the worker in
 /// place finishes the task in hand and deregisters (see
 /// [`Worker::run_until`]); the role then closes its session and returns
 /// `Ok`. Sessions that cannot be opened because the ensemble is unreachable
 /// (connection loss) are tried again after the same pause.
 ///
-/// Returns an error only for what a new session cannot fix: a layout that
-/// cannot be created, a request refused for a reason other than the
-/// session's end (e.g. not authorised), or a connector that refuses its
+/// Errors are judged by [`WorkerError::is_transient`] (that is,
+/// [`zkdist_coord::ZkError::is_transient`]), as the master role judges
+/// them: a session that ended, or a request that failed in a way a new
+/// session may not meet (e.g. `SessionMoved`), starts a new session; the
+/// role returns an error only for what a new session cannot fix: a layout
+/// that cannot be created, a request refused (e.g. not authorised),
+/// credentials the server refused, or a connector that refuses its
 /// arguments.
 ///
 /// `handler` is shared by the sessions' workers. `observer` receives every
@@ -66,7 +70,7 @@ where
         };
         let (session, events) = match connected {
             Ok(connected) => connected,
-            Err(error) if error.is_outcome_unknown() => {
+            Err(error) if error.is_transient() => {
                 tracing::warn!(target: "zkdist::worker", %error, "cannot open a session, trying again");
                 if pause_unless_shutdown(shutdown.as_mut()).await {
                     return Ok(());
@@ -93,13 +97,13 @@ where
                 tracing::info!(target: "zkdist::worker", %worker, "worker stopped");
                 return Ok(());
             }
-            Err(WorkerError::SessionEnded { state }) => {
+            Err(error) if error.is_transient() => {
                 if shutdown_done {
                     // Shutdown was asked for: the lost session had nothing
                     // more to finish.
                     return Ok(());
                 }
-                tracing::warn!(target: "zkdist::worker", ?state, "session ended, joining again with a new session");
+                tracing::warn!(target: "zkdist::worker", %error, "the session's worker stopped, joining again with a new session");
                 if pause_unless_shutdown(shutdown.as_mut()).await {
                     return Ok(());
                 }
@@ -109,11 +113,11 @@ where
     }
 }
 
-/// Sleeps [`SESSION_RESTART_PAUSE_MS`]; true if `shutdown` completed first.
+/// Sleeps [`SESSION_RETRY_DELAY_MS`]; true if `shutdown` completed first.
 async fn pause_unless_shutdown(shutdown: std::pin::Pin<&mut impl Future<Output = ()>>) -> bool {
     tokio::select! {
         biased;
         () = shutdown => true,
-        () = tokio::time::sleep(Duration::from_millis(SESSION_RESTART_PAUSE_MS)) => false,
+        () = tokio::time::sleep(Duration::from_millis(SESSION_RETRY_DELAY_MS)) => false,
     }
 }

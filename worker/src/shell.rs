@@ -16,8 +16,8 @@ use std::pin::{Pin, pin};
 use tokio::sync::mpsc::UnboundedSender;
 use zkdist_coord::retry::until_known;
 use zkdist_coord::{
-    Coordinator, CreateMode, ErrorCode, Event, EventStream, Layout, SessionState, Stat, TaskId,
-    TaskResult, Watch, WorkerId, ZkError, path,
+    Coordinator, CreateMode, Event, EventStream, Layout, SessionState, Stat, TaskId, TaskResult,
+    Watch, WorkerId, ZkError, path,
 };
 
 use crate::catch_unwind::CatchUnwind;
@@ -26,7 +26,9 @@ use crate::completion::{
 };
 use crate::decision::WorkerDecision;
 use crate::handler::TaskHandler;
-use crate::state::{AssignmentAfterLoss, HandlerOutcome, ResultWrite, WorkerState};
+use crate::state::{
+    AssignmentAfterLoss, CompletionReadBack, HandlerOutcome, ResultWrite, WorkerState,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkerError {
@@ -45,7 +47,7 @@ pub enum WorkerError {
 
 impl WorkerError {
     fn request(what: impl Into<String>, error: ZkError) -> WorkerError {
-        match session_end(&error) {
+        match error.session_end() {
             Some(state) => WorkerError::SessionEnded { state: Some(state) },
             None => WorkerError::Request {
                 what: what.into(),
@@ -53,16 +55,21 @@ impl WorkerError {
             },
         }
     }
-}
 
-/// The session state a reply's error reveals, if it says the session is
-/// over.
-fn session_end(error: &ZkError) -> Option<SessionState> {
-    match error.code() {
-        ErrorCode::SessionExpired => Some(SessionState::Expired),
-        ErrorCode::SessionClosed => Some(SessionState::Closed),
-        ErrorCode::AuthFailed => Some(SessionState::AuthFailed),
-        _ => None,
+    /// True when a new session may succeed where this one failed: the
+    /// session ended (unless the server refused its credentials), or a
+    /// request failed in a way [`ZkError::is_transient`] calls transient
+    /// (e.g. `SessionMoved`). False for what a new session would meet
+    /// again (failed authentication, no authorisation, a tree that cannot
+    /// be laid out), which [`crate::run_worker_role`] reports instead of
+    /// looping on.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            WorkerError::SessionEnded { state } => *state != Some(SessionState::AuthFailed),
+            WorkerError::Layout { error, .. }
+            | WorkerError::Connect { error }
+            | WorkerError::Request { error, .. } => error.is_transient(),
+        }
     }
 }
 
@@ -111,10 +118,12 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     }
 
     /// Registers and works until `shutdown` completes: then it finishes the
-    /// task in hand, deregisters, also runs an assignment that was made
-    /// before the master saw it leave, and returns its id. Creates the
-    /// layout if it is missing. Does not close the session (whose id node
-    /// goes with it).
+    /// task in hand, takes no further assignment, deregisters and returns
+    /// its id. An assignment made before the master saw it leave is left
+    /// alone: the master reclaims the assignment of a worker that left and
+    /// gives the task to another, which running it here too would race.
+    /// Creates the layout if it is missing. Does not close the session
+    /// (whose id node goes with it).
     ///
     /// When the session ends first it returns [`WorkerError::SessionEnded`]
     /// at once, having abandoned the task in hand (decisions `TaskAbandoned`
@@ -127,7 +136,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         let mut shutdown = pin!(shutdown);
         until_known(|| self.layout.ensure_layout(&self.zk))
             .await
-            .map_err(|error| match session_end(&error) {
+            .map_err(|error| match error.session_end() {
                 Some(state) => WorkerError::SessionEnded { state: Some(state) },
                 None => WorkerError::Layout {
                     root: self.layout.root().to_owned(),
@@ -187,15 +196,18 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
 
         let mut disconnected = false;
         loop {
+            // Stop first: an assignment waiting now is the master's to
+            // reclaim once it sees this worker leave, so tasks that keep
+            // coming cannot hold the shutdown back.
+            if state.stop_requested() {
+                break;
+            }
             if assignment_waiting {
                 self.work(state, &assignment, shutdown).await?;
                 // Re-arm. An assignment already there gets no NodeCreated
                 // event (the watch is set on an existing node): take it now.
                 assignment_waiting = self.arm(&assignment).await?;
                 continue;
-            }
-            if state.stop_requested() {
-                break;
             }
             let event = match self.unhandled_events.pop_front() {
                 Some(event) => Some(Some(event)),
@@ -238,12 +250,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             }
         }
         self.note(state.on_deregistered());
-        // The master may have assigned a task before it saw the worker go:
-        // run it rather than strand it. A create still in flight after this
-        // look is the master's to recover (a dead worker's task).
-        if self.arm(&assignment).await? {
-            self.work(state, &assignment, shutdown).await?;
-        }
+        // Nothing more: an assignment the master made before it saw the
+        // worker go is its to reclaim and re-queue. Running it here would
+        // let two live workers run one task at once.
         Ok(())
     }
 
@@ -339,11 +348,13 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                         AssignmentAfterLoss::StillHeld => {
                             // Not applied (applying deletes this node): the
                             // same multi again is safe.
-                            self.note(state.on_completion_recovered(false));
+                            self.note(
+                                state.on_completion_read_back(CompletionReadBack::NotApplied),
+                            );
                         }
                         AssignmentAfterLoss::Gone => {
                             return self
-                                .recover_gone_assignment(state, &result_path, &result_bytes)
+                                .recover_gone_assignment(state, task, &result_path, &result_bytes)
                                 .await;
                         }
                     }
@@ -357,20 +368,41 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
 
     /// After a completion whose outcome was unknown, the assignment is
     /// gone: either the multi was applied, or the master revoked the
-    /// assignment. The result node tells: this worker's result means
-    /// applied. Another result, or none, means revoked. (A task cleaned up
-    /// by its client right after an applied completion shows no result
-    /// either; it is reported revoked, and either way nothing is left to
-    /// write.)
+    /// assignment (and may have given the task to another worker). What is
+    /// left tells as much as can be known, and no more:
+    /// - a result other than this worker's: ours was never written (a
+    ///   result is created once and goes only with its task): revoked;
+    /// - no result but the task still there: ours was never written
+    ///   either: revoked;
+    /// - a result equal to this worker's: applied, or another worker wrote
+    ///   the same bytes after a revocation; the task is finished either
+    ///   way ([`CompletionReadBack::ResultPresent`]);
+    /// - no task at all: cleaned up by its client after either
+    ///   ([`CompletionReadBack::TaskGone`]).
+    ///
+    /// In every case nothing is left to write. The reads come after the
+    /// `sync` of [`Worker::read_after_loss`], so they see the leader's
+    /// state as of that sync.
     async fn recover_gone_assignment(
         &self,
         state: &mut WorkerState,
+        task: &TaskId,
         result_path: &str,
         result_bytes: &[u8],
     ) -> Result<(), WorkerError> {
-        let ours = match until_known(|| self.zk.get_data(result_path, Watch::No)).await {
-            Ok((data, _)) => data == result_bytes,
-            Err(ZkError::NoNode { .. }) => false,
+        let found = match until_known(|| self.zk.get_data(result_path, Watch::No)).await {
+            Ok((data, _)) if data == result_bytes => Some(CompletionReadBack::ResultPresent),
+            Ok(_) => None,
+            Err(ZkError::NoNode { .. }) => {
+                let task_path = self.layout.task(task);
+                match until_known(|| self.zk.exists(&task_path, Watch::No)).await {
+                    Ok(Some(_)) => None,
+                    Ok(None) => Some(CompletionReadBack::TaskGone),
+                    Err(error) => {
+                        return Err(WorkerError::request(format!("reading {task_path}"), error));
+                    }
+                }
+            }
             Err(error) => {
                 return Err(WorkerError::request(
                     format!("reading {result_path}"),
@@ -378,11 +410,12 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 ));
             }
         };
-        if ours {
-            self.note(state.on_completion_recovered(true));
-            self.note(state.on_assignment_released());
-        } else {
-            self.note(state.on_assignment_revoked());
+        match found {
+            Some(found) => {
+                self.note(state.on_completion_read_back(found));
+                self.note(state.on_assignment_released());
+            }
+            None => self.note(state.on_assignment_revoked()),
         }
         Ok(())
     }
@@ -486,5 +519,72 @@ fn note(observer: Option<&UnboundedSender<WorkerDecision>>, decision: WorkerDeci
     if let Some(observer) = observer {
         // An observer that went away stops observing; the worker goes on.
         let _ = observer.send(decision);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_a_new_session_may_fix_are_transient_and_no_others() {
+        let request = |error| WorkerError::Request {
+            what: "creating /zkdist/workers/worker-0000000001".into(),
+            error,
+        };
+        let lost = ZkError::ConnectionLoss {
+            reason: "cut".into(),
+        };
+        for transient in [
+            WorkerError::SessionEnded {
+                state: Some(SessionState::Expired),
+            },
+            WorkerError::SessionEnded {
+                state: Some(SessionState::Closed),
+            },
+            WorkerError::SessionEnded { state: None },
+            request(ZkError::SessionMoved),
+            WorkerError::Connect { error: lost },
+        ] {
+            assert!(transient.is_transient(), "{transient:?}");
+        }
+        for permanent in [
+            WorkerError::SessionEnded {
+                state: Some(SessionState::AuthFailed),
+            },
+            request(ZkError::NoAuth {
+                path: "/zkdist/workers".into(),
+            }),
+            WorkerError::Layout {
+                root: "/ephemeral/zkdist".into(),
+                error: ZkError::NoChildrenForEphemerals {
+                    path: "/ephemeral/zkdist".into(),
+                },
+            },
+            WorkerError::Connect {
+                error: ZkError::AuthFailed {
+                    reason: "bad digest".into(),
+                },
+            },
+        ] {
+            assert!(!permanent.is_transient(), "{permanent:?}");
+        }
+    }
+
+    #[test]
+    fn a_request_ended_by_the_session_says_so() {
+        assert_eq!(
+            WorkerError::request("reading /a", ZkError::SessionExpired),
+            WorkerError::SessionEnded {
+                state: Some(SessionState::Expired)
+            }
+        );
+        assert_eq!(
+            WorkerError::request("reading /a", ZkError::SessionMoved),
+            WorkerError::Request {
+                what: "reading /a".into(),
+                error: ZkError::SessionMoved
+            }
+        );
     }
 }

@@ -65,6 +65,24 @@ pub enum AssignmentAfterLoss {
     Gone,
 }
 
+/// What reading back a completion whose outcome was unknown (connection
+/// loss) showed. Only what the tree can prove: a result equal to this
+/// worker's may be another worker's identical one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompletionReadBack {
+    /// The assignment is still the very node read: the multi (which
+    /// deletes it) was not applied, and is sent again.
+    NotApplied,
+    /// The assignment is gone and the task holds a result equal to this
+    /// worker's: its completion was applied, or the master revoked the
+    /// assignment and another worker wrote the same result. The task is
+    /// finished either way.
+    ResultPresent,
+    /// The assignment and the task are both gone: the completion was
+    /// applied, or revoked, and the task was deleted since.
+    TaskGone,
+}
+
 /// What writing a task's result came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResultWrite {
@@ -247,22 +265,25 @@ impl WorkerState {
         }
     }
 
-    /// After a completion whose outcome was unknown: `applied` when it was
-    /// found applied (then the assignment is released), otherwise it is
-    /// sent again.
-    pub fn on_completion_recovered(&mut self, applied: bool) -> WorkerDecision {
+    /// After a completion whose outcome was unknown, what the read-back
+    /// showed. After `NotApplied` the worker still holds the assignment
+    /// (the completion goes out again); after the others the shell
+    /// releases it ([`WorkerState::on_assignment_released`]): nothing is
+    /// left to write.
+    pub fn on_completion_read_back(&mut self, found: CompletionReadBack) -> WorkerDecision {
         let task = self
             .current_task()
             .cloned()
-            .expect("a completion is recovered only while working on a task");
+            .expect("a completion is read back only while working on a task");
         WorkerDecision::CompletionRecovered {
             worker: self.worker.clone(),
             task,
-            applied,
+            found,
         }
     }
 
-    /// The assignment node is deleted: the worker is idle again.
+    /// The assignment node is deleted (by this worker, or found gone after
+    /// a completion read back as finished): the worker is idle again.
     pub fn on_assignment_released(&mut self) -> WorkerDecision {
         let task = self.leave_assignment("released");
         if task.is_some() {
@@ -491,10 +512,10 @@ mod tests {
     }
 
     #[test]
-    fn a_recovered_completion_says_whether_it_was_applied() {
+    fn a_recovered_completion_says_only_what_the_read_back_proves() {
         let mut state = registered();
         state.on_assignment_read(b"task-0000000005", &assignment_stat());
-        let resend = state.on_completion_recovered(false);
+        let resend = state.on_completion_read_back(CompletionReadBack::NotApplied);
         assert_eq!(
             resend.to_string(),
             "worker-0000000001 recovered task-0000000005 completion: not applied, resending"
@@ -504,21 +525,29 @@ mod tests {
             Some(&TaskId::from_sequence(5)),
             "still working: the completion goes out again"
         );
-        let applied = state.on_completion_recovered(true);
+        let present = state.on_completion_read_back(CompletionReadBack::ResultPresent);
         assert_eq!(
-            applied,
+            present,
             WorkerDecision::CompletionRecovered {
                 worker: state.worker().clone(),
                 task: TaskId::from_sequence(5),
-                applied: true
+                found: CompletionReadBack::ResultPresent
             }
         );
         assert_eq!(
-            applied.to_string(),
-            "worker-0000000001 recovered task-0000000005 completion: applied"
+            present.to_string(),
+            "worker-0000000001 recovered task-0000000005 completion: result present, written by this worker or another"
         );
         state.on_assignment_released();
         assert_eq!(state.tasks_finished(), 1);
+
+        state.on_assignment_read(b"task-0000000006", &assignment_stat());
+        assert_eq!(
+            state
+                .on_completion_read_back(CompletionReadBack::TaskGone)
+                .to_string(),
+            "worker-0000000001 recovered task-0000000006 completion: task gone, completed or revoked"
+        );
     }
 
     #[test]

@@ -11,7 +11,10 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use zkdist_coord::{Client, Coordinator, CreateMode, Layout, TaskId, TaskResult, TaskToken};
+use zkdist_coord::{
+    Client, ClientError, Coordinator, CreateMode, Layout, MAX_LISTING_ATTEMPTS, MAX_REPLY_BYTES,
+    TaskId, TaskResult, TaskToken,
+};
 use zkdist_sim::{Latency, SimSession, SimZk};
 
 use common::*;
@@ -286,5 +289,50 @@ fn wait_and_status_read_again_after_a_connection_loss() {
             "the status's first read failed with the cut:\n{}",
             trace.join("\n")
         );
+    });
+}
+
+/// A `tasks/` listing over the client's reply limit fails as a lost
+/// connection every time (the client drops the frame). The token lookup
+/// and the status give up after a bounded number of attempts with an
+/// error naming the listing, rather than loop forever.
+#[test]
+fn an_oversized_tasks_listing_is_given_up_on_with_a_clear_error() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 1 }).await;
+        let tasks_dir = setup.layout.tasks_dir();
+        // Foreign names, long ones, so that few nodes pass the limit.
+        let name_bytes = 1_000;
+        let nodes = MAX_REPLY_BYTES / name_bytes + 10;
+        for n in 0..nodes {
+            let name = format!("{n:06}{}", "x".repeat(name_bytes - 6));
+            setup
+                .master
+                .create(&format!("{tasks_dir}/{name}"), b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+        }
+        let token = TaskToken::for_submission(setup.client.session().session_id(), 0);
+        let error = setup.client.find_submission(token).await.unwrap_err();
+        match &error {
+            ClientError::ListingUnreadable { path, attempts, .. } => {
+                assert_eq!(path, &tasks_dir);
+                assert_eq!(*attempts, MAX_LISTING_ATTEMPTS);
+            }
+            other => panic!("{other:?}"),
+        }
+        let message = error.to_string();
+        assert!(message.contains("/zkdist/tasks"), "{message}");
+        assert!(message.contains("jute.maxbuffer"), "{message}");
+        let trace = setup.sim.trace().await;
+        assert_eq!(
+            count_lines(&trace, "get_children /zkdist/tasks -> refused"),
+            MAX_LISTING_ATTEMPTS as usize,
+            "every attempt refused, and no more attempts"
+        );
+        assert!(matches!(
+            setup.client.status().await,
+            Err(ClientError::ListingUnreadable { .. })
+        ));
     });
 }

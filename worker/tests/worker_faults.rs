@@ -1,7 +1,7 @@
 //! The worker under faults, on the simulator, with the test playing the
-//! master: completion after a connection loss (applied or not), an
-//! assignment revoked under a zombie worker, and session expiry while a task
-//! runs.
+//! master: completion after a connection loss (applied or not, or revoked
+//! meanwhile), an assignment revoked under a zombie worker, and session
+//! expiry while a task runs.
 
 mod common;
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use zkdist_coord::{Coordinator, CreateMode, TaskId, TaskResult, WorkerId};
 use zkdist_sim::Latency;
-use zkdist_worker::{WorkerDecision, WorkerError};
+use zkdist_worker::{CompletionReadBack, WorkerDecision, WorkerError};
 
 use common::*;
 
@@ -67,7 +67,7 @@ fn an_applied_completion_whose_reply_is_lost_is_recognised_and_not_sent_again() 
             WorkerDecision::CompletionRecovered {
                 worker: id.clone(),
                 task: task.clone(),
-                applied: true
+                found: CompletionReadBack::ResultPresent
             }
         );
         assert_eq!(
@@ -144,8 +144,14 @@ fn completion_cut_in_flight(seed: u64) -> (bool, Vec<String>) {
         setup.sim.cut(session, Duration::from_secs(1)).await;
 
         let recovered = worker.next_decision().await;
-        let WorkerDecision::CompletionRecovered { applied, .. } = recovered else {
+        let WorkerDecision::CompletionRecovered { found, .. } = recovered else {
             panic!("seed {seed}: {recovered}");
+        };
+        // With nobody else working, a result equal to ours is ours.
+        let applied = match found {
+            CompletionReadBack::NotApplied => false,
+            CompletionReadBack::ResultPresent => true,
+            CompletionReadBack::TaskGone => panic!("seed {seed}: nobody deleted the task"),
         };
         let mut expected = vec![];
         if !applied {
@@ -312,6 +318,127 @@ fn a_zombie_finding_another_workers_result_leaves_it_and_writes_nothing() {
             Some(theirs)
         );
     });
+}
+
+/// What the test, playing the master and the client, does to a task
+/// whose assignment it revoked while the worker ran it.
+#[derive(Debug, Clone, Copy)]
+enum AfterRevocation {
+    /// Another worker wrote the very result this worker will.
+    SameResult,
+    /// Another worker wrote a different result.
+    OtherResult,
+    /// Nothing yet: the task waits for its next worker.
+    NoResult,
+    /// The task was deleted.
+    TaskDeleted,
+}
+
+/// Revokes the assignment of a worker running a task, does `after` to the
+/// task, then lets the worker complete with the reply to its completion
+/// lost. Returns the worker, the task and the decisions that follow, once
+/// the worker is idle, and checks that the worker changed nothing.
+fn read_back_after_revocation(after: AfterRevocation) -> (WorkerId, TaskId, Vec<String>) {
+    run_sim(async move {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let session = worker.session.session_id();
+        setup
+            .master
+            .delete(&setup.layout.assignment(&id), None)
+            .await
+            .unwrap();
+        let result_path = setup.layout.result(&task);
+        let theirs = match after {
+            AfterRevocation::SameResult => Some(TaskResult::Success {
+                output: b"done".to_vec(),
+            }),
+            AfterRevocation::OtherResult => Some(TaskResult::Success {
+                output: b"theirs".to_vec(),
+            }),
+            AfterRevocation::NoResult | AfterRevocation::TaskDeleted => None,
+        };
+        if let Some(theirs) = &theirs {
+            setup
+                .master
+                .create(&result_path, &theirs.encode(), CreateMode::Persistent)
+                .await
+                .unwrap();
+        }
+        if let AfterRevocation::TaskDeleted = after {
+            setup
+                .master
+                .delete(&setup.layout.task(&task), None)
+                .await
+                .unwrap();
+        }
+        // The completion reaches the server and fails there; its reply is
+        // held, then lost with the link.
+        setup.sim.hold(session).await;
+        handler.open_once();
+        tokio::time::sleep(Duration::from_millis(3 * LATENCY_MS)).await;
+        setup.sim.cut(session, Duration::from_secs(1)).await;
+        setup.sim.release(session).await;
+
+        let mut lines = vec![worker.next_decision().await];
+        if !matches!(lines[0], WorkerDecision::AssignmentRevoked { .. }) {
+            lines.push(worker.next_decision().await);
+        }
+        let trace = setup.sim.trace().await;
+        assert_eq!(
+            count_lines(&trace, "fail worker multi [create"),
+            1,
+            "{after:?}: the completion's reply was lost"
+        );
+        // Reached the server once, and failed there: nothing written.
+        let sent: Vec<&String> = trace
+            .iter()
+            .filter(|line| line.contains("zxid=") && line.contains("worker multi [create"))
+            .collect();
+        assert_eq!(sent.len(), 1, "{after:?}: {sent:?}");
+        assert!(sent[0].contains("-> Multi["), "{after:?}: {sent:?}");
+        let found = setup
+            .sim
+            .inspect(move |tree| result_of(tree, &result_path))
+            .await;
+        assert_eq!(found, theirs, "{after:?}");
+        let lines = lines.iter().map(|decision| decision.to_string()).collect();
+        (id, task, lines)
+    })
+}
+
+/// After a completion whose outcome was unknown the assignment is gone;
+/// the worker reports only what the tree proves. A result equal to its
+/// own may be another worker's (the master revoked the assignment and
+/// re-ran the task), so it is not claimed as this worker's completion.
+#[test]
+fn a_completion_read_back_after_a_revocation_claims_only_what_it_can_prove() {
+    let (id, t, same) = read_back_after_revocation(AfterRevocation::SameResult);
+    assert_eq!(
+        same,
+        [
+            format!(
+                "{id} recovered {t} completion: result present, written by this worker or another"
+            ),
+            format!("{id} released {t}"),
+        ]
+    );
+    for after in [AfterRevocation::OtherResult, AfterRevocation::NoResult] {
+        let (id, t, lines) = read_back_after_revocation(after);
+        assert_eq!(
+            lines,
+            [format!("{id} found {t} revoked, wrote nothing")],
+            "{after:?}"
+        );
+    }
+    let (id, t, deleted) = read_back_after_revocation(AfterRevocation::TaskDeleted);
+    assert_eq!(
+        deleted,
+        [
+            format!("{id} recovered {t} completion: task gone, completed or revoked"),
+            format!("{id} released {t}"),
+        ]
+    );
 }
 
 #[test]

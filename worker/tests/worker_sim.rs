@@ -244,6 +244,123 @@ fn shutdown_finishes_the_task_in_hand_then_deregisters() {
     });
 }
 
+/// An assignment the master made just as the worker was stopping (before
+/// it saw the worker leave) is left alone: the master reclaims it and
+/// gives the task to another worker. Running it after deregistering would
+/// let two live workers run it at once.
+#[test]
+fn an_assignment_made_as_the_worker_stops_is_left_to_the_master() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 1 }).await;
+        let (mut worker, id) = RunningWorker::start(&setup).await;
+        let task = setup
+            .client
+            .submit(&task_payload("echo", "not here"))
+            .await
+            .unwrap();
+        let _ = worker.stop.send(());
+        // Created while the worker deregisters: there when it is gone.
+        assign(&setup, &id, task.as_str()).await;
+        let stopped = tokio::time::timeout(STEP_TIMEOUT, worker.handle)
+            .await
+            .expect("the worker stops in time");
+        assert_eq!(stopped.unwrap(), Ok(id.clone()));
+        assert_eq!(
+            std::iter::from_fn(|| worker.decisions.try_recv().ok()).collect::<Vec<_>>(),
+            vec![
+                WorkerDecision::StopRequested { worker: id.clone() },
+                WorkerDecision::Deregistered { worker: id.clone() },
+            ]
+        );
+        let (assignment, result) = (setup.layout.assignment(&id), setup.layout.result(&task));
+        let (assigned, finished) = setup
+            .sim
+            .inspect(move |tree| {
+                (
+                    tree.data(&assignment).map(<[u8]>::to_vec),
+                    tree.exists(&result),
+                )
+            })
+            .await;
+        assert_eq!(
+            assigned.as_deref(),
+            Some(task.as_str().as_bytes()),
+            "left for the master"
+        );
+        assert!(!finished, "not run");
+        let trace = setup.sim.trace().await;
+        assert_eq!(
+            count_lines(&trace, "worker get_data /zkdist/assignments"),
+            0,
+            "not even read"
+        );
+    });
+}
+
+/// Shutdown asked for while a task runs: the task is finished, and an
+/// assignment that comes right after it is not taken (tasks that keep
+/// coming must not hold the shutdown back).
+#[test]
+fn a_worker_stopping_takes_no_further_assignment() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 1 }).await;
+        let handler = GatedHandler::closed();
+        let (mut worker, id) = RunningWorker::start_with(&setup, handler.clone()).await;
+        let first = setup
+            .client
+            .submit(&task_payload("echo", "first"))
+            .await
+            .unwrap();
+        let second = setup
+            .client
+            .submit(&task_payload("echo", "second"))
+            .await
+            .unwrap();
+        assign(&setup, &id, first.as_str()).await;
+        handler.wait_started().await;
+        let _ = worker.stop.send(());
+        assert_eq!(
+            next_decision(&mut worker.decisions).await,
+            WorkerDecision::TaskStarted {
+                worker: id.clone(),
+                task: first.clone()
+            }
+        );
+        assert_eq!(
+            next_decision(&mut worker.decisions).await,
+            WorkerDecision::StopRequested { worker: id.clone() }
+        );
+        // Enough for both tasks, should the worker take the second.
+        handler.open_once();
+        handler.open_once();
+        // The master assigns the next task the moment the first is done.
+        let assignment = setup.layout.assignment(&id);
+        until_tree(&setup.sim, "the first task's release", move |tree| {
+            !tree.exists(&assignment)
+        })
+        .await;
+        assign(&setup, &id, second.as_str()).await;
+
+        let stopped = tokio::time::timeout(STEP_TIMEOUT, worker.handle)
+            .await
+            .expect("the worker stops in time");
+        assert_eq!(stopped.unwrap(), Ok(id.clone()));
+        let lines: Vec<String> = std::iter::from_fn(|| worker.decisions.try_recv().ok())
+            .map(|decision| decision.to_string())
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                format!("{id} wrote {first} result success"),
+                format!("{id} released {first}"),
+                format!("{id} deregistered"),
+            ]
+        );
+        let result = setup.layout.result(&second);
+        assert!(!setup.sim.inspect(move |tree| tree.exists(&result)).await);
+    });
+}
+
 #[test]
 fn a_garbage_assignment_or_a_deleted_task_is_dropped_and_the_worker_goes_on() {
     run_sim(async {

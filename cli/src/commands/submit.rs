@@ -3,7 +3,7 @@
 use std::io::Read;
 
 use anyhow::Context;
-use zkdist_coord::{Client, Coordinator, TaskId, validate_data};
+use zkdist_coord::{Client, ClientError, Coordinator, TaskId, validate_data};
 
 use super::{Outcome, print_result};
 use crate::args::{SubmitArgs, WaitArgs};
@@ -21,18 +21,39 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
             .context("task refused (pass --no-check to submit kinds this binary does not know)")?;
     }
     let (zk, events) = connect::session(&args.connect).await?;
-    let mut client = Client::new(zk.clone(), events, layout);
-    let task = client
-        .submit(&payload)
-        .await
-        .context("cannot submit the task")?;
+    let mut client = Client::new(zk, events, layout.clone());
+    let task = match client.submit(&payload).await {
+        Ok(task) => task,
+        // The session ended before the create's outcome was known: look
+        // for its token on a new session, and submit again only if no
+        // task carries it (the old session can apply nothing any more).
+        Err(ClientError::SubmitInDoubt { token, cause }) if is_session_end(&cause) => {
+            client.session().close().await.ok();
+            let (zk, events) = connect::session(&args.connect).await?;
+            client = Client::new(zk, events, layout);
+            let found = client.find_submission(token).await.with_context(|| {
+                format!(
+                    "the session ended while submitting; cannot find out whether a task \
+                     task-{token}-NNNNNNNNNN was created"
+                )
+            })?;
+            match found {
+                Some(task) => task,
+                None => client
+                    .submit(&payload)
+                    .await
+                    .context("cannot submit the task")?,
+            }
+        }
+        Err(error) => return Err(error).context("cannot submit the task"),
+    };
     println!("{task}");
     let outcome = if args.wait {
         wait_and_print(&mut client, &task, args.cleanup).await?
     } else {
         Outcome::Done
     };
-    zk.close().await.ok();
+    client.session().close().await.ok();
     Ok(outcome)
 }
 
@@ -63,6 +84,12 @@ async fn wait_and_print<C: Coordinator>(
             .with_context(|| format!("cannot clean up {task}"))?;
     }
     Ok(outcome)
+}
+
+/// Whether a submit's doubt comes from its session's end, which a new
+/// session can resolve.
+fn is_session_end(cause: &ClientError) -> bool {
+    matches!(cause, ClientError::Zk(error) if error.is_session_fatal())
 }
 
 fn read_payload(args: &SubmitArgs) -> anyhow::Result<Vec<u8>> {
