@@ -103,6 +103,9 @@ pub enum AssignmentFound {
     Present,
     /// There is no assignment node; the task's status says why.
     Absent(TaskStatus),
+    /// The node exists but names something else: it is not this master's,
+    /// so the create was refused (not applied).
+    Foreign,
 }
 
 /// What became of a `Reclaim` command.
@@ -153,6 +156,19 @@ pub struct MasterState {
     in_doubt: BTreeSet<WorkerId>,
     /// Workers that left while holding (or being given) a task.
     departed: BTreeMap<WorkerId, Departed>,
+    /// Registered workers with no task of this master's whose assignment
+    /// node exists all the same (a create refused, an unreadable node found
+    /// at start-up): they take no work until a listing shows it gone.
+    blocked: BTreeSet<WorkerId>,
+    /// Every worker id that left during this master's term. The worker's
+    /// completion checks its assignment's version, which cannot tell a
+    /// re-created node from the one it read (both are version 0), so
+    /// safety rests on an id never being given work again once it left:
+    /// zkdist's workers take a new id per session, and a registration that
+    /// reappears under an old id (a foreign one, or a stale listing) is
+    /// ignored. Ids are not ordered across id counters, so no high-water
+    /// mark can replace the set; it grows by one short name per departure.
+    left_workers: BTreeSet<WorkerId>,
     /// Set when a write was fenced off: the core then asks for nothing.
     deposed: bool,
 
@@ -179,6 +195,8 @@ impl MasterState {
             workers: BTreeMap::new(),
             in_doubt: BTreeSet::new(),
             departed: BTreeMap::new(),
+            blocked: BTreeSet::new(),
+            left_workers: BTreeSet::new(),
             deposed: false,
             workers_loop: ListingLoop::default(),
             tasks_loop: ListingLoop::default(),
@@ -211,11 +229,18 @@ impl MasterState {
         &self.workers
     }
 
+    /// Registered workers without a task that may be given one.
     pub fn idle_workers(&self) -> impl Iterator<Item = &WorkerId> {
         self.workers
             .iter()
-            .filter(|(_, slot)| slot.is_none())
+            .filter(|(worker, slot)| slot.is_none() && !self.blocked.contains(*worker))
             .map(|(worker, _)| worker)
+    }
+
+    /// Registered workers whose assignment node is in the way (not this
+    /// master's): they take no work until a listing shows it gone.
+    pub fn blocked_workers(&self) -> &BTreeSet<WorkerId> {
+        &self.blocked
     }
 
     /// Tasks of workers that left, whose assignments are being reclaimed.
@@ -262,6 +287,19 @@ impl MasterState {
         self.finish_step()
     }
 
+    /// The listing of `dir` now in flight had to be sent more than once, so
+    /// the server read it after requests sent later: its view may be newer
+    /// than replies still to come, and the watch it left may have missed
+    /// their effects. The loop lists again once that reply is handled.
+    pub fn on_listing_resent(&mut self, dir: Directory) {
+        assert!(self.started, "a listing resent before the master started");
+        assert!(
+            !self.listing_loop(dir).on_watch_fired(),
+            "a listing of {dir:?} resent with none in flight"
+        );
+        self.check_invariants();
+    }
+
     /// The children of `workers/`: workers that joined become idle entries;
     /// workers that left are dropped, and the assignment each held is
     /// reclaimed. New workers trigger a round.
@@ -277,6 +315,8 @@ impl MasterState {
         for worker in left {
             let slot = self.workers.remove(&worker).expect("listed from the map");
             let in_doubt = self.in_doubt.remove(&worker);
+            self.blocked.remove(&worker);
+            self.left_workers.insert(worker.clone());
             self.decide(MasterDecision::WorkerLeft {
                 worker: worker.clone(),
                 held_task: slot.as_ref().map(|assignment| assignment.task.clone()),
@@ -304,10 +344,23 @@ impl MasterState {
         }
         let mut joined = false;
         for worker in present {
-            // Worker ids are never reused; a registration that reappears
-            // while its old assignment is still being reclaimed waits for
-            // a later listing, so that one id never has two assignments.
-            if !self.workers.contains_key(&worker) && !self.departed.contains_key(&worker) {
+            // Worker ids are never reused: an id that left is never given
+            // work again (see `left_workers`).
+            if self.left_workers.contains(&worker) {
+                if self
+                    .ignored_names
+                    .insert((Directory::Workers, worker.as_str().to_owned()))
+                {
+                    self.decide(MasterDecision::IgnoredNode {
+                        dir: Directory::Workers,
+                        name: worker.as_str().to_owned(),
+                        reason: "this worker id left before, and ids are never reused".into(),
+                    });
+                }
+                continue;
+            }
+            assert!(!self.departed.contains_key(&worker), "a departed id left");
+            if !self.workers.contains_key(&worker) {
                 self.workers.insert(worker.clone(), None);
                 self.decide(MasterDecision::WorkerJoined { worker });
                 joined = true;
@@ -390,12 +443,22 @@ impl MasterState {
                 became_idle.push((worker.clone(), assignment.task));
             }
         }
-        let any_idle = !became_idle.is_empty();
+        let unblocked: Vec<WorkerId> = self
+            .blocked
+            .iter()
+            .filter(|worker| !present.contains(*worker))
+            .cloned()
+            .collect();
+        let any_idle = !became_idle.is_empty() || !unblocked.is_empty();
         for (worker, finished_task) in became_idle {
             self.decide(MasterDecision::WorkerIdle {
                 worker,
                 finished_task,
             });
+        }
+        for worker in unblocked {
+            self.blocked.remove(&worker);
+            self.decide(MasterDecision::WorkerUnblocked { worker });
         }
         if first {
             let init = self
@@ -451,6 +514,8 @@ impl MasterState {
                             worker: worker.clone(),
                             task: Some(task.clone()),
                         });
+                        // Its worker is dead: the id is never given work.
+                        self.left_workers.insert(worker.clone());
                         self.step.commands.push(Command::Reclaim {
                             worker: worker.clone(),
                             task: task.clone(),
@@ -466,8 +531,12 @@ impl MasterState {
                     }
                 }
             }
-            // Not zkdist's data: reported and left alone.
+            // Not zkdist's data: reported and left alone. A registered
+            // worker cannot be given work while the node is there.
             AssignmentData::Unreadable => {
+                if self.workers.contains_key(&worker) {
+                    self.block(worker.clone());
+                }
                 self.decide(MasterDecision::StaleAssignment { worker, task: None })
             }
         }
@@ -494,9 +563,10 @@ impl MasterState {
 
     /// ZooKeeper's answer to a `CreateAssignment` command.
     ///
-    /// A refused create puts the task back in the queue and frees the
-    /// worker without running a round: the cause (say, a node left behind)
-    /// would refuse the same create again. A create in doubt is read back;
+    /// A refused create puts the task back in the queue and runs a round
+    /// for it; the worker is blocked until a listing shows the node in its
+    /// way gone (a round would only meet the same refusal). A create in
+    /// doubt is read back;
     /// one for a worker that left meanwhile is reclaimed once applied.
     pub fn on_assignment_created(
         &mut self,
@@ -560,10 +630,12 @@ impl MasterState {
                 *slot = None;
                 assert!(self.pending_tasks.insert(task.clone()));
                 self.decide(MasterDecision::AssignmentFailed {
-                    worker,
+                    worker: worker.clone(),
                     task,
                     error,
                 });
+                self.block(worker);
+                self.trigger(Trigger::TaskRequeued);
             }
             WriteOutcome::Unknown => {
                 self.in_doubt.insert(worker.clone());
@@ -589,7 +661,9 @@ impl MasterState {
         let recovery = match found {
             AssignmentFound::Present => Recovery::Applied,
             AssignmentFound::Absent(TaskStatus::Finished) => Recovery::AppliedAndFinished,
-            AssignmentFound::Absent(TaskStatus::Unfinished) => Recovery::NotApplied,
+            AssignmentFound::Absent(TaskStatus::Unfinished) | AssignmentFound::Foreign => {
+                Recovery::NotApplied
+            }
             AssignmentFound::Absent(TaskStatus::Gone) => Recovery::TaskGone,
         };
         self.decide(MasterDecision::AssignmentRecovered {
@@ -640,6 +714,9 @@ impl MasterState {
             }
             Recovery::NotApplied => {
                 *slot = None;
+                if found == AssignmentFound::Foreign {
+                    self.block(worker.clone());
+                }
                 self.requeue(task, RequeueReason::AssignmentNotApplied { worker });
             }
             Recovery::TaskGone => {
@@ -699,6 +776,18 @@ impl MasterState {
             .map(|assignment| assignment.task.clone())
             .chain(self.departed.values().map(|departed| departed.task.clone()))
             .collect()
+    }
+
+    /// Gives registered `worker` no work until an `assignments/` listing
+    /// shows its node gone. No listing is asked for: the node exists now,
+    /// and the `assignments/` watch (always armed or being re-armed by a
+    /// listing in flight) fires when it is deleted.
+    fn block(&mut self, worker: WorkerId) {
+        assert!(
+            matches!(self.workers.get(&worker), Some(None)),
+            "only a registered worker without a task is blocked"
+        );
+        self.blocked.insert(worker);
     }
 
     /// Asks for the assignment of departed `worker` to be deleted.
@@ -807,7 +896,7 @@ impl MasterState {
         self.rounds_run += 1;
         let mut assigned = Vec::new();
         for (worker, slot) in &mut self.workers {
-            if slot.is_some() {
+            if slot.is_some() || self.blocked.contains(worker) {
                 continue;
             }
             let Some(task) = self.pending_tasks.pop_first() else {
@@ -902,7 +991,17 @@ impl MasterState {
                 "{worker} is in doubt without an assignment"
             );
         }
+        for worker in &self.blocked {
+            assert!(
+                matches!(self.workers.get(worker), Some(None)),
+                "{worker} is blocked but not a registered worker without a task"
+            );
+        }
         for (worker, departed) in &self.departed {
+            assert!(
+                self.left_workers.contains(worker),
+                "{worker} departed without leaving"
+            );
             let task = &departed.task;
             assert!(
                 !self.workers.contains_key(worker),
