@@ -4,6 +4,7 @@
 //! deposition.
 
 use super::*;
+use crate::decision::{Recovery, RequeueReason, Trigger};
 
 const EPOCH: Epoch = Epoch(4);
 
