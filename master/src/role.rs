@@ -51,8 +51,11 @@ enum SessionEnd {
 ///
 /// Returns `Ok(())` on shutdown, and an error only when retrying cannot help:
 /// the layout's root cannot be created (`MasterError::Layout`, e.g. its
-/// parent is ephemeral), or the server refused the credentials
-/// (`MasterError::SessionEnded` with `AuthFailed`).
+/// parent is ephemeral), the server refused the credentials
+/// (`MasterError::SessionEnded` with `AuthFailed`), or it refused a master
+/// request for a reason a new session would meet again
+/// (`MasterError::Request`, e.g. `NoAuth` when the tree was made with
+/// credentials this role lacks).
 pub async fn run_master_role<K: Connector>(
     connector: K,
     layout: Layout,
