@@ -138,6 +138,11 @@ pub enum MasterDecision {
         worker: WorkerId,
         finished_task: TaskId,
     },
+    /// A worker that could not be given work, because an assignment node
+    /// that is not this master's stood in the way (a create refused, an
+    /// unreadable node found at start-up), is idle again: a listing showed
+    /// the node gone.
+    WorkerUnblocked { worker: WorkerId },
     /// An assignment round ran. `assigned` is in FIFO order, and empty when
     /// there was no idle worker or no pending task.
     Round {
@@ -147,8 +152,9 @@ pub enum MasterDecision {
     },
     /// ZooKeeper confirmed an assignment node.
     AssignmentCreated { worker: WorkerId, task: TaskId },
-    /// An assignment node could not be created: the task went back to the
-    /// head of the queue and the worker is considered idle.
+    /// An assignment node could not be created: the task went back to its
+    /// place in the queue, and the worker takes no work until a listing
+    /// shows its assignment node gone (`WorkerUnblocked`).
     AssignmentFailed {
         worker: WorkerId,
         task: TaskId,
@@ -241,6 +247,7 @@ impl fmt::Display for MasterDecision {
                 worker,
                 finished_task,
             } => write!(f, "worker-idle {worker} finished {finished_task}"),
+            MasterDecision::WorkerUnblocked { worker } => write!(f, "worker-unblocked {worker}"),
             MasterDecision::Round {
                 round,
                 triggers,

@@ -10,6 +10,7 @@
 
 use std::fmt;
 
+use zkdist_coord::retry::until_known;
 use zkdist_coord::{
     Coordinator, CreateMode, ErrorCode, Event, EventStream, Layout, Op, OpResult, SessionState,
     Watch, WatchKind, ZkError, ZkResult,
@@ -26,23 +27,16 @@ impl fmt::Display for Epoch {
     }
 }
 
-/// The `check` a fenced write starts with: the epoch node is still at this
-/// master's version.
-pub(crate) fn fence(layout: &Layout, epoch: Epoch) -> Op {
-    Op::Check {
-        path: layout.epoch(),
-        version: epoch.0,
-    }
-}
-
 /// Tries to become the master: one `multi` that creates the ephemeral
 /// `master` node and bumps the `epoch` node, both with this session's id as
 /// data. Returns the new epoch, or `None` when another session leads.
 ///
 /// Creates the layout first if it is missing. After a connection loss the
 /// claim is not sent blindly again: the outcome is read back from the tree
-/// (`master` holding this session's id means the claim was applied, and
-/// `epoch` holding it gives its version), so a claim is never applied twice.
+/// (`master` held by this session means the claim was applied, and `epoch`
+/// holding its id gives its version), so a claim is never applied twice.
+/// A `NodeExists` answer is read back the same way, since the node that
+/// exists may be this session's own, from a claim whose reply was lost.
 pub async fn claim_master<C: Coordinator>(zk: &C, layout: &Layout) -> ZkResult<Option<Epoch>> {
     let session = zk.session_id().to_string();
     let claim = || {
@@ -71,7 +65,12 @@ pub async fn claim_master<C: Coordinator>(zk: &C, layout: &Layout) -> ZkResult<O
                 }
             },
             Err(ZkError::Multi { index: 0, error }) if error.code() == ErrorCode::NodeExists => {
-                return Ok(None);
+                match read_claim(zk, layout).await? {
+                    ClaimSeen::Ours(epoch) => return Ok(Some(epoch)),
+                    ClaimSeen::Theirs => return Ok(None),
+                    // Deleted since: claiming again is safe.
+                    ClaimSeen::Free => {}
+                }
             }
             // A missing root, directory or epoch node: lay the tree out once
             // and claim again.
@@ -79,65 +78,57 @@ pub async fn claim_master<C: Coordinator>(zk: &C, layout: &Layout) -> ZkResult<O
                 layout.ensure_layout(zk).await?;
                 laid_out = true;
             }
-            Err(error) if error.is_outcome_unknown() => {
-                if let Some(outcome) = recognise_claim(zk, layout, &session).await? {
-                    return Ok(outcome);
-                }
+            Err(error) if error.is_outcome_unknown() => match read_claim(zk, layout).await? {
+                ClaimSeen::Ours(epoch) => return Ok(Some(epoch)),
+                ClaimSeen::Theirs => return Ok(None),
                 // Not applied: claiming again is safe.
-            }
+                ClaimSeen::Free => {}
+            },
             Err(error) => return Err(error),
         }
     }
 }
 
-/// After a claim whose outcome is unknown: `Some(Some(epoch))` if it was
-/// applied, `Some(None)` if another session leads, `None` if nobody leads
-/// (the claim was not applied and may be sent again).
-async fn recognise_claim<C: Coordinator>(
-    zk: &C,
-    layout: &Layout,
-    session: &str,
-) -> ZkResult<Option<Option<Epoch>>> {
+/// Who holds the `master` node, as read back after a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClaimSeen {
+    /// This session: its claim was applied, in this epoch.
+    Ours(Epoch),
+    /// Another session leads.
+    Theirs,
+    /// Nobody: claiming (again) is safe.
+    Free,
+}
+
+/// Reads who holds `master`, after a `sync`: the server this session now
+/// talks to may be a follower that has not applied the claim whose reply
+/// was lost, and would answer that nobody leads.
+async fn read_claim<C: Coordinator>(zk: &C, layout: &Layout) -> ZkResult<ClaimSeen> {
+    let session = zk.session_id();
     let master_path = layout.master();
-    let master = match retry_read(|| zk.get_data(&master_path, Watch::No)).await {
-        Ok((data, _)) => data,
-        Err(ZkError::NoNode { .. }) => return Ok(None),
+    until_known(|| zk.sync(&master_path)).await?;
+    let (data, stat) = match until_known(|| zk.get_data(&master_path, Watch::No)).await {
+        Ok(found) => found,
+        Err(ZkError::NoNode { .. }) => return Ok(ClaimSeen::Free),
         Err(error) => return Err(error),
     };
-    if master != session.as_bytes() {
-        return Ok(Some(None));
+    let ours = data == session.to_string().as_bytes() || stat.ephemeral_owner == session.0;
+    if !ours {
+        return Ok(ClaimSeen::Theirs);
     }
     // The claim was applied (the multi is atomic): `epoch` was set in the
     // same transaction, and nobody can bump it while this session holds
-    // `master`.
+    // `master`. The sync above covers this read too.
     let epoch_path = layout.epoch();
-    let (data, stat) = retry_read(|| zk.get_data(&epoch_path, Watch::No)).await?;
-    if data != session.as_bytes() {
+    let (data, stat) = until_known(|| zk.get_data(&epoch_path, Watch::No)).await?;
+    if data != session.to_string().as_bytes() {
         return Err(ZkError::System {
             reason: format!(
-                "{} holds this session's claim but {} was changed by another session",
-                layout.master(),
-                layout.epoch()
+                "{master_path} holds this session's claim but {epoch_path} was changed by another session"
             ),
         });
     }
-    Ok(Some(Some(Epoch(stat.version))))
-}
-
-/// Sends a read again, after a pause, for as long as its outcome is
-/// unknown. Reads are idempotent.
-async fn retry_read<T, F: Future<Output = ZkResult<T>>>(read: impl Fn() -> F) -> ZkResult<T> {
-    loop {
-        match read().await {
-            Err(error) if error.is_outcome_unknown() => {
-                tokio::time::sleep(std::time::Duration::from_millis(
-                    crate::shell::READ_RETRY_DELAY_MS,
-                ))
-                .await
-            }
-            outcome => return outcome,
-        }
-    }
+    Ok(ClaimSeen::Ours(Epoch(stat.version)))
 }
 
 /// Why a standby stopped waiting.
@@ -159,7 +150,7 @@ pub(crate) async fn stand_by<C: Coordinator>(
     layout: &Layout,
 ) -> ZkResult<StandbyEnd> {
     let master = layout.master();
-    if retry_read(|| zk.exists(&master, Watch::Yes))
+    if until_known(|| zk.exists(&master, Watch::Yes))
         .await?
         .is_none()
     {
@@ -185,5 +176,89 @@ pub(crate) async fn stand_by<C: Coordinator>(
                 state @ (SessionState::Expired | SessionState::Closed | SessionState::AuthFailed),
             )) => return Ok(StandbyEnd::SessionEnded(Some(state))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lagging::LaggingFollower;
+    use zkdist_coord::SessionId;
+
+    const SESSION: i64 = 0x51;
+
+    fn layout() -> Layout {
+        Layout::new("/zkdist").unwrap()
+    }
+
+    /// A laid-out tree whose epoch node another master bumped `bumps` times.
+    fn tree(bumps: usize) -> LaggingFollower {
+        let layout = layout();
+        let zk = LaggingFollower::new(
+            SESSION,
+            &[
+                (layout.root(), b""),
+                (&layout.epoch(), b""),
+                (&layout.workers_dir(), b""),
+                (&layout.tasks_dir(), b""),
+                (&layout.assignments_dir(), b""),
+            ],
+        );
+        for _ in 0..bumps {
+            zk.leader_write(vec![Op::SetData {
+                path: layout.epoch(),
+                data: b"0x99".to_vec(),
+                version: None,
+            }]);
+        }
+        zk.catch_up();
+        zk
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_claim_whose_reply_was_lost_is_recognised_on_a_lagging_follower() {
+        let zk = tree(2);
+        zk.lose_next_reply();
+        // The claim is applied (epoch 3), its reply lost; reads come from
+        // a follower that has not applied it yet. Without a sync the
+        // candidate would read no master, claim again, meet its own node
+        // and stand by for good.
+        let epoch = claim_master(&zk, &layout()).await.unwrap();
+        assert_eq!(epoch, Some(Epoch(3)));
+        assert_eq!(zk.syncs(), 1, "the read-back was synced once");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn node_exists_on_our_own_master_node_recovers_the_epoch() {
+        let zk = tree(1);
+        let layout = layout();
+        let session = SessionId(SESSION).to_string();
+        // An earlier claim of this session was applied (epoch 2) but the
+        // candidate never learned it.
+        zk.leader_write(vec![
+            Op::Create {
+                path: layout.master(),
+                data: session.as_bytes().to_vec(),
+                mode: CreateMode::Ephemeral,
+            },
+            Op::SetData {
+                path: layout.epoch(),
+                data: session.as_bytes().to_vec(),
+                version: None,
+            },
+        ]);
+        assert_eq!(claim_master(&zk, &layout).await.unwrap(), Some(Epoch(2)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn node_exists_on_another_sessions_master_node_stands_by() {
+        let zk = tree(1);
+        let layout = layout();
+        zk.leader_write(vec![Op::Create {
+            path: layout.master(),
+            data: b"0x99".to_vec(),
+            mode: CreateMode::Persistent,
+        }]);
+        assert_eq!(claim_master(&zk, &layout).await.unwrap(), None);
     }
 }

@@ -8,31 +8,32 @@
 //! first time in the order it was pushed (which is when a backend sends it),
 //! and a finished reply is handed out only once every earlier one has been.
 
-use std::collections::VecDeque;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::Poll;
+
+use futures::StreamExt;
+use futures::stream::FuturesOrdered;
 
 type Request<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-enum Entry<T> {
-    Running(Request<T>),
-    Done(T),
-}
-
+/// `FuturesOrdered` polls a request only when it was woken (not every
+/// request on every wake, which made a start-up with one check per task
+/// quadratic), polls new requests first in the order they were pushed, and
+/// yields replies in that order.
 pub(crate) struct InFlight<T> {
-    queue: VecDeque<Entry<T>>,
+    queue: FuturesOrdered<Request<T>>,
 }
 
 impl<T> InFlight<T> {
     pub(crate) fn new() -> InFlight<T> {
         InFlight {
-            queue: VecDeque::new(),
+            queue: FuturesOrdered::new(),
         }
     }
 
     pub(crate) fn push(&mut self, request: impl Future<Output = T> + Send + 'static) {
-        self.queue.push_back(Entry::Running(Box::pin(request)));
+        self.queue.push_back(Box::pin(request));
     }
 
     #[cfg(test)]
@@ -40,28 +41,14 @@ impl<T> InFlight<T> {
         self.queue.len()
     }
 
-    /// Drives every request, front to back, and yields the oldest reply
-    /// once it is in. Pending forever while nothing is in flight; the owner
-    /// polls again after pushing.
-    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<T> {
-        for entry in &mut self.queue {
-            if let Entry::Running(request) = entry
-                && let Poll::Ready(reply) = request.as_mut().poll(cx)
-            {
-                *entry = Entry::Done(reply);
-            }
-        }
-        match self.queue.front() {
-            Some(Entry::Done(_)) => match self.queue.pop_front() {
-                Some(Entry::Done(reply)) => Poll::Ready(reply),
-                _ => unreachable!("the front was checked to be done"),
-            },
-            _ => Poll::Pending,
-        }
-    }
-
+    /// The oldest reply, once it is in. Pending forever while nothing is in
+    /// flight; the owner polls again after pushing.
     pub(crate) async fn next(&mut self) -> T {
-        poll_fn(|cx| self.poll_next(cx)).await
+        poll_fn(|cx| match self.queue.poll_next_unpin(cx) {
+            Poll::Ready(Some(reply)) => Poll::Ready(reply),
+            Poll::Ready(None) | Poll::Pending => Poll::Pending,
+        })
+        .await
     }
 }
 
@@ -85,5 +72,22 @@ mod tests {
         assert_eq!(in_flight.next().await, 1);
         assert_eq!(in_flight.next().await, 2);
         assert_eq!(in_flight.len(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_are_first_polled_in_push_order() {
+        let polled = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut in_flight = InFlight::new();
+        for n in 0..5_u32 {
+            let polled = std::sync::Arc::clone(&polled);
+            in_flight.push(async move {
+                polled.lock().unwrap().push(n);
+                n
+            });
+        }
+        for n in 0..5 {
+            assert_eq!(in_flight.next().await, n);
+        }
+        assert_eq!(*polled.lock().unwrap(), [0, 1, 2, 3, 4]);
     }
 }

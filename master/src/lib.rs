@@ -25,7 +25,10 @@
 
 mod decision;
 mod election;
+mod fenced;
 mod in_flight;
+#[cfg(test)]
+mod lagging;
 mod listing;
 mod role;
 mod shell;
@@ -34,7 +37,7 @@ mod state;
 pub use decision::{Command, MasterDecision, Recovery, RequeueReason, Trigger};
 pub use election::{Epoch, claim_master};
 pub use role::{SESSION_RETRY_DELAY_MS, run_master_role, run_master_role_for_state};
-pub use shell::{Master, MasterError, READ_RETRY_DELAY_MS};
+pub use shell::{Master, MasterError};
 pub use state::{
     Assignment, AssignmentData, AssignmentFound, MasterState, ReclaimOutcome, Step, TaskStatus,
     WriteOutcome,

@@ -24,6 +24,11 @@ use crate::state::MasterState;
 /// whose ensemble is down does not spin.
 pub const SESSION_RETRY_DELAY_MS: u64 = 200;
 
+/// The longest a best-effort close of an ended session may take (the
+/// worker's bound): a close on a link that is down would otherwise wait
+/// for the client's own timeouts, and keep the role from its next session.
+const CLOSE_TIMEOUT_MS: u64 = 1_000;
+
 /// How one session of the role ended.
 enum SessionEnd {
     /// Shutdown was requested: the role returns, with the master's state
@@ -48,8 +53,11 @@ enum SessionEnd {
 ///
 /// Returns `Ok(())` on shutdown, and an error only when retrying cannot help:
 /// the layout's root cannot be created (`MasterError::Layout`, e.g. its
-/// parent is ephemeral), or the server refused the credentials
-/// (`MasterError::SessionEnded` with `AuthFailed`).
+/// parent is ephemeral), the server refused the credentials
+/// (`MasterError::SessionEnded` with `AuthFailed`), or it refused a master
+/// request for a reason a new session would meet again
+/// (`MasterError::Request`, e.g. `NoAuth` when the tree was made with
+/// credentials this role lacks).
 pub async fn run_master_role<K: Connector>(
     connector: K,
     layout: Layout,
@@ -91,8 +99,19 @@ pub async fn run_master_role_for_state<K: Connector>(
                     run_session(&zk, events, &layout, shutdown.as_mut(), &observer, &publish).await;
                 // Best effort: frees the `master` node at once if this
                 // session still holds it; an ended session refuses, which
-                // is fine.
-                let _ = zk.close().await;
+                // is fine. Bounded, and raced with a shutdown that has not
+                // come yet.
+                let close =
+                    tokio::time::timeout(Duration::from_millis(CLOSE_TIMEOUT_MS), zk.close());
+                if matches!(end, Ok(SessionEnd::Shutdown(_))) {
+                    let _ = close.await;
+                } else {
+                    tokio::select! {
+                        biased;
+                        () = &mut shutdown => return end.map(|_| None),
+                        _ = close => {}
+                    }
+                }
                 end?
             }
             Err(error) if is_permanent(&error) => {
@@ -231,6 +250,15 @@ async fn run_session<C: Coordinator>(
         // The master already published `Deposed`.
         Err(MasterError::Deposed { .. }) => Ok(SessionEnd::Restart),
         Err(MasterError::Layout { error, .. }) => layout_error(error),
+        // A refusal a new session would meet again (no authorisation, an
+        // unexpected node) is reported, not looped on. A directory deleted
+        // under the master (`NoNode`) is repaired by the next session's
+        // layout.
+        Err(MasterError::Request { what, error })
+            if !error.is_transient() && error.code() != ErrorCode::NoNode =>
+        {
+            Err(MasterError::Request { what, error })
+        }
         Err(error @ MasterError::Request { .. }) => {
             publish(MasterDecision::Restarting {
                 reason: error.to_string(),

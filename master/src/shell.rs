@@ -7,24 +7,21 @@
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
+use zkdist_coord::retry::until_known;
 use zkdist_coord::{
-    Coordinator, CreateMode, Directory, ErrorCode, Event, EventStream, Layout, Op, OpResult,
-    SessionState, TaskId, Watch, WorkerId, ZkError, ZkResult,
+    Coordinator, CreateMode, Directory, Event, EventStream, Layout, Op, SessionState, TaskId,
+    Watch, WorkerId, ZkError, ZkResult,
 };
 
 use crate::decision::{Command, MasterDecision};
-use crate::election::{Epoch, fence};
+use crate::election::Epoch;
+use crate::fenced::{FencedOps, FencedReply};
 use crate::in_flight::InFlight;
 use crate::state::{
     AssignmentData, AssignmentFound, MasterState, ReclaimOutcome, Step, TaskStatus, WriteOutcome,
 };
-
-/// How long a read (or a reclaim, which is as safe to repeat) waits before
-/// it is sent again after a connection loss.
-pub const READ_RETRY_DELAY_MS: u64 = 100;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MasterError {
@@ -48,6 +45,8 @@ enum Reply {
     Listed {
         dir: Directory,
         result: ZkResult<Vec<String>>,
+        /// The listing had to be sent more than once.
+        resent: bool,
     },
     AssignmentRead {
         worker: WorkerId,
@@ -60,7 +59,7 @@ enum Reply {
     AssignmentCreated {
         worker: WorkerId,
         task: TaskId,
-        result: ZkResult<Vec<OpResult>>,
+        reply: FencedReply,
     },
     AssignmentRecovered {
         worker: WorkerId,
@@ -74,58 +73,9 @@ enum Reply {
     },
 }
 
-/// What a fenced write's reply means.
-enum FencedReply {
-    Applied,
-    /// The epoch check (op 0) failed.
-    FencedOff,
-    /// The write's own op failed: nothing was applied.
-    OpFailed(ZkError),
-    /// Connection loss: applied or not, nobody knows yet.
-    Unknown,
-    /// Any other error (the session's end, a request refused before it was
-    /// sent).
-    Error(ZkError),
-}
-
-fn classify(result: ZkResult<Vec<OpResult>>) -> FencedReply {
-    match result {
-        Ok(_) => FencedReply::Applied,
-        Err(ZkError::Multi { index: 0, .. }) => FencedReply::FencedOff,
-        Err(ZkError::Multi { error, .. }) => FencedReply::OpFailed(*error),
-        Err(error) if error.is_outcome_unknown() => FencedReply::Unknown,
-        Err(error) => FencedReply::Error(error),
-    }
-}
-
 enum Input {
     Event(Option<Event>),
     Reply(Reply),
-}
-
-/// Sends a read, and sends it again after a pause for as long as its outcome
-/// is unknown (connection loss); any other outcome is returned.
-macro_rules! retrying_read {
-    ($request:expr) => {
-        loop {
-            match $request.await {
-                Err(error) if error.is_outcome_unknown() => {
-                    tokio::time::sleep(Duration::from_millis(READ_RETRY_DELAY_MS)).await
-                }
-                outcome => break outcome,
-            }
-        }
-    };
-}
-
-/// The session state an error reports, when it means the session is gone.
-fn session_end(error: &ZkError) -> Option<SessionState> {
-    match error.code() {
-        ErrorCode::SessionExpired => Some(SessionState::Expired),
-        ErrorCode::SessionClosed => Some(SessionState::Closed),
-        ErrorCode::AuthFailed => Some(SessionState::AuthFailed),
-        _ => None,
-    }
 }
 
 /// The master of one session. Build it with [`Master::new`], optionally
@@ -139,6 +89,9 @@ pub struct Master<C: Coordinator> {
     epoch: Epoch,
     /// Set while the session is disconnected.
     disconnected: bool,
+    /// Whether `run_until` must lay the tree out first (the role lays it
+    /// out once per session, before the claim).
+    lay_out: bool,
 }
 
 impl<C: Coordinator> Master<C> {
@@ -146,11 +99,13 @@ impl<C: Coordinator> Master<C> {
     /// `epoch` (see [`crate::claim_master`], or [`crate::run_master_role`]
     /// which does it all). Every write it sends is fenced by `epoch`.
     pub fn new(zk: C, events: EventStream, layout: Layout, epoch: Epoch) -> Master<C> {
-        Master::shared(Arc::new(zk), events, layout, epoch)
+        let mut master = Master::shared(Arc::new(zk), events, layout, epoch);
+        master.lay_out = true;
+        master
     }
 
     /// As [`Master::new`], on a session the caller keeps a handle on (to
-    /// close it once the master stops).
+    /// close it once the master stops) and laid the tree out on already.
     pub(crate) fn shared(
         zk: Arc<C>,
         events: EventStream,
@@ -164,6 +119,7 @@ impl<C: Coordinator> Master<C> {
             observer: None,
             epoch,
             disconnected: false,
+            lay_out: false,
         }
     }
 
@@ -186,13 +142,15 @@ impl<C: Coordinator> Master<C> {
         mut self,
         shutdown: impl Future<Output = ()>,
     ) -> Result<MasterState, MasterError> {
-        self.layout
-            .ensure_layout(&*self.zk)
-            .await
-            .map_err(|error| MasterError::Layout {
-                root: self.layout.root().to_owned(),
-                error,
-            })?;
+        if self.lay_out {
+            self.layout
+                .ensure_layout(&*self.zk)
+                .await
+                .map_err(|error| MasterError::Layout {
+                    root: self.layout.root().to_owned(),
+                    error,
+                })?;
+        }
         let mut state = MasterState::new(self.epoch);
         let mut in_flight = InFlight::new();
         let step = state.start();
@@ -257,12 +215,23 @@ impl<C: Coordinator> Master<C> {
     }
 
     fn on_reply(&self, state: &mut MasterState, reply: Reply) -> Result<Step, MasterError> {
-        let failed = |what: String, error: ZkError| match session_end(&error) {
+        let failed = |what: String, error: ZkError| match error.session_end() {
             Some(state) => MasterError::SessionEnded { state: Some(state) },
             None => MasterError::Request { what, error },
         };
         match reply {
-            Reply::Listed { dir, result } => {
+            Reply::Listed {
+                dir,
+                result,
+                resent,
+            } => {
+                if resent {
+                    // Sent again, it was read after requests pushed after
+                    // it (an assignment create, say) but reaches the core
+                    // before their replies, and the watch it left may have
+                    // missed their effects: list again once it is handled.
+                    state.on_listing_resent(dir);
+                }
                 let children = result.map_err(|error| {
                     failed(format!("listing {}", self.layout.directory(dir)), error)
                 })?;
@@ -295,19 +264,17 @@ impl<C: Coordinator> Master<C> {
             Reply::AssignmentCreated {
                 worker,
                 task,
-                result,
+                reply,
             } => {
-                let outcome = match classify(result) {
+                let outcome = match reply {
                     FencedReply::Applied => WriteOutcome::Applied,
                     FencedReply::FencedOff => WriteOutcome::Fenced,
                     FencedReply::Unknown => WriteOutcome::Unknown,
                     FencedReply::OpFailed(error) => WriteOutcome::Failed(error.to_string()),
-                    FencedReply::Error(error) => match session_end(&error) {
-                        Some(state) => {
-                            return Err(MasterError::SessionEnded { state: Some(state) });
-                        }
-                        None => WriteOutcome::Failed(error.to_string()),
-                    },
+                    FencedReply::Error(error) => {
+                        let path = self.layout.assignment(&worker);
+                        return Err(failed(format!("creating {path}"), error));
+                    }
                 };
                 Ok(state.on_assignment_created(worker, task, outcome))
             }
@@ -358,17 +325,23 @@ impl<C: Coordinator> Master<C> {
             Command::List(dir) => {
                 let path = self.layout.directory(dir);
                 in_flight.push(async move {
-                    let result = retrying_read!(zk.get_children(&path, Watch::Yes));
+                    let mut attempts = 0_u32;
+                    let result = until_known(|| {
+                        attempts += 1;
+                        zk.get_children(&path, Watch::Yes)
+                    })
+                    .await;
                     Reply::Listed {
                         dir,
                         result: result.map(|(children, _)| children),
+                        resent: attempts > 1,
                     }
                 });
             }
             Command::ReadAssignment(worker) => {
                 let path = self.layout.assignment(&worker);
                 in_flight.push(async move {
-                    let result = retrying_read!(zk.get_data(&path, Watch::No));
+                    let result = until_known(|| zk.get_data(&path, Watch::No)).await;
                     Reply::AssignmentRead {
                         worker,
                         result: result.map(|(data, _)| data),
@@ -378,7 +351,7 @@ impl<C: Coordinator> Master<C> {
             Command::CheckTaskFinished(task) => {
                 let path = self.layout.result(&task);
                 in_flight.push(async move {
-                    let result = retrying_read!(zk.exists(&path, Watch::No));
+                    let result = until_known(|| zk.exists(&path, Watch::No)).await;
                     Reply::TaskChecked {
                         task,
                         result: result.map(|stat| stat.is_some()),
@@ -386,23 +359,24 @@ impl<C: Coordinator> Master<C> {
                 });
             }
             Command::CreateAssignment { worker, task } => {
-                let ops = vec![
-                    fence(&self.layout, self.epoch),
-                    Op::Create {
+                let create = FencedOps::new(
+                    &self.layout,
+                    self.epoch,
+                    [Op::Create {
                         path: self.layout.assignment(&worker),
                         data: task.as_str().as_bytes().to_vec(),
                         mode: CreateMode::Persistent,
-                    },
-                ];
+                    }],
+                );
                 in_flight.push(async move {
                     // Not retried: after a connection loss the create may
                     // have been applied, and a blind retry could not tell;
                     // the core asks for the outcome to be read back.
-                    let result = zk.multi(ops).await;
+                    let reply = create.send(&*zk).await;
                     Reply::AssignmentCreated {
                         worker,
                         task,
-                        result,
+                        reply,
                     }
                 });
             }
@@ -441,22 +415,27 @@ async fn task_status<C: Coordinator>(
     layout: &Layout,
     task: &TaskId,
 ) -> ZkResult<TaskStatus> {
-    if retrying_read!(zk.exists(&layout.result(task), Watch::No))?.is_some() {
+    let result = layout.result(task);
+    if until_known(|| zk.exists(&result, Watch::No))
+        .await?
+        .is_some()
+    {
         return Ok(TaskStatus::Finished);
     }
-    Ok(
-        match retrying_read!(zk.exists(&layout.task(task), Watch::No))? {
-            Some(_) => TaskStatus::Unfinished,
-            None => TaskStatus::Gone,
-        },
-    )
+    let task = layout.task(task);
+    Ok(match until_known(|| zk.exists(&task, Watch::No)).await? {
+        Some(_) => TaskStatus::Unfinished,
+        None => TaskStatus::Gone,
+    })
 }
 
 /// Reads back an assignment create whose outcome is unknown. The worker is
 /// alive and only this master assigns, so the node, if present, is that
 /// create's; if absent, the task's result tells whether the worker already
 /// ran it (completion creates the result and deletes the assignment in one
-/// `multi`).
+/// `multi`). A `sync` comes first: after a reconnect the server may be a
+/// follower that has not applied the create yet, and reading "absent" there
+/// would re-queue a task the worker is running.
 async fn recover_assignment<C: Coordinator>(
     zk: &C,
     layout: &Layout,
@@ -464,14 +443,12 @@ async fn recover_assignment<C: Coordinator>(
     task: &TaskId,
 ) -> ZkResult<AssignmentFound> {
     let path = layout.assignment(worker);
-    match retrying_read!(zk.get_data(&path, Watch::No)) {
+    until_known(|| zk.sync(&path)).await?;
+    match until_known(|| zk.get_data(&path, Watch::No)).await {
         Ok((data, _)) if data == task.as_str().as_bytes() => Ok(AssignmentFound::Present),
-        Ok((data, _)) => Err(ZkError::System {
-            reason: format!(
-                "{path} holds {:?}, not the {task} this master assigned",
-                String::from_utf8_lossy(&data)
-            ),
-        }),
+        // Not this master's node (only it assigns to this worker): it was
+        // there before, so the create was refused.
+        Ok(_) => Ok(AssignmentFound::Foreign),
         Err(ZkError::NoNode { .. }) => Ok(AssignmentFound::Absent(
             task_status(zk, layout, task).await?,
         )),
@@ -492,24 +469,31 @@ async fn reclaim<C: Coordinator>(
     task: &TaskId,
 ) -> ZkResult<ReclaimOutcome> {
     let path = layout.assignment(worker);
-    let deleted = loop {
-        let ops = vec![
-            fence(layout, epoch),
-            Op::Delete {
-                path: path.clone(),
-                version: None,
-            },
-        ];
-        match classify(zk.multi(ops).await) {
-            FencedReply::Applied => break true,
-            FencedReply::OpFailed(ZkError::NoNode { .. }) => break false,
-            FencedReply::FencedOff => return Ok(ReclaimOutcome::Fenced),
-            FencedReply::Unknown => {
-                tokio::time::sleep(Duration::from_millis(READ_RETRY_DELAY_MS)).await
-            }
-            FencedReply::OpFailed(error) | FencedReply::Error(error) => return Err(error),
+    let delete = FencedOps::new(
+        layout,
+        epoch,
+        [Op::Delete {
+            path: path.clone(),
+            version: None,
+        }],
+    );
+    let deleted = match until_known(|| async {
+        match delete.send(zk).await {
+            FencedReply::Unknown => Err(ZkError::ConnectionLoss {
+                reason: format!("deleting {path}: outcome unknown"),
+            }),
+            known => Ok(known),
         }
+    })
+    .await?
+    {
+        FencedReply::Applied => true,
+        FencedReply::OpFailed(ZkError::NoNode { .. }) => false,
+        FencedReply::FencedOff => return Ok(ReclaimOutcome::Fenced),
+        FencedReply::Unknown => unreachable!("repeated until known"),
+        FencedReply::OpFailed(error) | FencedReply::Error(error) => return Err(error),
     };
+    // Read on the server that answered the delete: no sync needed.
     let status = task_status(zk, layout, task).await?;
     Ok(ReclaimOutcome::Reclaimed { deleted, status })
 }

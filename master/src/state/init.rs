@@ -4,7 +4,8 @@ use std::collections::BTreeSet;
 
 use zkdist_coord::{TaskId, WorkerId};
 
-use crate::decision::Trigger;
+use super::{Assignment, AssignmentData, Departed, DepartedStage, MasterState, Step};
+use crate::decision::{Command, MasterDecision, Trigger};
 
 #[derive(Debug, Default)]
 pub(super) struct Initialisation {
@@ -20,5 +21,92 @@ pub(super) struct Initialisation {
 impl Initialisation {
     pub(super) fn is_complete(&self, all_listed_once: bool) -> bool {
         all_listed_once && self.unchecked_tasks.is_empty() && self.unread_assignments.is_empty()
+    }
+}
+
+impl MasterState {
+    /// The data of an assignment found by the first `assignments/` listing.
+    /// The assignment of a worker that is not registered is stale (its
+    /// worker died, perhaps under an earlier master) and is reclaimed.
+    pub fn on_assignment_read(&mut self, worker: WorkerId, data: AssignmentData) -> Step {
+        self.assert_not_deposed();
+        let init = self
+            .initialisation
+            .as_mut()
+            .expect("assignments are read only while initialising");
+        assert!(
+            init.unread_assignments.remove(&worker),
+            "assignment of {worker} read but never requested"
+        );
+        match data {
+            AssignmentData::Gone => {}
+            AssignmentData::Task(task) => {
+                // The task is running, or held by a dead worker until it is
+                // reclaimed: it must not be queued, now or by a later
+                // listing.
+                self.processed_tasks.insert(task.clone());
+                self.pending_tasks.remove(&task);
+                match self.workers.get_mut(&worker) {
+                    Some(slot) => {
+                        assert!(
+                            slot.is_none(),
+                            "{worker} busy before its assignment was read"
+                        );
+                        *slot = Some(Assignment {
+                            task: task.clone(),
+                            confirmed: true,
+                        });
+                        self.decide(MasterDecision::TaskInProgress { worker, task });
+                    }
+                    None => {
+                        self.decide(MasterDecision::StaleAssignment {
+                            worker: worker.clone(),
+                            task: Some(task.clone()),
+                        });
+                        // Its worker is dead: the id is never given work.
+                        self.left_workers.insert(worker.clone());
+                        self.step.commands.push(Command::Reclaim {
+                            worker: worker.clone(),
+                            task: task.clone(),
+                        });
+                        let previous = self.departed.insert(
+                            worker,
+                            Departed {
+                                task,
+                                stage: DepartedStage::Reclaiming,
+                            },
+                        );
+                        assert!(previous.is_none(), "an assignment is read once");
+                    }
+                }
+            }
+            // Not zkdist's data: reported and left alone. A registered
+            // worker cannot be given work while the node is there.
+            AssignmentData::Unreadable => {
+                if self.workers.contains_key(&worker) {
+                    self.block(worker.clone());
+                }
+                self.decide(MasterDecision::StaleAssignment { worker, task: None })
+            }
+        }
+        self.finish_step()
+    }
+
+    /// Whether a task found by the first `tasks/` listing has a result.
+    pub fn on_task_checked(&mut self, task: TaskId, finished: bool) -> Step {
+        self.assert_not_deposed();
+        let init = self
+            .initialisation
+            .as_mut()
+            .expect("tasks are checked only while initialising");
+        assert!(
+            init.unchecked_tasks.remove(&task),
+            "{task} checked but never requested"
+        );
+        if finished {
+            self.pending_tasks.remove(&task);
+            self.decide(MasterDecision::TaskAlreadyFinished { task });
+        }
+        self.finish_step()
     }
 }

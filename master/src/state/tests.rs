@@ -4,6 +4,7 @@
 //! deposition.
 
 use super::*;
+use crate::decision::{Recovery, RequeueReason, Trigger};
 
 const EPOCH: Epoch = Epoch(4);
 
@@ -985,23 +986,104 @@ fn an_input_after_deposition_is_a_bug() {
 }
 
 #[test]
-fn a_failed_create_requeues_the_task_at_its_place_without_a_round() {
+fn a_refused_create_blocks_the_worker_and_gives_the_task_to_another() {
+    let mut master = initialised(&[1, 2]);
+    let step = relist(&mut master, Directory::Tasks, task_names(&[1]));
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    let step = master.on_assignment_created(w(1), t(1), WriteOutcome::Failed("boom".into()));
+    assert_eq!(
+        step.decisions[0],
+        MasterDecision::AssignmentFailed {
+            worker: w(1),
+            task: t(1),
+            error: "boom".into()
+        }
+    );
+    // The task goes to the idle w2 at once; w1, whose node is in the way,
+    // gets nothing.
+    assert_eq!(creates(&step), vec![(w(2), t(1))]);
+    assert_eq!(master.blocked_workers().iter().collect::<Vec<_>>(), [&w(1)]);
+    assert_eq!(master.idle_workers().count(), 0);
+}
+
+#[test]
+fn a_blocked_worker_is_idle_again_once_a_listing_shows_its_node_gone() {
     let mut master = initialised(&[1]);
     let step = relist(&mut master, Directory::Tasks, task_names(&[1, 2]));
     assert_eq!(creates(&step), vec![(w(1), t(1))]);
     let step = master.on_assignment_created(w(1), t(1), WriteOutcome::Failed("boom".into()));
-    assert_eq!(
-        step.decisions,
-        vec![MasterDecision::AssignmentFailed {
-            worker: w(1),
-            task: t(1),
-            error: "boom".into()
-        }]
-    );
-    // The cause (a node in the way) would refuse the same create again.
-    assert!(step.commands.is_empty(), "a refusal is not a trigger");
+    // No idle worker: the round for the re-queued task assigns nothing, and
+    // does not hand w1 the create that was just refused.
+    assert!(creates(&step).is_empty());
     assert_eq!(pending(&master), [t(1), t(2)]);
-    assert_eq!(master.idle_workers().count(), 1);
+    assert_eq!(master.idle_workers().count(), 0);
+    // The foreign node is still there: w1 stays blocked.
+    let step = relist(&mut master, Directory::Assignments, worker_names(&[1]));
+    assert!(creates(&step).is_empty());
+    // Deleted (by the worker, say): w1 is idle and takes the oldest task.
+    let step = relist(&mut master, Directory::Assignments, vec![]);
+    assert_eq!(
+        step.decisions[0],
+        MasterDecision::WorkerUnblocked { worker: w(1) }
+    );
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    assert!(master.blocked_workers().is_empty());
+}
+
+#[test]
+fn an_unreadable_assignment_of_a_registered_worker_blocks_it() {
+    let mut master = MasterState::new(EPOCH);
+    master.start();
+    master.on_workers_listed(worker_names(&[1]));
+    master.on_tasks_listed(task_names(&[1]));
+    master.on_task_checked(t(1), false);
+    master.on_assignments_listed(worker_names(&[1]));
+    let step = master.on_assignment_read(w(1), AssignmentData::Unreadable);
+    assert!(master.is_initialised());
+    assert!(creates(&step).is_empty(), "w1's node is in the way");
+    let step = relist(&mut master, Directory::Assignments, vec![]);
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+}
+
+#[test]
+fn a_create_in_doubt_found_to_be_someone_elses_node_is_not_applied() {
+    let mut master = initialised(&[1]);
+    let step = relist(&mut master, Directory::Tasks, task_names(&[1]));
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    master.on_assignment_created(w(1), t(1), WriteOutcome::Unknown);
+    master.on_assignment_recovered(w(1), t(1), AssignmentFound::Foreign);
+    assert_eq!(pending(&master), [t(1)]);
+    assert_eq!(master.blocked_workers().iter().collect::<Vec<_>>(), [&w(1)]);
+}
+
+#[test]
+fn a_worker_id_that_left_is_never_given_work_again() {
+    let mut master = initialised(&[1]);
+    relist(&mut master, Directory::Workers, vec![]);
+    // The id reappears (a foreign registration, or a stale listing).
+    let step = relist(&mut master, Directory::Workers, worker_names(&[1]));
+    assert!(matches!(
+        &step.decisions[..],
+        [MasterDecision::IgnoredNode {
+            dir: Directory::Workers,
+            ..
+        }]
+    ));
+    let step = relist(&mut master, Directory::Tasks, task_names(&[1]));
+    assert!(creates(&step).is_empty());
+    assert_eq!(pending(&master), [t(1)]);
+}
+
+#[test]
+fn a_resent_listing_lists_again_once_it_is_handled() {
+    let mut master = initialised(&[]);
+    let fired = master.on_watch_fired(Directory::Tasks);
+    assert_eq!(fired.commands, vec![Command::List(Directory::Tasks)]);
+    master.on_listing_resent(Directory::Tasks);
+    let step = master.on_tasks_listed(task_names(&[1]));
+    assert_eq!(step.commands, vec![Command::List(Directory::Tasks)]);
+    let step = master.on_tasks_listed(task_names(&[1]));
+    assert!(step.commands.is_empty());
 }
 
 #[test]

@@ -1,0 +1,186 @@
+//! Assignment creates: confirmed, refused, or in doubt and read back.
+
+use zkdist_coord::{TaskId, WorkerId};
+
+use super::{AssignmentFound, DepartedStage, MasterState, Step, TaskStatus, WriteOutcome};
+use crate::decision::{Command, MasterDecision, Recovery, RequeueReason, Trigger};
+
+impl MasterState {
+    /// ZooKeeper's answer to a `CreateAssignment` command.
+    ///
+    /// A refused create puts the task back in the queue and runs a round
+    /// for it; the worker is blocked until a listing shows the node in its
+    /// way gone (a round would only meet the same refusal). A create in
+    /// doubt is read back;
+    /// one for a worker that left meanwhile is reclaimed once applied.
+    pub fn on_assignment_created(
+        &mut self,
+        worker: WorkerId,
+        task: TaskId,
+        outcome: WriteOutcome,
+    ) -> Step {
+        self.assert_not_deposed();
+        if outcome == WriteOutcome::Fenced {
+            return self.depose();
+        }
+        if let Some(departed) = self.departed.get(&worker) {
+            assert!(
+                departed.task == task && departed.stage == DepartedStage::Creating,
+                "create of {worker}'s assignment {task} answered, but the departed worker holds {departed:?}"
+            );
+            match outcome {
+                WriteOutcome::Applied => {
+                    self.decide(MasterDecision::AssignmentCreated {
+                        worker: worker.clone(),
+                        task: task.clone(),
+                    });
+                    self.reclaim(worker, task);
+                }
+                // Whether applied or not, a reclaim leaves no node behind
+                // and then reads the task's status, which settles it.
+                WriteOutcome::Unknown => {
+                    self.decide(MasterDecision::AssignmentInDoubt {
+                        worker: worker.clone(),
+                        task: task.clone(),
+                    });
+                    self.reclaim(worker, task);
+                }
+                WriteOutcome::Failed(error) => {
+                    self.departed.remove(&worker);
+                    self.decide(MasterDecision::AssignmentFailed {
+                        worker: worker.clone(),
+                        task: task.clone(),
+                        error,
+                    });
+                    self.requeue(task, RequeueReason::WorkerGone { worker });
+                }
+                WriteOutcome::Fenced => unreachable!("handled above"),
+            }
+            return self.finish_step();
+        }
+        let slot = self.workers.get_mut(&worker);
+        let holds_it = matches!(&slot, Some(Some(a)) if a.task == task && !a.confirmed)
+            && !self.in_doubt.contains(&worker);
+        assert!(
+            holds_it,
+            "create of {worker}'s assignment {task} answered, but the worker holds {slot:?}"
+        );
+        let slot = slot.expect("checked above");
+        match outcome {
+            WriteOutcome::Applied => {
+                slot.as_mut().expect("checked above").confirmed = true;
+                self.decide(MasterDecision::AssignmentCreated { worker, task });
+            }
+            WriteOutcome::Failed(error) => {
+                *slot = None;
+                assert!(self.pending_tasks.insert(task.clone()));
+                self.decide(MasterDecision::AssignmentFailed {
+                    worker: worker.clone(),
+                    task,
+                    error,
+                });
+                self.block(worker);
+                self.trigger(Trigger::TaskRequeued);
+            }
+            WriteOutcome::Unknown => {
+                self.in_doubt.insert(worker.clone());
+                self.step.commands.push(Command::RecoverAssignment {
+                    worker: worker.clone(),
+                    task: task.clone(),
+                });
+                self.decide(MasterDecision::AssignmentInDoubt { worker, task });
+            }
+            WriteOutcome::Fenced => unreachable!("handled above"),
+        }
+        self.finish_step()
+    }
+
+    /// What a `RecoverAssignment` command read back.
+    pub fn on_assignment_recovered(
+        &mut self,
+        worker: WorkerId,
+        task: TaskId,
+        found: AssignmentFound,
+    ) -> Step {
+        self.assert_not_deposed();
+        let recovery = match found {
+            AssignmentFound::Present => Recovery::Applied,
+            AssignmentFound::Absent(TaskStatus::Finished) => Recovery::AppliedAndFinished,
+            AssignmentFound::Absent(TaskStatus::Unfinished) | AssignmentFound::Foreign => {
+                Recovery::NotApplied
+            }
+            AssignmentFound::Absent(TaskStatus::Gone) => Recovery::TaskGone,
+        };
+        self.decide(MasterDecision::AssignmentRecovered {
+            worker: worker.clone(),
+            task: task.clone(),
+            recovery,
+        });
+        if let Some(departed) = self.departed.get(&worker) {
+            assert!(
+                departed.task == task && departed.stage == DepartedStage::Recovering,
+                "{worker}'s assignment {task} recovered, but the departed worker holds {departed:?}"
+            );
+            match recovery {
+                Recovery::Applied => self.reclaim(worker, task),
+                Recovery::AppliedAndFinished | Recovery::TaskGone => {
+                    self.departed.remove(&worker);
+                }
+                Recovery::NotApplied => {
+                    self.departed.remove(&worker);
+                    self.requeue(task, RequeueReason::WorkerGone { worker });
+                }
+            }
+            return self.finish_step();
+        }
+        assert!(
+            self.in_doubt.remove(&worker),
+            "{worker}'s assignment {task} recovered but never in doubt"
+        );
+        let slot = self
+            .workers
+            .get_mut(&worker)
+            .expect("a worker in doubt is registered");
+        assert!(
+            matches!(slot, Some(a) if a.task == task && !a.confirmed),
+            "{worker}'s assignment {task} recovered, but the worker holds {slot:?}"
+        );
+        match recovery {
+            // Read after the create was applied, so every later listing was
+            // taken after it too: absence from one now means finished.
+            Recovery::Applied => slot.as_mut().expect("checked above").confirmed = true,
+            Recovery::AppliedAndFinished => {
+                *slot = None;
+                self.decide(MasterDecision::WorkerIdle {
+                    worker,
+                    finished_task: task,
+                });
+                self.trigger(Trigger::WorkerIdle);
+            }
+            Recovery::NotApplied => {
+                *slot = None;
+                if found == AssignmentFound::Foreign {
+                    self.block(worker.clone());
+                }
+                self.requeue(task, RequeueReason::AssignmentNotApplied { worker });
+            }
+            Recovery::TaskGone => {
+                *slot = None;
+                self.trigger(Trigger::WorkerIdle);
+            }
+        }
+        self.finish_step()
+    }
+
+    /// Gives registered `worker` no work until an `assignments/` listing
+    /// shows its node gone. No listing is asked for: the node exists now,
+    /// and the `assignments/` watch (always armed or being re-armed by a
+    /// listing in flight) fires when it is deleted.
+    pub(super) fn block(&mut self, worker: WorkerId) {
+        assert!(
+            matches!(self.workers.get(&worker), Some(None)),
+            "only a registered worker without a task is blocked"
+        );
+        self.blocked.insert(worker);
+    }
+}

@@ -1,0 +1,257 @@
+//! The three watch loops' listings: workers that join and leave, tasks that
+//! appear and vanish, assignments that finish.
+
+use std::collections::BTreeSet;
+
+use zkdist_coord::{Directory, InvalidName, TaskId, WorkerId};
+
+use super::{Departed, DepartedStage, MasterState, Step};
+use crate::decision::{Command, MasterDecision, Trigger};
+use crate::listing::ListingLoop;
+
+impl MasterState {
+    /// A watch on one of the three directories fired.
+    pub fn on_watch_fired(&mut self, dir: Directory) -> Step {
+        assert!(self.started, "a watch fired before the master started");
+        self.assert_not_deposed();
+        if self.listing_loop(dir).on_watch_fired() {
+            self.step.commands.push(Command::List(dir));
+        }
+        self.finish_step()
+    }
+
+    /// The listing of `dir` now in flight had to be sent more than once, so
+    /// the server read it after requests sent later: its view may be newer
+    /// than replies still to come, and the watch it left may have missed
+    /// their effects. The loop lists again once that reply is handled.
+    pub fn on_listing_resent(&mut self, dir: Directory) {
+        assert!(self.started, "a listing resent before the master started");
+        assert!(
+            !self.listing_loop(dir).on_watch_fired(),
+            "a listing of {dir:?} resent with none in flight"
+        );
+        self.check_invariants();
+    }
+
+    /// The children of `workers/`: workers that joined become idle entries;
+    /// workers that left are dropped, and the assignment each held is
+    /// reclaimed. New workers trigger a round.
+    pub fn on_workers_listed(&mut self, children: Vec<String>) -> Step {
+        self.on_listed(Directory::Workers);
+        let present = self.parse_children(Directory::Workers, children, WorkerId::parse);
+        let left: Vec<WorkerId> = self
+            .workers
+            .keys()
+            .filter(|worker| !present.contains(*worker))
+            .cloned()
+            .collect();
+        for worker in left {
+            let slot = self.workers.remove(&worker).expect("listed from the map");
+            let in_doubt = self.in_doubt.remove(&worker);
+            self.blocked.remove(&worker);
+            self.left_workers.insert(worker.clone());
+            self.decide(MasterDecision::WorkerLeft {
+                worker: worker.clone(),
+                held_task: slot.as_ref().map(|assignment| assignment.task.clone()),
+            });
+            let Some(assignment) = slot else { continue };
+            let stage = if assignment.confirmed {
+                self.step.commands.push(Command::Reclaim {
+                    worker: worker.clone(),
+                    task: assignment.task.clone(),
+                });
+                DepartedStage::Reclaiming
+            } else if in_doubt {
+                DepartedStage::Recovering
+            } else {
+                DepartedStage::Creating
+            };
+            let previous = self.departed.insert(
+                worker,
+                Departed {
+                    task: assignment.task,
+                    stage,
+                },
+            );
+            assert!(previous.is_none(), "a worker departs once");
+        }
+        let mut joined = false;
+        for worker in present {
+            // Worker ids are never reused: an id that left is never given
+            // work again (see `left_workers`).
+            if self.left_workers.contains(&worker) {
+                if self
+                    .ignored_names
+                    .insert((Directory::Workers, worker.as_str().to_owned()))
+                {
+                    self.decide(MasterDecision::IgnoredNode {
+                        dir: Directory::Workers,
+                        name: worker.as_str().to_owned(),
+                        reason: "this worker id left before, and ids are never reused".into(),
+                    });
+                }
+                continue;
+            }
+            assert!(!self.departed.contains_key(&worker), "a departed id left");
+            if !self.workers.contains_key(&worker) {
+                self.workers.insert(worker.clone(), None);
+                self.decide(MasterDecision::WorkerJoined { worker });
+                joined = true;
+            }
+        }
+        if joined {
+            self.trigger(Trigger::NewWorker);
+        }
+        self.finish_step()
+    }
+
+    /// The children of `tasks/`: tasks not in the processed set are new and
+    /// join the queue in task order; new tasks trigger a round. Tasks no
+    /// longer listed are forgotten unless a worker still holds them.
+    pub fn on_tasks_listed(&mut self, children: Vec<String>) -> Step {
+        let first = self.on_listed(Directory::Tasks);
+        let present = self.parse_children(Directory::Tasks, children, TaskId::parse);
+        // A set iterates in sequence order, which is submission order.
+        let new_tasks: Vec<TaskId> = present
+            .iter()
+            .filter(|task| !self.processed_tasks.contains(*task))
+            .cloned()
+            .collect();
+        for task in &new_tasks {
+            assert!(self.processed_tasks.insert(task.clone()));
+            assert!(self.pending_tasks.insert(task.clone()));
+            self.decide(MasterDecision::TaskQueued { task: task.clone() });
+        }
+        if first {
+            // Tasks seen in the first listing may predate this master and be
+            // finished already; tasks that appear later cannot, as only this
+            // master assigns.
+            let init = self
+                .initialisation
+                .as_mut()
+                .expect("the first listing comes while initialising");
+            for task in &new_tasks {
+                init.unchecked_tasks.insert(task.clone());
+                self.step
+                    .commands
+                    .push(Command::CheckTaskFinished(task.clone()));
+            }
+        }
+        let vanished: Vec<TaskId> = self
+            .pending_tasks
+            .iter()
+            .filter(|task| !present.contains(*task))
+            .cloned()
+            .collect();
+        for task in vanished {
+            self.pending_tasks.remove(&task);
+            self.decide(MasterDecision::TaskVanished { task });
+        }
+        // Bounded memory: a task that is neither listed nor held can never
+        // come back (sequence numbers are not reused), so it is forgotten.
+        let held = self.held_tasks();
+        self.processed_tasks
+            .retain(|task| present.contains(task) || held.contains(task));
+        assert!(
+            self.processed_tasks.len() <= present.len() + held.len(),
+            "the processed set outgrew the listing and the held tasks"
+        );
+        if !new_tasks.is_empty() {
+            self.trigger(Trigger::NewTask);
+        }
+        self.finish_step()
+    }
+
+    /// The children of `assignments/`: a worker whose confirmed assignment
+    /// is gone has finished and is idle again; newly idle workers trigger a
+    /// round. The master's own creates change nothing here.
+    pub fn on_assignments_listed(&mut self, children: Vec<String>) -> Step {
+        let first = self.on_listed(Directory::Assignments);
+        let present = self.parse_children(Directory::Assignments, children, WorkerId::parse);
+        let mut became_idle = Vec::new();
+        for (worker, slot) in &mut self.workers {
+            let finished = matches!(slot, Some(assignment) if assignment.confirmed && !present.contains(worker));
+            if finished {
+                let assignment = slot.take().expect("matched Some");
+                became_idle.push((worker.clone(), assignment.task));
+            }
+        }
+        let unblocked: Vec<WorkerId> = self
+            .blocked
+            .iter()
+            .filter(|worker| !present.contains(*worker))
+            .cloned()
+            .collect();
+        let any_idle = !became_idle.is_empty() || !unblocked.is_empty();
+        for (worker, finished_task) in became_idle {
+            self.decide(MasterDecision::WorkerIdle {
+                worker,
+                finished_task,
+            });
+        }
+        for worker in unblocked {
+            self.blocked.remove(&worker);
+            self.decide(MasterDecision::WorkerUnblocked { worker });
+        }
+        if first {
+            let init = self
+                .initialisation
+                .as_mut()
+                .expect("the first listing comes while initialising");
+            for worker in present {
+                init.unread_assignments.insert(worker.clone());
+                self.step.commands.push(Command::ReadAssignment(worker));
+            }
+        }
+        if any_idle {
+            self.trigger(Trigger::WorkerIdle);
+        }
+        self.finish_step()
+    }
+
+    pub(super) fn listing_loop(&mut self, dir: Directory) -> &mut ListingLoop {
+        match dir {
+            Directory::Workers => &mut self.workers_loop,
+            Directory::Tasks => &mut self.tasks_loop,
+            Directory::Assignments => &mut self.assignments_loop,
+        }
+    }
+
+    /// Bookkeeping common to the three listings; returns whether this was
+    /// the directory's first listing.
+    pub(super) fn on_listed(&mut self, dir: Directory) -> bool {
+        assert!(self.started, "a listing arrived before the master started");
+        self.assert_not_deposed();
+        let (again, first) = self.listing_loop(dir).on_listed();
+        if again {
+            self.step.commands.push(Command::List(dir));
+        }
+        first
+    }
+
+    pub(super) fn parse_children<T: Ord>(
+        &mut self,
+        dir: Directory,
+        children: Vec<String>,
+        parse: fn(&str) -> Result<T, InvalidName>,
+    ) -> BTreeSet<T> {
+        let mut parsed = BTreeSet::new();
+        for name in children {
+            match parse(&name) {
+                Ok(value) => {
+                    parsed.insert(value);
+                }
+                Err(error) => {
+                    if self.ignored_names.insert((dir, name.clone())) {
+                        self.decide(MasterDecision::IgnoredNode {
+                            dir,
+                            name,
+                            reason: error.reason,
+                        });
+                    }
+                }
+            }
+        }
+        parsed
+    }
+}
