@@ -11,6 +11,14 @@ use crate::decision::{Command, MasterDecision, Trigger};
 pub(super) struct Initialisation {
     /// Tasks of the first listing whose `result` has not been checked yet.
     pub(super) unchecked_tasks: BTreeSet<TaskId>,
+    /// Whether the result checks were sent. They wait for every start-up
+    /// assignment read: a session's requests are served in order, so a
+    /// check sent after a read that found an assignment gone sees the
+    /// result of the completion that deleted it (a completion creates the
+    /// result and deletes the assignment in one transaction). Sent earlier,
+    /// a check could miss a completion that the read then misses too, and
+    /// the finished task would be queued again.
+    pub(super) checks_sent: bool,
     /// Assignments of the first listing whose data has not been read yet.
     pub(super) unread_assignments: BTreeSet<WorkerId>,
     /// Why rounds would have run had the state been built: the first round
@@ -20,11 +28,41 @@ pub(super) struct Initialisation {
 
 impl Initialisation {
     pub(super) fn is_complete(&self, all_listed_once: bool) -> bool {
-        all_listed_once && self.unchecked_tasks.is_empty() && self.unread_assignments.is_empty()
+        all_listed_once
+            && self.checks_sent
+            && self.unchecked_tasks.is_empty()
+            && self.unread_assignments.is_empty()
     }
 }
 
 impl MasterState {
+    /// Sends the start-up result checks once the first `tasks/` and
+    /// `assignments/` listings are in and every assignment they named has
+    /// been read (see [`Initialisation::checks_sent`]). Tasks found running
+    /// meanwhile need no check.
+    pub(super) fn send_result_checks_when_due(&mut self) {
+        let tasks_listed = self.tasks_loop.listed_once();
+        let assignments_listed = self.assignments_loop.listed_once();
+        let Some(init) = self.initialisation.as_mut() else {
+            return;
+        };
+        if init.checks_sent
+            || !tasks_listed
+            || !assignments_listed
+            || !init.unread_assignments.is_empty()
+        {
+            return;
+        }
+        init.checks_sent = true;
+        let pending = &self.pending_tasks;
+        init.unchecked_tasks.retain(|task| pending.contains(task));
+        for task in &init.unchecked_tasks {
+            self.step
+                .commands
+                .push(Command::CheckTaskFinished(task.clone()));
+        }
+    }
+
     /// The data of an assignment found by the first `assignments/` listing.
     /// The assignment of a worker that is not registered is stale (its
     /// worker died, perhaps under an earlier master) and is reclaimed.

@@ -130,12 +130,7 @@ impl MasterState {
                 .initialisation
                 .as_mut()
                 .expect("the first listing comes while initialising");
-            for task in &new_tasks {
-                init.unchecked_tasks.insert(task.clone());
-                self.step
-                    .commands
-                    .push(Command::CheckTaskFinished(task.clone()));
-            }
+            init.unchecked_tasks.extend(new_tasks.iter().cloned());
         }
         let vanished: Vec<TaskId> = self
             .pending_tasks

@@ -214,6 +214,9 @@ impl MasterState {
     /// Ends an input: finishes initialisation if everything is in, checks
     /// the invariants, and hands the output over.
     fn finish_step(&mut self) -> Step {
+        if !self.deposed {
+            self.send_result_checks_when_due();
+        }
         if self.deposed {
             assert!(
                 self.step.commands.is_empty(),

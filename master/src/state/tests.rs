@@ -159,9 +159,13 @@ fn no_round_runs_before_the_state_is_built() {
     assert!(rounds(&step).is_empty());
     let step = master.on_tasks_listed(task_names(&[1]));
     assert!(rounds(&step).is_empty());
-    assert_eq!(step.commands, vec![Command::CheckTaskFinished(t(1))]);
+    assert!(
+        step.commands.is_empty(),
+        "result checks wait for the assignments"
+    );
     let step = master.on_assignments_listed(vec![]);
     assert!(rounds(&step).is_empty(), "the result check is not in");
+    assert_eq!(step.commands, vec![Command::CheckTaskFinished(t(1))]);
     assert!(!master.is_initialised());
 
     let step = master.on_task_checked(t(1), false);
@@ -188,17 +192,12 @@ fn initialisation_adopts_existing_workers_tasks_and_assignments() {
     master.start();
     master.on_workers_listed(worker_names(&[1, 2, 3]));
     let step = master.on_tasks_listed(task_names(&[5, 2, 4, 1, 3]));
-    assert_eq!(
-        step.commands,
-        (1..=5)
-            .map(|n| Command::CheckTaskFinished(t(n)))
-            .collect::<Vec<_>>(),
-        "checked in sequence order"
-    );
+    assert!(step.commands.is_empty(), "checks wait for the assignments");
     let step = master.on_assignments_listed(worker_names(&[2]));
     assert_eq!(step.commands, vec![Command::ReadAssignment(w(2))]);
 
-    // Task 1 finished before this master started; worker 2 runs task 2.
+    // Task 1 finished before this master started; worker 2 runs task 2,
+    // which needs no check once its assignment is read.
     let step = master.on_assignment_read(w(2), AssignmentData::Task(t(2)));
     assert_eq!(
         step.decisions,
@@ -207,12 +206,19 @@ fn initialisation_adopts_existing_workers_tasks_and_assignments() {
             task: t(2)
         }]
     );
+    assert_eq!(
+        step.commands,
+        [1, 3, 4, 5]
+            .map(|n| Command::CheckTaskFinished(t(n)))
+            .to_vec(),
+        "checked in sequence order, after the assignment reads"
+    );
     let step = master.on_task_checked(t(1), true);
     assert_eq!(
         step.decisions,
         vec![MasterDecision::TaskAlreadyFinished { task: t(1) }]
     );
-    for n in 2..=4 {
+    for n in 3..=4 {
         assert!(rounds(&master.on_task_checked(t(n), false)).is_empty());
     }
     let step = master.on_task_checked(t(5), false);
@@ -267,12 +273,14 @@ fn stale_assignment_found() -> MasterState {
     );
     assert_eq!(
         step.commands,
-        vec![Command::Reclaim {
-            worker: w(9),
-            task: t(1)
-        }]
+        vec![
+            Command::Reclaim {
+                worker: w(9),
+                task: t(1)
+            },
+            Command::CheckTaskFinished(t(2)),
+        ]
     );
-    master.on_task_checked(t(1), false);
     let step = master.on_task_checked(t(2), false);
     assert_eq!(
         rounds(&step),
@@ -280,7 +288,7 @@ fn stale_assignment_found() -> MasterState {
             vec![Trigger::NewTask, Trigger::NewWorker],
             vec![(w(1), t(2))]
         )],
-        "task 1 is held by the stale assignment until it is reclaimed"
+        "task 1 is held by the stale assignment until it is reclaimed: not checked"
     );
     assert!(master.pending_tasks().is_empty());
     assert_eq!(master.reclaiming().collect::<Vec<_>>(), [(&w(9), &t(1))]);
