@@ -70,6 +70,29 @@ impl MasterState {
     }
 
     /// Tasks a worker holds or that are being reclaimed from one.
+    /// Forgets the tasks a client deleted while they were held, once no
+    /// worker holds them any more (bounded memory: see `processed_tasks`).
+    pub(super) fn forget_released_deleted_tasks(&mut self) {
+        if self.deleted_while_held.is_empty() {
+            return;
+        }
+        let held = self.held_tasks();
+        let released: Vec<TaskId> = self
+            .deleted_while_held
+            .iter()
+            .filter(|task| !held.contains(*task))
+            .cloned()
+            .collect();
+        for task in released {
+            assert!(
+                !self.pending_tasks.contains(&task),
+                "{task} was deleted while held, yet it is queued"
+            );
+            self.deleted_while_held.remove(&task);
+            self.processed_tasks.remove(&task);
+        }
+    }
+
     pub(super) fn held_tasks(&self) -> BTreeSet<TaskId> {
         self.workers
             .values()
@@ -94,7 +117,7 @@ impl MasterState {
     /// Puts a task no one holds back in the queue, at its place in task
     /// order, unless it was forgotten (a listing showed it deleted).
     pub(super) fn requeue(&mut self, task: TaskId, reason: RequeueReason) {
-        if !self.processed_tasks.contains(&task) {
+        if !self.processed_tasks.contains(&task) || self.deleted_while_held.contains(&task) {
             self.decide(MasterDecision::TaskVanished { task });
             return;
         }

@@ -147,6 +147,11 @@ impl MasterState {
         let held = self.held_tasks();
         self.processed_tasks
             .retain(|task| present.contains(task) || held.contains(task));
+        self.deleted_while_held = held
+            .iter()
+            .filter(|task| !present.contains(*task))
+            .cloned()
+            .collect();
         assert!(
             self.processed_tasks.len() <= present.len() + held.len(),
             "the processed set outgrew the listing and the held tasks"

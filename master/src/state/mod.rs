@@ -68,6 +68,10 @@ pub use outcomes::{
 pub struct MasterState {
     epoch: Epoch,
     processed_tasks: BTreeSet<TaskId>,
+    /// Held tasks that the latest `tasks/` listing no longer showed: a
+    /// client deleted them while a worker held them. Each is forgotten as
+    /// soon as no worker holds it, and never queued again.
+    deleted_while_held: BTreeSet<TaskId>,
     pending_tasks: BTreeSet<TaskId>,
     workers: BTreeMap<WorkerId, Option<Assignment>>,
     /// Registered workers whose unconfirmed assignment is being read back
@@ -110,6 +114,7 @@ impl MasterState {
         MasterState {
             epoch,
             processed_tasks: BTreeSet::new(),
+            deleted_while_held: BTreeSet::new(),
             pending_tasks: BTreeSet::new(),
             workers: BTreeMap::new(),
             in_doubt: BTreeSet::new(),
@@ -217,6 +222,7 @@ impl MasterState {
         if !self.deposed {
             self.send_result_checks_when_due();
         }
+        self.forget_released_deleted_tasks();
         if self.deposed {
             assert!(
                 self.step.commands.is_empty(),

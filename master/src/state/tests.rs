@@ -944,8 +944,10 @@ fn the_processed_set_forgets_tasks_that_are_gone_and_no_longer_held() {
         &BTreeSet::from([t(1), t(2)]),
         "task 2 is still held by w2"
     );
-    // Both finish; once no longer held or listed, a task is forgotten.
+    // Both finish. A task deleted while held is forgotten once released,
+    // without waiting for another listing; a listed one stays known.
     relist(&mut master, Directory::Assignments, vec![]);
+    assert_eq!(master.processed_tasks(), &BTreeSet::from([t(1)]));
     relist(&mut master, Directory::Tasks, task_names(&[1]));
     assert_eq!(master.processed_tasks(), &BTreeSet::from([t(1)]));
     relist(&mut master, Directory::Tasks, vec![]);
