@@ -1,6 +1,5 @@
 //! `zkdist explore` and `zkdist replay` as a user runs them: one summary
-//! line at the end, a replay command per violation, and that command
-//! reproducing the violation at the same step.
+//! line at the end, and a replay that repeats a seed's run byte for byte.
 
 use std::process::Command;
 
@@ -18,49 +17,33 @@ fn zkdist(args: &[&str]) -> (i32, String, String) {
 }
 
 #[test]
-fn explore_reports_violations_that_replay_reproduces() {
+fn explore_with_every_fault_finds_nothing_and_replay_repeats_a_run() {
+    // Crashes, expiries and cuts on every kind of actor: the system
+    // recovers and every task finishes exactly once. (That the explorer
+    // reports a violation with a replay that reproduces it is shown with
+    // planted bugs in zkdist-scenarios' explorer and mutant tests.)
     let (code, out, err) = zkdist(&["explore", "--seeds", "30", "--faults", "all"]);
-    assert_eq!(code, 3, "violations found: exit code 3\n{out}\n{err}");
-    let lines: Vec<&str> = out.lines().collect();
-    let summary = lines.last().expect("a summary line");
+    assert_eq!(code, 0, "no violation: exit code 0\n{out}\n{err}");
     assert!(
-        summary.starts_with("explored 30 seeds, ") && summary.ends_with(" steps/s"),
-        "{summary}"
+        out.starts_with("explored 30 seeds, 0 violations, ")
+            && out.trim_end().ends_with(" steps/s"),
+        "{out}"
     );
-    let violations: Vec<&str> = lines
-        .iter()
-        .copied()
-        .filter(|l| l.starts_with("seed "))
-        .collect();
-    assert!(
-        summary.contains(&format!(", {} violations, ", violations.len())),
-        "{summary}"
-    );
-    assert!(!violations.is_empty(), "faults break the founding design");
-    let first = lines.iter().position(|l| l.starts_with("seed ")).unwrap();
-    let (seed, found) = lines[first]
-        .strip_prefix("seed ")
-        .and_then(|rest| rest.split_once(": "))
-        .expect("seed S: violation");
-    let replay = lines[first + 1]
-        .strip_prefix("  replay: zkdist ")
-        .expect("a replay command follows");
-    assert_eq!(
-        replay,
-        format!("replay --seed {seed} --workers 3 --tasks 20 --faults all")
-    );
+    assert_eq!(out.lines().count(), 1, "{out}");
 
-    let args: Vec<&str> = replay.split(' ').collect();
-    let (code, out, _) = zkdist(&args);
-    assert_eq!(code, 3);
+    let replay = ["replay", "--seed", "3", "--faults", "all"];
+    let (code, first, _) = zkdist(&replay);
+    assert_eq!(code, 0, "{first}");
+    assert!(first.trim_end().ends_with("no violation"), "{first}");
     assert!(
-        out.lines()
-            .any(|line| line == format!("violation: {found}")),
-        "the replay shows the same violation at the same step:\n{found}\n{out}"
+        first.lines().count() > 100,
+        "the replay prints the run's trace"
     );
-    let (_, quiet, _) = zkdist(&[args.as_slice(), &["--quiet"]].concat());
+    let (_, second, _) = zkdist(&replay);
+    assert_eq!(first, second, "a seed replays byte for byte");
+    let (_, quiet, _) = zkdist(&[replay.as_slice(), &["--quiet"]].concat());
     assert!(quiet.lines().count() < 30, "--quiet leaves the trace out");
-    assert!(out.ends_with(&quiet[quiet.find("violation:").unwrap()..]));
+    assert!(first.ends_with(&quiet));
 }
 
 #[test]
