@@ -279,6 +279,11 @@ async fn one_master_four_workers_two_hundred_tasks(connect_string: String) {
     // with exactly one child, its result; no assignment left; every worker
     // registered.
     let zk = client.session();
+    // On an ensemble the client's session may read from a follower that
+    // has not applied the workers' last writes yet: catch up first.
+    zk.sync(layout.root())
+        .await
+        .expect("sync before reading the tree");
     // Task names carry a submission token before their sequence number, so
     // they are compared as sets: FIFO order is the sequence, not the name.
     let mut task_names: Vec<String> = submitted.iter().map(|(t, _)| t.to_string()).collect();
