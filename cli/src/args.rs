@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use zkdist_master::TaskDiscovery;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -23,10 +24,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a master candidate and a worker, each on a session of its own.
-    Run(RoleArgs),
+    Run(RunArgs),
     /// Run a master candidate: lead if nobody does, else stand by and take
     /// over when the master goes.
-    Master(ConnectArgs),
+    Master(MasterArgs),
     /// Run as a worker (re-joining under a new id if its session expires).
     Worker(RoleArgs),
     /// Queue a task; with --wait, print its result.
@@ -73,6 +74,33 @@ pub struct ConnectArgs {
     /// Digest credentials, USER:PASSWORD.
     #[arg(long, env = "ZKDIST_AUTH")]
     pub auth: Option<String>,
+}
+
+/// How a master candidate works.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct MasterOptions {
+    /// How the master learns of tasks: `watch` (a persistent recursive
+    /// watch on tasks/, listed only at start and after a reconnection) or
+    /// `listing` (the founding design: the whole of tasks/ listed again on
+    /// every change, which stops working past some 29,000 tasks).
+    #[arg(long, default_value_t = TaskDiscovery::default())]
+    pub discovery: TaskDiscovery,
+}
+
+#[derive(Debug, Args)]
+pub struct MasterArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    #[command(flatten)]
+    pub master: MasterOptions,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub role: RoleArgs,
+    #[command(flatten)]
+    pub master: MasterOptions,
 }
 
 #[derive(Debug, Args)]
@@ -185,6 +213,9 @@ pub struct ScheduleArgs {
     /// session expiries and crashes.
     #[arg(long, default_value = "none")]
     pub faults: zkdist_scenarios::Faults,
+    /// How the masters learn of tasks (see `zkdist master --help`).
+    #[arg(long, default_value_t = TaskDiscovery::default())]
+    pub discovery: TaskDiscovery,
 }
 
 #[derive(Debug, Args)]

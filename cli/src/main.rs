@@ -49,8 +49,9 @@ fn main() -> ExitCode {
 /// The connection flags of a command that talks to a real ensemble.
 fn connect_args(command: &Command) -> Option<&args::ConnectArgs> {
     match command {
-        Command::Run(args) | Command::Worker(args) => Some(&args.connect),
-        Command::Master(args) => Some(args),
+        Command::Run(args) => Some(&args.role.connect),
+        Command::Worker(args) => Some(&args.connect),
+        Command::Master(args) => Some(&args.connect),
         Command::Submit(args) => Some(&args.connect),
         Command::Wait(args) => Some(&args.connect),
         Command::Status(args) => Some(&args.connect),

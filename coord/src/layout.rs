@@ -98,6 +98,18 @@ impl Layout {
         path::join(&self.root, TASKS)
     }
 
+    /// The name of the task whose node is `path` (`<root>/tasks/<name>`),
+    /// or `None` for any other path, a task's result included: what the
+    /// master's recursive watch on `tasks/` reports is sorted out with it.
+    pub fn task_name_of<'p>(&self, path: &'p str) -> Option<&'p str> {
+        let name = path
+            .strip_prefix(self.root.as_str())?
+            .strip_prefix('/')?
+            .strip_prefix(TASKS)?
+            .strip_prefix('/')?;
+        (!name.is_empty() && !name.contains('/')).then_some(name)
+    }
+
     /// The prefix a persistent-sequential create turns into a new task.
     pub fn task_prefix(&self) -> String {
         path::join(&self.tasks_dir(), TASK_PREFIX)
@@ -250,6 +262,26 @@ mod tests {
             Some(Directory::Tasks)
         );
         assert_eq!(layout.watched_directory("/zkdist/ids"), None);
+    }
+
+    #[test]
+    fn task_names_are_read_off_task_paths_only() {
+        let layout = Layout::new("/a/zkdist").unwrap();
+        let task = TaskId::from_sequence(7);
+        assert_eq!(
+            layout.task_name_of(&layout.task(&task)),
+            Some(task.as_str())
+        );
+        for other in [
+            layout.result(&task),
+            layout.tasks_dir(),
+            format!("{}/", layout.tasks_dir()),
+            layout.assignments_dir(),
+            "/a/zkdist/tasksx/task-0000000007".to_owned(),
+            "/b/zkdist/tasks/task-0000000007".to_owned(),
+        ] {
+            assert_eq!(layout.task_name_of(&other), None, "{other}");
+        }
     }
 
     #[test]

@@ -118,3 +118,16 @@ pub struct Stat {
     pub data_length: i32,
     pub num_children: i32,
 }
+
+impl Stat {
+    /// How many children were ever created under this node: the counter
+    /// that names the next sequential child. Recovered from what the server
+    /// reports (`cversion = 2 * creates - num_children`), in 64 bits so
+    /// that a counter past `i32::MAX` does not overflow the sum.
+    ///
+    /// A child whose sequence number is below it was created before the
+    /// read that returned this stat; one at or above it, after.
+    pub fn child_creates(&self) -> i64 {
+        (i64::from(self.cversion) + i64::from(self.num_children)) / 2
+    }
+}

@@ -40,8 +40,15 @@ impl Trigger {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Command {
     /// `get_children(dir, Watch::Yes)`, answered by the matching
-    /// `on_*_listed` input.
+    /// `on_*_listed` input. With the watch discovery, `tasks/` is listed
+    /// without a watch and answered by
+    /// [`crate::MasterState::on_tasks_listed_at`].
     List(Directory),
+    /// `add_watch(tasks/, PersistentRecursive)`, answered by
+    /// [`crate::MasterState::on_tasks_watch_added`]; its events by
+    /// [`crate::MasterState::on_task_created`] and
+    /// [`crate::MasterState::on_task_deleted`]. Watch discovery only.
+    WatchTasks,
     /// `get_data(assignments/<worker>)`, answered by
     /// [`crate::MasterState::on_assignment_read`]. Only while initialising.
     ReadAssignment(WorkerId),

@@ -13,7 +13,7 @@
 //! ```text
 //! let layout = Layout::new("/zkdist")?;
 //! let (tx, decisions) = tokio::sync::mpsc::unbounded_channel();
-//! run_master_role(connector, layout, shutdown_signal, Some(tx)).await?;
+//! run_master_role(connector, layout, TaskDiscovery::Watch, shutdown_signal, Some(tx)).await?;
 //!
 //! // Or, for one session that is known to lead:
 //! if let Some(epoch) = claim_master(&session, &layout).await? {
@@ -24,6 +24,7 @@
 //! ```
 
 mod decision;
+mod discovery;
 mod election;
 mod fenced;
 mod in_flight;
@@ -35,6 +36,7 @@ mod shell;
 mod state;
 
 pub use decision::{Command, MasterDecision, Recovery, RequeueReason, Trigger};
+pub use discovery::{TaskDiscovery, UnknownDiscovery};
 pub use election::{Epoch, claim_master};
 pub use role::{SESSION_RETRY_DELAY_MS, run_master_role, run_master_role_for_state};
 pub use shell::{Master, MasterError};

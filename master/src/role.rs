@@ -16,6 +16,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use zkdist_coord::{Connector, Coordinator, ErrorCode, EventStream, Layout, SessionState, ZkError};
 
 use crate::decision::MasterDecision;
+use crate::discovery::TaskDiscovery;
 use crate::election::{StandbyEnd, claim_master, stand_by};
 use crate::shell::{Master, MasterError};
 use crate::state::MasterState;
@@ -61,10 +62,11 @@ enum SessionEnd {
 pub async fn run_master_role<K: Connector>(
     connector: K,
     layout: Layout,
+    discovery: TaskDiscovery,
     shutdown: impl Future<Output = ()>,
     observer: Option<UnboundedSender<MasterDecision>>,
 ) -> Result<(), MasterError> {
-    run_master_role_for_state(connector, layout, shutdown, observer)
+    run_master_role_for_state(connector, layout, discovery, shutdown, observer)
         .await
         .map(|_| ())
 }
@@ -75,6 +77,7 @@ pub async fn run_master_role<K: Connector>(
 pub async fn run_master_role_for_state<K: Connector>(
     connector: K,
     layout: Layout,
+    discovery: TaskDiscovery,
     shutdown: impl Future<Output = ()>,
     observer: Option<UnboundedSender<MasterDecision>>,
 ) -> Result<Option<MasterState>, MasterError> {
@@ -95,8 +98,16 @@ pub async fn run_master_role_for_state<K: Connector>(
         let end = match connected {
             Ok((zk, events)) => {
                 let zk = Arc::new(zk);
-                let end =
-                    run_session(&zk, events, &layout, shutdown.as_mut(), &observer, &publish).await;
+                let end = run_session(
+                    &zk,
+                    events,
+                    &layout,
+                    discovery,
+                    shutdown.as_mut(),
+                    &observer,
+                    &publish,
+                )
+                .await;
                 // Best effort: frees the `master` node at once if this
                 // session still holds it; an ended session refuses, which
                 // is fine. Bounded, and raced with a shutdown that has not
@@ -166,6 +177,7 @@ async fn run_session<C: Coordinator>(
     zk: &Arc<C>,
     mut events: EventStream,
     layout: &Layout,
+    discovery: TaskDiscovery,
     mut shutdown: Pin<&mut impl Future<Output = ()>>,
     observer: &Option<UnboundedSender<MasterDecision>>,
     publish: &impl Fn(MasterDecision),
@@ -234,7 +246,8 @@ async fn run_session<C: Coordinator>(
         }
     };
     publish(MasterDecision::Elected { epoch });
-    let mut master = Master::shared(Arc::clone(zk), events, layout.clone(), epoch);
+    let mut master =
+        Master::shared(Arc::clone(zk), events, layout.clone(), epoch).with_discovery(discovery);
     if let Some(observer) = observer {
         master = master.with_observer(observer.clone());
     }

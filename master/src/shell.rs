@@ -11,11 +11,12 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 use zkdist_coord::retry::until_known;
 use zkdist_coord::{
-    Coordinator, CreateMode, Directory, Event, EventStream, Layout, Op, SessionState, TaskId,
-    Watch, WorkerId, ZkError, ZkResult,
+    AddWatchMode, Coordinator, CreateMode, Directory, Event, EventStream, Layout, Op, SessionState,
+    Stat, TaskId, Watch, WatchKind, WorkerId, ZkError, ZkResult,
 };
 
 use crate::decision::{Command, MasterDecision};
+use crate::discovery::TaskDiscovery;
 use crate::election::Epoch;
 use crate::fenced::{FencedOps, FencedReply};
 use crate::in_flight::InFlight;
@@ -44,8 +45,13 @@ pub enum MasterError {
 enum Reply {
     Listed {
         dir: Directory,
-        result: ZkResult<Vec<String>>,
+        result: ZkResult<(Vec<String>, Stat)>,
         /// The listing had to be sent more than once.
+        resent: bool,
+    },
+    TasksWatched {
+        result: ZkResult<()>,
+        /// The request had to be sent more than once.
         resent: bool,
     },
     AssignmentRead {
@@ -87,6 +93,9 @@ pub struct Master<C: Coordinator> {
     observer: Option<UnboundedSender<MasterDecision>>,
     /// The epoch this session was elected in: every write checks it.
     epoch: Epoch,
+    discovery: TaskDiscovery,
+    /// `layout.tasks_dir()`, kept for the recursive watch's events.
+    tasks_dir: String,
     /// Set while the session is disconnected.
     disconnected: bool,
     /// Whether `run_until` must lay the tree out first (the role lays it
@@ -112,15 +121,24 @@ impl<C: Coordinator> Master<C> {
         layout: Layout,
         epoch: Epoch,
     ) -> Master<C> {
+        let tasks_dir = layout.tasks_dir();
         Master {
             zk,
             events,
             layout,
             observer: None,
             epoch,
+            discovery: TaskDiscovery::default(),
+            tasks_dir,
             disconnected: false,
             lay_out: false,
         }
+    }
+
+    /// Discovers tasks with `discovery` (default: [`TaskDiscovery::Watch`]).
+    pub fn with_discovery(mut self, discovery: TaskDiscovery) -> Master<C> {
+        self.discovery = discovery;
+        self
     }
 
     /// Sends every decision, in order, to `observer` as well as to the log.
@@ -151,7 +169,7 @@ impl<C: Coordinator> Master<C> {
                     error,
                 })?;
         }
-        let mut state = MasterState::new(self.epoch);
+        let mut state = MasterState::new(self.epoch, self.discovery);
         let mut in_flight = InFlight::new();
         let step = state.start();
         self.apply(step, &mut in_flight);
@@ -183,13 +201,36 @@ impl<C: Coordinator> Master<C> {
     ) -> Result<Step, MasterError> {
         match event {
             None => Err(MasterError::SessionEnded { state: None }),
-            Some(Event::Watch(watch)) => match self.layout.watched_directory(&watch.path) {
-                Some(dir) => Ok(state.on_watch_fired(dir)),
-                None => {
-                    tracing::debug!(target: "zkdist::master", ?watch, "ignored watch event");
-                    Ok(Step::default())
+            Some(Event::Watch(watch)) => {
+                if self.discovery == TaskDiscovery::Watch {
+                    // The recursive watch on `tasks/` reports every node
+                    // below it; only tasks themselves (not their results,
+                    // nor the directory's own data) matter here.
+                    if let Some(name) = self.layout.task_name_of(&watch.path) {
+                        return Ok(match watch.kind {
+                            WatchKind::NodeCreated => state.on_task_created(name),
+                            WatchKind::NodeDeleted => state.on_task_deleted(name),
+                            WatchKind::NodeDataChanged | WatchKind::NodeChildrenChanged => {
+                                Step::default()
+                            }
+                        });
+                    }
+                    let below_tasks = watch
+                        .path
+                        .strip_prefix(self.tasks_dir.as_str())
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+                    if below_tasks {
+                        return Ok(Step::default());
+                    }
                 }
-            },
+                match self.layout.watched_directory(&watch.path) {
+                    Some(dir) => Ok(state.on_watch_fired(dir)),
+                    None => {
+                        tracing::debug!(target: "zkdist::master", ?watch, "ignored watch event");
+                        Ok(Step::default())
+                    }
+                }
+            }
             Some(Event::Session(SessionState::Disconnected)) => {
                 self.disconnected = true;
                 Ok(Step::default())
@@ -232,14 +273,21 @@ impl<C: Coordinator> Master<C> {
                     // missed their effects: list again once it is handled.
                     state.on_listing_resent(dir);
                 }
-                let children = result.map_err(|error| {
+                let (children, stat) = result.map_err(|error| {
                     failed(format!("listing {}", self.layout.directory(dir)), error)
                 })?;
-                Ok(match dir {
-                    Directory::Workers => state.on_workers_listed(children),
-                    Directory::Tasks => state.on_tasks_listed(children),
-                    Directory::Assignments => state.on_assignments_listed(children),
+                Ok(match (dir, self.discovery) {
+                    (Directory::Workers, _) => state.on_workers_listed(children),
+                    (Directory::Tasks, TaskDiscovery::Listing) => state.on_tasks_listed(children),
+                    (Directory::Tasks, TaskDiscovery::Watch) => {
+                        state.on_tasks_listed_at(children, stat.child_creates())
+                    }
+                    (Directory::Assignments, _) => state.on_assignments_listed(children),
                 })
+            }
+            Reply::TasksWatched { result, resent } => {
+                result.map_err(|error| failed(format!("watching {}", self.tasks_dir), error))?;
+                Ok(state.on_tasks_watch_added(resent))
             }
             Reply::AssignmentRead { worker, result } => {
                 let data = match result {
@@ -324,16 +372,37 @@ impl<C: Coordinator> Master<C> {
         match command {
             Command::List(dir) => {
                 let path = self.layout.directory(dir);
+                // The recursive watch reports tasks: a one-shot watch on
+                // top would only add an event per change.
+                let watch = match (dir, self.discovery) {
+                    (Directory::Tasks, TaskDiscovery::Watch) => Watch::No,
+                    _ => Watch::Yes,
+                };
                 in_flight.push(async move {
                     let mut attempts = 0_u32;
                     let result = until_known(|| {
                         attempts += 1;
-                        zk.get_children(&path, Watch::Yes)
+                        zk.get_children(&path, watch)
                     })
                     .await;
                     Reply::Listed {
                         dir,
-                        result: result.map(|(children, _)| children),
+                        result,
+                        resent: attempts > 1,
+                    }
+                });
+            }
+            Command::WatchTasks => {
+                let path = self.tasks_dir.clone();
+                in_flight.push(async move {
+                    let mut attempts = 0_u32;
+                    let result = until_known(|| {
+                        attempts += 1;
+                        zk.add_watch(&path, AddWatchMode::PersistentRecursive)
+                    })
+                    .await;
+                    Reply::TasksWatched {
+                        result,
                         resent: attempts > 1,
                     }
                 });

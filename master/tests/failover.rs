@@ -13,7 +13,9 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use zkdist_coord::{Coordinator, Layout, SessionId, TaskId, Watch};
-use zkdist_master::{Epoch, MasterDecision, MasterError, RequeueReason, run_master_role};
+use zkdist_master::{
+    Epoch, MasterDecision, MasterError, RequeueReason, TaskDiscovery, run_master_role,
+};
 use zkdist_sim::{Latency, SimConfig, SimConnector, SimZk};
 use zkdist_worker::WorkerDecision;
 
@@ -42,6 +44,7 @@ impl Candidate {
         let handle = tokio::spawn(run_master_role(
             SimConnector::new(sim.clone(), name),
             layout.clone(),
+            TaskDiscovery::Watch,
             async move {
                 let _ = stopped.await;
             },

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use zkdist_coord::{Coordinator, CreateMode, Layout, TaskResult};
 use zkdist_master::{
-    Epoch, Master, MasterDecision, MasterError, Trigger, claim_master, run_master_role,
+    Epoch, Master, MasterDecision, MasterError, TaskDiscovery, Trigger, claim_master,
+    run_master_role,
 };
 use zkdist_sim::{Latency, SimConfig, SimConnector, SimZk};
 use zkdist_worker::WorkerDecision;
@@ -291,6 +292,7 @@ fn the_role_gives_up_on_a_root_that_cannot_be_created() {
             run_master_role(
                 SimConnector::new(sim.clone(), "m1"),
                 layout,
+                TaskDiscovery::Watch,
                 std::future::pending(),
                 Some(decisions_tx),
             ),
@@ -315,6 +317,7 @@ fn a_standing_by_role_returns_on_shutdown_without_leading() {
         let role = tokio::spawn(run_master_role(
             SimConnector::new(sim.clone(), "standby"),
             layout.clone(),
+            TaskDiscovery::Watch,
             async move {
                 let _ = stopped.await;
             },

@@ -13,6 +13,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use zkdist_master::TaskDiscovery;
 
 use crate::checker::Violation;
 use crate::harness::{Harness, HarnessConfig, RunReport};
@@ -82,6 +83,8 @@ pub struct ExploreConfig {
     pub workers: usize,
     pub tasks: usize,
     pub faults: Faults,
+    /// How the masters discover tasks.
+    pub discovery: TaskDiscovery,
     /// A planted bug, for the tests that show the explorer catches it.
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutant::Mutant>,
@@ -93,6 +96,7 @@ impl Default for ExploreConfig {
             workers: 3,
             tasks: 20,
             faults: Faults::None,
+            discovery: TaskDiscovery::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
         }
@@ -120,8 +124,8 @@ impl ExploreConfig {
     /// The command that replays `seed` under this config.
     pub fn replay_command(&self, seed: u64) -> String {
         format!(
-            "zkdist replay --seed {seed} --workers {} --tasks {} --faults {}",
-            self.workers, self.tasks, self.faults
+            "zkdist replay --seed {seed} --workers {} --tasks {} --faults {} --discovery {}",
+            self.workers, self.tasks, self.faults, self.discovery
         )
     }
 }
@@ -177,6 +181,7 @@ pub async fn run_seed_here(seed: u64, config: ExploreConfig) -> RunReport {
 async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan) -> RunReport {
     let mut harness_config = HarnessConfig::new(seed, plan.latency);
     harness_config.session_timeout_ms = SESSION_TIMEOUT_MS;
+    harness_config.discovery = config.discovery;
     #[cfg(feature = "mutants")]
     {
         harness_config.mutant = config.mutant;

@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use zkdist_coord::{Client, ClientError, Coordinator, Layout, SessionId, TaskId, WorkerId};
-use zkdist_master::{MasterDecision, MasterError, MasterState};
+use zkdist_master::{MasterDecision, MasterError, MasterState, TaskDiscovery};
 use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
 use zkdist_worker::{WorkerDecision, WorkerError};
 
@@ -43,6 +43,8 @@ pub struct HarnessConfig {
     pub seed: u64,
     pub latency: Latency,
     pub session_timeout_ms: u64,
+    /// How the masters discover tasks.
+    pub discovery: TaskDiscovery,
     /// A planted bug in the master's or the workers' sessions.
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutant::Mutant>,
@@ -54,6 +56,7 @@ impl HarnessConfig {
             seed,
             latency,
             session_timeout_ms: 2_000,
+            discovery: TaskDiscovery::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
         }
@@ -272,6 +275,7 @@ impl Harness {
                 let task = tokio::spawn(master_role(
                     actor.connector.clone(),
                     self.layout.clone(),
+                    self.config.discovery,
                     shutdown,
                     decisions_tx,
                 ));

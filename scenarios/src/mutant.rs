@@ -24,8 +24,10 @@ pub enum Mutant {
     /// The master's assignments listing always comes back empty: it takes
     /// every busy worker for idle (it assigns without checking idleness).
     MasterAssignsBusyWorkers,
-    /// The master's tasks loop skips its diff after the first listing: it
-    /// keeps seeing the first listing, so later tasks are never queued.
+    /// The master's task discovery stops after its first listing: with the
+    /// founding listing loop, every later listing comes back as the first
+    /// one; with the watch, the recursive watch is never set. Either way
+    /// later tasks are never queued.
     MasterSkipsTasksDiff,
     /// The master lists the worker-id scratch directory instead of the
     /// registrations: it sees workers before they register.
@@ -335,7 +337,16 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         path: &str,
         mode: AddWatchMode,
     ) -> impl Future<Output = ZkResult<()>> + Send {
-        self.inner.add_watch(path, mode)
+        let skipped =
+            self.mutant == Some(Mutant::MasterSkipsTasksDiff) && path == self.layout.tasks_dir();
+        let path = path.to_owned();
+        async move {
+            if skipped {
+                // Answered as set, never set: no task event ever comes.
+                return Ok(());
+            }
+            self.inner.add_watch(&path, mode).await
+        }
     }
 
     fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {

@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{mpsc, watch};
 use zkdist_coord::{Connector, Coordinator, EventStream, Layout, SessionId, ZkResult};
-use zkdist_master::{MasterDecision, MasterError, MasterState, run_master_role_for_state};
+use zkdist_master::{
+    MasterDecision, MasterError, MasterState, TaskDiscovery, run_master_role_for_state,
+};
 use zkdist_sim::{SimConnector, SimSession, SimZk};
 use zkdist_worker::{WorkerDecision, WorkerError, run_worker_role};
 
@@ -108,10 +110,11 @@ impl Connector for ActorConnector {
 pub(crate) async fn master_role<C: Connector>(
     connector: C,
     layout: Layout,
+    discovery: TaskDiscovery,
     shutdown: impl Future<Output = ()>,
     observer: mpsc::UnboundedSender<MasterDecision>,
 ) -> Result<Option<MasterState>, MasterError> {
-    run_master_role_for_state(connector, layout, shutdown, Some(observer)).await
+    run_master_role_for_state(connector, layout, discovery, shutdown, Some(observer)).await
 }
 
 /// A worker process: the worker crate's role loop, which registers and

@@ -10,7 +10,7 @@ use std::future::pending;
 use std::time::Duration;
 
 use zkdist_coord::{Coordinator, CreateMode, Layout, Op, SessionId, TaskId, WorkerId};
-use zkdist_master::{Epoch, MasterDecision, MasterState, Trigger, WriteOutcome};
+use zkdist_master::{Epoch, MasterDecision, MasterState, TaskDiscovery, Trigger, WriteOutcome};
 use zkdist_scenarios::{
     Checker, Harness, HarnessConfig, Invariant, RunReport, Step, TreeFacts, trace,
 };
@@ -154,7 +154,7 @@ fn a_task_finished_twice_is_caught() {
 /// registered, tasks 0 and 1 exist (0 without a result, 1 with one), and
 /// the first round gave task 0 to `worker(1)`, confirmed.
 fn master_after_one_round() -> MasterState {
-    let mut state = MasterState::new(Epoch(1));
+    let mut state = MasterState::new(Epoch(1), TaskDiscovery::Listing);
     state.start();
     state.on_workers_listed(vec![worker(1).to_string(), worker(2).to_string()]);
     state.on_tasks_listed(vec![task(0).to_string(), task(1).to_string()]);

@@ -151,6 +151,6 @@ fn bad_sizes_are_refused_naming_the_flag() {
     assert!(unknown.contains("\"some\"") && unknown.contains("none, latency or all"));
     assert_eq!(
         ExploreConfig::default().replay_command(42),
-        "zkdist replay --seed 42 --workers 3 --tasks 20 --faults none"
+        "zkdist replay --seed 42 --workers 3 --tasks 20 --faults none --discovery watch"
     );
 }

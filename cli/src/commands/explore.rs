@@ -21,6 +21,7 @@ pub fn config_of(schedule: &ScheduleArgs) -> anyhow::Result<ExploreConfig> {
         workers: schedule.workers,
         tasks: schedule.tasks,
         faults: schedule.faults,
+        discovery: schedule.discovery,
         ..ExploreConfig::default()
     };
     config.validate().map_err(anyhow::Error::msg)?;

@@ -21,13 +21,14 @@ use zkdist_coord::{Connector, EventStream, Layout, MAX_RESULT_OUTPUT_BYTES, ZkRe
 use zkdist_master::run_master_role;
 use zkdist_worker::{TaskError, TaskHandler, run_worker_role};
 
-use crate::args::{ConnectArgs, RoleArgs};
+use crate::args::{ConnectArgs, MasterArgs, MasterOptions, RoleArgs, RunArgs};
 use crate::connect;
 use crate::handlers::BuiltinHandler;
 use crate::shutdown::{Shutdown, Stop};
 
 /// `zkdist run`: a master candidate and a worker in one process.
-pub async fn run(args: &RoleArgs) -> anyhow::Result<()> {
+pub async fn run(args: &RunArgs) -> anyhow::Result<()> {
+    let RunArgs { role: args, master } = args;
     let stop = Shutdown::install()?.shared();
     let layout = connect::layout(&args.connect)?;
     let first_sessions = async {
@@ -42,7 +43,7 @@ pub async fn run(args: &RoleArgs) -> anyhow::Result<()> {
     // Whichever role fails stops the other one too: the process is then
     // done, and says why.
     let master = async {
-        let outcome = lead_or_stand_by(master_connector, layout.clone(), &stop).await;
+        let outcome = lead_or_stand_by(master_connector, layout.clone(), *master, &stop).await;
         stop.request();
         outcome
     };
@@ -56,7 +57,11 @@ pub async fn run(args: &RoleArgs) -> anyhow::Result<()> {
 }
 
 /// `zkdist master`: a master candidate.
-pub async fn master(args: &ConnectArgs) -> anyhow::Result<()> {
+pub async fn master(args: &MasterArgs) -> anyhow::Result<()> {
+    let MasterArgs {
+        connect: args,
+        master,
+    } = args;
     let stop = Shutdown::install()?.shared();
     let layout = connect::layout(args)?;
     let Some(connector) = stop
@@ -65,7 +70,7 @@ pub async fn master(args: &ConnectArgs) -> anyhow::Result<()> {
     else {
         return Ok(());
     };
-    lead_or_stand_by(connector?, layout, &stop).await
+    lead_or_stand_by(connector?, layout, *master, &stop).await
 }
 
 /// `zkdist worker`.
@@ -84,11 +89,13 @@ pub async fn worker(args: &RoleArgs) -> anyhow::Result<()> {
 async fn lead_or_stand_by(
     connector: RoleConnector,
     layout: Layout,
+    options: MasterOptions,
     stop: &Stop,
 ) -> anyhow::Result<()> {
-    tracing::info!(root = layout.root(), "running for master");
+    let discovery = options.discovery;
+    tracing::info!(root = layout.root(), %discovery, "running for master");
     // The role logs every decision (elected, standing by, session lost...).
-    run_master_role(connector, layout, stop.requested(), None)
+    run_master_role(connector, layout, discovery, stop.requested(), None)
         .await
         .context("the master stopped")?;
     tracing::info!("master stopped");

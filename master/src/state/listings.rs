@@ -105,12 +105,32 @@ impl MasterState {
         self.finish_step()
     }
 
-    /// The children of `tasks/`: tasks not in the processed set are new and
-    /// join the queue in task order; new tasks trigger a round. Tasks no
-    /// longer listed are forgotten unless a worker still holds them.
+    /// The children of `tasks/` (the founding design's listing, each one
+    /// newer than everything the master knows): tasks not in the processed
+    /// set are new and join the queue in task order; new tasks trigger a
+    /// round. Tasks no longer listed are forgotten unless a worker still
+    /// holds them.
     pub fn on_tasks_listed(&mut self, children: Vec<String>) -> Step {
+        self.tasks_listed(children, None)
+    }
+
+    /// The children of `tasks/` as of a read whose stat counted
+    /// `child_creates` creates (see `Stat::child_creates`), with the watch
+    /// discovery, which also learns tasks from events. An event may be
+    /// handled before the reply of a listing read earlier than its change,
+    /// so a missing task is known to be gone only when it was created
+    /// before the read, i.e. its sequence number is below `child_creates`;
+    /// a later one stays (its own `NodeDeleted` event says when it goes).
+    pub fn on_tasks_listed_at(&mut self, children: Vec<String>, child_creates: i64) -> Step {
+        self.tasks_listed(children, Some(child_creates))
+    }
+
+    fn tasks_listed(&mut self, children: Vec<String>, child_creates: Option<i64>) -> Step {
         let first = self.on_listed(Directory::Tasks);
         let present = self.parse_children(Directory::Tasks, children, TaskId::parse);
+        let created_before_read = |task: &TaskId| {
+            child_creates.is_none_or(|creates| i64::from(task.sequence()) < creates)
+        };
         // A set iterates in sequence order, which is submission order.
         let new_tasks: Vec<TaskId> = present
             .iter()
@@ -132,30 +152,32 @@ impl MasterState {
                 .expect("the first listing comes while initialising");
             init.unchecked_tasks.extend(new_tasks.iter().cloned());
         }
+        let gone = |task: &TaskId| !present.contains(task) && created_before_read(task);
         let vanished: Vec<TaskId> = self
             .pending_tasks
             .iter()
-            .filter(|task| !present.contains(*task))
+            .filter(|task| gone(task))
             .cloned()
             .collect();
         for task in vanished {
             self.pending_tasks.remove(&task);
             self.decide(MasterDecision::TaskVanished { task });
         }
-        // Bounded memory: a task that is neither listed nor held can never
-        // come back (sequence numbers are not reused), so it is forgotten.
+        // Bounded memory: a task that is gone and not held can never come
+        // back (sequence numbers are not reused), so it is forgotten.
         let held = self.held_tasks();
         self.processed_tasks
-            .retain(|task| present.contains(task) || held.contains(task));
-        self.deleted_while_held = held
-            .iter()
-            .filter(|task| !present.contains(*task))
-            .cloned()
-            .collect();
-        assert!(
-            self.processed_tasks.len() <= present.len() + held.len(),
-            "the processed set outgrew the listing and the held tasks"
-        );
+            .retain(|task| !gone(task) || held.contains(task));
+        let newly_deleted: Vec<TaskId> = held.iter().filter(|task| gone(task)).cloned().collect();
+        self.deleted_while_held.extend(newly_deleted);
+        self.deleted_while_held
+            .retain(|task| held.contains(task) && !present.contains(task));
+        if child_creates.is_none() {
+            assert!(
+                self.processed_tasks.len() <= present.len() + held.len(),
+                "the processed set outgrew the listing and the held tasks"
+            );
+        }
         if !new_tasks.is_empty() {
             self.trigger(Trigger::NewTask);
         }

@@ -48,14 +48,18 @@ mod invariants;
 mod listings;
 mod outcomes;
 mod round;
+mod task_events;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod watch_tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use zkdist_coord::{Directory, TaskId, WorkerId};
 
 use crate::decision::{Command, MasterDecision};
+use crate::discovery::TaskDiscovery;
 use crate::election::Epoch;
 use crate::listing::ListingLoop;
 use departed::{Departed, DepartedStage};
@@ -67,6 +71,7 @@ pub use outcomes::{
 #[derive(Debug)]
 pub struct MasterState {
     epoch: Epoch,
+    discovery: TaskDiscovery,
     processed_tasks: BTreeSet<TaskId>,
     /// Held tasks that the latest `tasks/` listing no longer showed: a
     /// client deleted them while a worker held them. Each is forgotten as
@@ -109,10 +114,12 @@ pub struct MasterState {
 }
 
 impl MasterState {
-    /// The core of a master elected in `epoch`.
-    pub fn new(epoch: Epoch) -> MasterState {
+    /// The core of a master elected in `epoch`, discovering tasks with
+    /// `discovery`.
+    pub fn new(epoch: Epoch, discovery: TaskDiscovery) -> MasterState {
         MasterState {
             epoch,
+            discovery,
             processed_tasks: BTreeSet::new(),
             deleted_while_held: BTreeSet::new(),
             pending_tasks: BTreeSet::new(),
@@ -135,6 +142,10 @@ impl MasterState {
 
     pub fn epoch(&self) -> Epoch {
         self.epoch
+    }
+
+    pub fn discovery(&self) -> TaskDiscovery {
+        self.discovery
     }
 
     /// Tasks of the latest `tasks/` listing, plus tasks still held by a
@@ -189,13 +200,18 @@ impl MasterState {
         self.started && self.initialisation.is_none()
     }
 
-    /// Starts the three watch loops. Called once.
+    /// Starts the three watch loops (with the watch discovery, the
+    /// recursive watch on `tasks/` goes out before its first listing, so
+    /// that every task is either listed or reported). Called once.
     pub fn start(&mut self) -> Step {
         assert!(!self.started, "the master starts once");
         self.started = true;
         self.initialisation = Some(Initialisation::default());
         for dir in Directory::ALL {
             assert!(self.listing_loop(dir).start());
+            if dir == Directory::Tasks && self.discovery == TaskDiscovery::Watch {
+                self.step.commands.push(Command::WatchTasks);
+            }
             self.step.commands.push(Command::List(dir));
         }
         self.finish_step()

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::decision::{Recovery, RequeueReason, Trigger};
+use crate::discovery::TaskDiscovery;
 
 const EPOCH: Epoch = Epoch(4);
 
@@ -59,7 +60,7 @@ fn creates(step: &Step) -> Vec<(WorkerId, TaskId)> {
 /// idle, no task, no assignment. The listings are done, so the next
 /// `on_*_listed` needs a watch to have fired first.
 fn initialised(workers: &[u32]) -> MasterState {
-    let mut master = MasterState::new(EPOCH);
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
     master.start();
     master.on_workers_listed(worker_names(workers));
     master.on_tasks_listed(vec![]);
@@ -116,7 +117,7 @@ fn one_busy_worker(pending: &[i32]) -> MasterState {
 
 #[test]
 fn start_lists_the_three_directories() {
-    let mut master = MasterState::new(EPOCH);
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
     let step = master.start();
     assert_eq!(
         step.commands,
@@ -132,7 +133,7 @@ fn start_lists_the_three_directories() {
 
 #[test]
 fn empty_system_initialises_without_a_round() {
-    let mut master = MasterState::new(EPOCH);
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
     master.start();
     assert_eq!(master.on_workers_listed(vec![]), Step::default());
     assert_eq!(master.on_tasks_listed(vec![]), Step::default());
@@ -151,7 +152,7 @@ fn empty_system_initialises_without_a_round() {
 
 #[test]
 fn no_round_runs_before_the_state_is_built() {
-    let mut master = MasterState::new(EPOCH);
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
     master.start();
     // Workers and tasks are known, but the assignments listing is not in:
     // a worker may be busy, so nothing may be assigned yet.
@@ -188,7 +189,7 @@ fn no_round_runs_before_the_state_is_built() {
 
 #[test]
 fn initialisation_adopts_existing_workers_tasks_and_assignments() {
-    let mut master = MasterState::new(EPOCH);
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
     master.start();
     master.on_workers_listed(worker_names(&[1, 2, 3]));
     let step = master.on_tasks_listed(task_names(&[5, 2, 4, 1, 3]));
@@ -258,7 +259,7 @@ fn initialisation_adopts_existing_workers_tasks_and_assignments() {
 /// assignment of task 1 to w9, which is not registered. Initialised; its
 /// first round gave task 2 to w1.
 fn stale_assignment_found() -> MasterState {
-    let mut master = MasterState::new(EPOCH);
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
     master.start();
     master.on_workers_listed(worker_names(&[1]));
     master.on_tasks_listed(task_names(&[1, 2]));
@@ -361,7 +362,7 @@ fn a_stale_assignment_whose_task_has_a_result_is_reclaimed_and_not_requeued() {
 
 #[test]
 fn assignment_gone_before_its_read_leaves_the_worker_idle() {
-    let mut master = MasterState::new(EPOCH);
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
     master.start();
     master.on_workers_listed(worker_names(&[1]));
     master.on_tasks_listed(vec![]);
@@ -1042,7 +1043,7 @@ fn a_blocked_worker_is_idle_again_once_a_listing_shows_its_node_gone() {
 
 #[test]
 fn an_unreadable_assignment_of_a_registered_worker_blocks_it() {
-    let mut master = MasterState::new(EPOCH);
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
     master.start();
     master.on_workers_listed(worker_names(&[1]));
     master.on_tasks_listed(task_names(&[1]));
@@ -1129,7 +1130,7 @@ fn foreign_children_are_reported_once_and_ignored() {
 #[test]
 #[should_panic(expected = "never requested")]
 fn an_unrequested_check_is_a_bug() {
-    let mut master = MasterState::new(EPOCH);
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
     master.start();
     master.on_task_checked(t(1), false);
 }
@@ -1144,5 +1145,5 @@ fn a_create_reply_for_another_assignment_is_a_bug() {
 #[test]
 #[should_panic(expected = "before the master started")]
 fn a_watch_before_start_is_a_bug() {
-    MasterState::new(EPOCH).on_watch_fired(Directory::Workers);
+    MasterState::new(EPOCH, TaskDiscovery::Listing).on_watch_fired(Directory::Workers);
 }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use zkdist_coord::{TaskId, WorkerId};
+use zkdist_master::TaskDiscovery;
 use zkdist_sim::{Latency, Tree};
 
 use crate::harness::{Harness, HarnessConfig, RunReport};
@@ -23,12 +24,26 @@ const STEP_LIMIT: Duration = Duration::from_secs(60);
 /// one and [`Harness::finish`] stops early on it, but the script's own
 /// assertions after it always run (a scenario may assert the violation
 /// itself).
+///
+/// The masters list `tasks/` as the founding design does: the scripts step
+/// through its listings (`deliver m1 reply get_children /zkdist/tasks`) to
+/// force their interleavings. [`run_with`] picks the discovery.
 pub(crate) fn run<F>(seed: u64, script: F) -> RunReport
 where
     F: AsyncFnOnce(&Harness) -> RunReport,
 {
+    run_with(seed, TaskDiscovery::Listing, script)
+}
+
+/// [`run`], with the masters discovering tasks by `discovery`.
+pub(crate) fn run_with<F>(seed: u64, discovery: TaskDiscovery, script: F) -> RunReport
+where
+    F: AsyncFnOnce(&Harness) -> RunReport,
+{
     zkdist_sim::runtime::block_on(seed, async move {
-        let h = Harness::start(HarnessConfig::new(seed, LATENCY)).await;
+        let mut config = HarnessConfig::new(seed, LATENCY);
+        config.discovery = discovery;
+        let h = Harness::start(config).await;
         script(&h).await
     })
 }

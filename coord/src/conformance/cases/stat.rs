@@ -151,11 +151,16 @@ pub async fn stat_cversion_counts_child_creates_and_deletes<B: Backend>(b: Arc<B
         .unwrap();
     let stat = stat_of(&s.zk, &dir).await;
     assert_eq!((stat.cversion, stat.pzxid), (3, pzxid));
-    // The sequence counter went 0 -> 2 (two creates); the delete left it.
+    // The sequence counter went 0 -> 2 (two creates); the delete left it,
+    // and the stat gives it back (what the master's reconcile relies on).
+    assert_eq!(stat.child_creates(), 2);
     let next =
         s.zk.create(&under(&dir, "n-"), b"", CreateMode::PersistentSequential)
             .await
             .unwrap();
     assert_eq!(next, under(&dir, "n-0000000002"));
-    assert_eq!(stat_of(&s.zk, &dir).await.cversion, 4);
+    let stat = stat_of(&s.zk, &dir).await;
+    assert_eq!((stat.cversion, stat.child_creates()), (4, 3));
+    let (_, listed) = s.zk.get_children(&dir, Watch::No).await.unwrap();
+    assert_eq!(listed.child_creates(), 3, "a listing's stat tells it too");
 }

@@ -1,0 +1,78 @@
+//! How the master learns which tasks exist.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// How the master discovers tasks under `tasks/`.
+///
+/// The founding design re-lists the whole directory on every change to it:
+/// each new task costs a listing as long as the queue (O(n²) to fill a
+/// backlog), and the master stops working altogether once a listing passes
+/// the client's 1 MiB reply limit (some 29,000 tasks with zkdist's names).
+/// The watch design hears of each task by itself and lists the directory
+/// only to start and to reconcile after a disconnection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum TaskDiscovery {
+    /// The founding design: a one-shot child watch on `tasks/`, and a full
+    /// listing every time it fires.
+    Listing,
+    /// A persistent recursive watch on `tasks/` (ZooKeeper 3.6+), whose
+    /// `NodeCreated` and `NodeDeleted` events name each task; the directory
+    /// is listed once at start and once after every reconnection (the
+    /// server does not replay what changed while the session was away).
+    /// The default: the per-task cost does not grow with the queue.
+    #[default]
+    Watch,
+}
+
+impl TaskDiscovery {
+    pub const ALL: [TaskDiscovery; 2] = [TaskDiscovery::Listing, TaskDiscovery::Watch];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskDiscovery::Listing => "listing",
+            TaskDiscovery::Watch => "watch",
+        }
+    }
+}
+
+impl fmt::Display for TaskDiscovery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A discovery name that is neither `listing` nor `watch`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown task discovery {given:?}: expected \"listing\" or \"watch\"")]
+pub struct UnknownDiscovery {
+    pub given: String,
+}
+
+impl FromStr for TaskDiscovery {
+    type Err = UnknownDiscovery;
+
+    fn from_str(given: &str) -> Result<TaskDiscovery, UnknownDiscovery> {
+        TaskDiscovery::ALL
+            .into_iter()
+            .find(|discovery| discovery.name() == given)
+            .ok_or_else(|| UnknownDiscovery {
+                given: given.to_owned(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_and_others_are_refused_by_name() {
+        for discovery in TaskDiscovery::ALL {
+            assert_eq!(discovery.name().parse(), Ok(discovery));
+        }
+        let error = "relist".parse::<TaskDiscovery>().unwrap_err();
+        assert!(error.to_string().contains("\"relist\""), "{error}");
+        assert_eq!(TaskDiscovery::default(), TaskDiscovery::Watch);
+    }
+}

@@ -1,0 +1,223 @@
+//! The core with the watch discovery, input by input: tasks learned from
+//! the recursive watch's events, the reconcile listing (which must neither
+//! lose a task newer than its read nor keep one deleted before it), and
+//! deletions.
+
+use super::*;
+use crate::discovery::TaskDiscovery;
+
+const EPOCH: Epoch = Epoch(9);
+
+fn w(n: u32) -> WorkerId {
+    WorkerId::parse(&format!("worker-{n:010}")).unwrap()
+}
+
+fn t(n: i32) -> TaskId {
+    TaskId::from_sequence(n)
+}
+
+fn names<T: ToString>(items: &[T]) -> Vec<String> {
+    items.iter().map(ToString::to_string).collect()
+}
+
+fn creates(step: &Step) -> Vec<(WorkerId, TaskId)> {
+    step.commands
+        .iter()
+        .filter_map(|command| match command {
+            Command::CreateAssignment { worker, task } => Some((worker.clone(), task.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn pending(master: &MasterState) -> Vec<TaskId> {
+    master.pending_tasks().iter().cloned().collect()
+}
+
+/// A started watch-discovery master whose first listings are in: `workers`
+/// registered and idle, `tasks/` empty with `child_creates` creates so far.
+fn initialised(workers: &[u32], child_creates: i64) -> MasterState {
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
+    master.start();
+    master.on_workers_listed(names(&workers.iter().map(|n| w(*n)).collect::<Vec<_>>()));
+    master.on_tasks_watch_added(false);
+    master.on_tasks_listed_at(vec![], child_creates);
+    master.on_assignments_listed(vec![]);
+    assert!(master.is_initialised());
+    master
+}
+
+/// Confirms every create of a step.
+fn confirm(master: &mut MasterState, step: &Step) {
+    for (worker, task) in creates(step) {
+        master.on_assignment_created(worker, task, WriteOutcome::Applied);
+    }
+}
+
+#[test]
+fn start_sets_the_recursive_watch_before_the_first_tasks_listing() {
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
+    let step = master.start();
+    assert_eq!(
+        step.commands,
+        vec![
+            Command::List(Directory::Workers),
+            Command::WatchTasks,
+            Command::List(Directory::Tasks),
+            Command::List(Directory::Assignments),
+        ]
+    );
+    assert_eq!(master.discovery(), TaskDiscovery::Watch);
+}
+
+#[test]
+fn each_created_task_is_queued_in_order_and_assigned_without_a_listing() {
+    let mut master = initialised(&[1, 2], 0);
+    let step = master.on_task_created(t(0).as_str());
+    assert_eq!(creates(&step), vec![(w(1), t(0))]);
+    assert!(
+        !step.commands.contains(&Command::List(Directory::Tasks)),
+        "no listing on a task event: {:?}",
+        step.commands
+    );
+    confirm(&mut master, &step);
+    let step = master.on_task_created(t(1).as_str());
+    assert_eq!(creates(&step), vec![(w(2), t(1))]);
+    confirm(&mut master, &step);
+    // No idle worker left: the next tasks wait, in order.
+    for n in [2, 3, 4] {
+        let step = master.on_task_created(t(n).as_str());
+        assert!(creates(&step).is_empty());
+        assert!(
+            step.decisions
+                .contains(&MasterDecision::TaskQueued { task: t(n) })
+        );
+    }
+    assert_eq!(pending(&master), vec![t(2), t(3), t(4)]);
+    // The same create reported again (a listing read after it showed it
+    // first) changes nothing.
+    assert_eq!(master.on_task_created(t(3).as_str()), Step::default());
+    // w1 finishes: it takes the oldest pending task.
+    master.on_watch_fired(Directory::Assignments);
+    let step = master.on_assignments_listed(names(&[w(2)]));
+    assert_eq!(creates(&step), vec![(w(1), t(2))]);
+}
+
+#[test]
+fn tasks_reported_before_the_first_listing_wait_for_initialisation() {
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
+    master.start();
+    master.on_workers_listed(names(&[w(1)]));
+    master.on_tasks_watch_added(false);
+    // Created after the watch was set, before the listing was read: both
+    // the event and the listing show it.
+    let step = master.on_task_created(t(5).as_str());
+    assert!(creates(&step).is_empty(), "no round before initialisation");
+    master.on_tasks_listed_at(names(&[t(4), t(5)]), 6);
+    let step = master.on_assignments_listed(vec![]);
+    // t4 predates the master: its result is checked first. t5 came after
+    // the watch, so no earlier master can have assigned it.
+    assert_eq!(step.commands, vec![Command::CheckTaskFinished(t(4))]);
+    let step = master.on_task_checked(t(4), false);
+    assert!(master.is_initialised());
+    assert_eq!(creates(&step), vec![(w(1), t(4))]);
+    assert_eq!(pending(&master), vec![t(5)]);
+}
+
+#[test]
+fn a_reconcile_drops_what_was_deleted_before_its_read_and_keeps_what_came_after() {
+    let mut master = initialised(&[], 0);
+    for n in 0..3 {
+        master.on_task_created(t(n).as_str());
+    }
+    assert_eq!(pending(&master), vec![t(0), t(1), t(2)]);
+    // Disconnected: t1 is deleted and t3 created unheard, then the session
+    // reconnects and the tasks are listed again (5 creates so far). The
+    // event of t4, created after that read, is handled before its reply.
+    let step = master.on_watch_fired(Directory::Tasks);
+    assert_eq!(step.commands, vec![Command::List(Directory::Tasks)]);
+    master.on_task_created(t(4).as_str());
+    let step = master.on_tasks_listed_at(names(&[t(0), t(2), t(3)]), 4);
+    assert!(
+        step.decisions
+            .contains(&MasterDecision::TaskVanished { task: t(1) })
+    );
+    assert!(
+        step.decisions
+            .contains(&MasterDecision::TaskQueued { task: t(3) })
+    );
+    assert!(
+        !step
+            .decisions
+            .contains(&MasterDecision::TaskVanished { task: t(4) }),
+        "t4 was created after the read: the listing cannot show it"
+    );
+    assert_eq!(pending(&master), vec![t(0), t(2), t(3), t(4)]);
+    assert_eq!(
+        master.processed_tasks().iter().cloned().collect::<Vec<_>>(),
+        vec![t(0), t(2), t(3), t(4)]
+    );
+}
+
+#[test]
+fn a_deleted_task_leaves_the_queue_or_is_forgotten_once_released() {
+    let mut master = initialised(&[1], 0);
+    let step = master.on_task_created(t(0).as_str());
+    confirm(&mut master, &step);
+    master.on_task_created(t(1).as_str());
+    // A pending task deleted: it leaves the queue and the memory.
+    let step = master.on_task_deleted(t(1).as_str());
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::TaskVanished { task: t(1) }]
+    );
+    assert!(pending(&master).is_empty());
+    // A held one: remembered until its worker lets it go.
+    master.on_task_deleted(t(0).as_str());
+    assert!(master.processed_tasks().contains(&t(0)));
+    master.on_watch_fired(Directory::Assignments);
+    master.on_assignments_listed(vec![]);
+    assert!(
+        master.processed_tasks().is_empty(),
+        "{:?}",
+        master.processed_tasks()
+    );
+    // A finished one that is not held is forgotten at once.
+    let step = master.on_task_created(t(2).as_str());
+    confirm(&mut master, &step);
+    master.on_watch_fired(Directory::Assignments);
+    master.on_assignments_listed(vec![]);
+    assert_eq!(master.processed_tasks().len(), 1);
+    master.on_task_deleted(t(2).as_str());
+    assert!(master.processed_tasks().is_empty());
+}
+
+#[test]
+fn a_resent_watch_lists_again_and_foreign_names_are_reported_once() {
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
+    master.start();
+    // The watch had to be sent twice: the listing already in flight may
+    // have been read before the watch was set.
+    let step = master.on_tasks_watch_added(true);
+    assert!(step.commands.is_empty(), "one listing in flight at a time");
+    let step = master.on_tasks_listed_at(vec![], 0);
+    assert_eq!(step.commands, vec![Command::List(Directory::Tasks)]);
+
+    let mut master = initialised(&[1], 0);
+    let step = master.on_task_created("not-a-task");
+    assert!(matches!(
+        step.decisions.as_slice(),
+        [MasterDecision::IgnoredNode { dir: Directory::Tasks, name, .. }] if name == "not-a-task"
+    ));
+    assert!(master.on_task_created("not-a-task").decisions.is_empty());
+    assert_eq!(master.on_task_deleted("not-a-task"), Step::default());
+    assert!(master.pending_tasks().is_empty());
+}
+
+#[test]
+#[should_panic(expected = "reached a master that lists tasks")]
+fn a_task_event_in_a_listing_master_is_a_bug() {
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
+    master.start();
+    master.on_task_created(t(0).as_str());
+}
