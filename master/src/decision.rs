@@ -202,6 +202,12 @@ pub enum MasterDecision {
     /// The role gives up its session after an error it cannot work around
     /// in that session, and starts over with a new one (role loop).
     Restarting { reason: String },
+    /// With the watch discovery, a reconcile listing of `tasks/` (after a
+    /// reconnection) could not be read, e.g. because it is over the client's
+    /// reply limit. The master goes on with the tasks it knows and lists
+    /// again after `retry_in_ms`; tasks created while it was disconnected
+    /// wait for that listing.
+    ReconcileDeferred { error: String, retry_in_ms: u64 },
     /// A child of a watched directory that is not a valid name there.
     /// Reported once per name.
     IgnoredNode {
@@ -329,6 +335,9 @@ impl fmt::Display for MasterDecision {
                 write!(f, "session-lost {state}")
             }
             MasterDecision::Restarting { reason } => write!(f, "restarting: {reason}"),
+            MasterDecision::ReconcileDeferred { error, retry_in_ms } => {
+                write!(f, "reconcile-deferred for {retry_in_ms} ms: {error}")
+            }
             MasterDecision::IgnoredNode { dir, name, reason } => {
                 write!(f, "ignored-node {dir}/{name}: {reason}")
             }

@@ -58,6 +58,14 @@ impl ListingLoop {
         (again, first)
     }
 
+    /// The listing in flight failed and will not be fed to the core: the
+    /// loop is idle until it is started again.
+    pub(crate) fn on_failed(&mut self) {
+        assert!(self.in_flight, "a listing failed with none in flight");
+        self.in_flight = false;
+        self.stale = false;
+    }
+
     pub(crate) fn check(&self) {
         assert!(
             !self.stale || self.in_flight,

@@ -7,12 +7,14 @@
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
-use zkdist_coord::retry::until_known;
+use zkdist_coord::retry::{until_known, until_known_within};
 use zkdist_coord::{
-    AddWatchMode, Coordinator, CreateMode, Directory, Event, EventStream, Layout, Op, SessionState,
-    Stat, TaskId, Watch, WatchKind, WorkerId, ZkError, ZkResult,
+    AddWatchMode, Coordinator, CreateMode, Directory, Event, EventStream, Layout,
+    MAX_LISTING_ATTEMPTS, Op, SessionState, Stat, TaskId, Watch, WatchKind, WorkerId, ZkError,
+    ZkResult,
 };
 
 use crate::decision::{Command, MasterDecision};
@@ -82,7 +84,20 @@ enum Reply {
 enum Input {
     Event(Option<Event>),
     Reply(Reply),
+    /// The pause after a failed reconcile listing is over.
+    ReconcileDue,
 }
+
+/// With the watch discovery, how long the master waits before listing
+/// `tasks/` again after a reconcile listing failed (typically over the
+/// client's reply limit: the queue must shrink first).
+pub const RECONCILE_RETRY_DELAY_MS: u64 = 5_000;
+
+/// How many times the watch discovery sends one listing of `tasks/` while
+/// it fails as a lost connection. Few: a reply over the client's limit
+/// fails that way every time, and costs the session its connection (the
+/// client drops it as corrupt), which the other requests in flight feel.
+const WATCH_LISTING_ATTEMPTS: u32 = 5;
 
 /// The master of one session. Build it with [`Master::new`], optionally
 /// attach an observer, then [`Master::run_until`].
@@ -174,16 +189,35 @@ impl<C: Coordinator> Master<C> {
         let step = state.start();
         self.apply(step, &mut in_flight);
         let mut shutdown = pin!(shutdown);
+        // Armed while a failed reconcile listing waits to be sent again.
+        let mut reconcile_retry = pin!(None::<tokio::time::Sleep>);
         loop {
             let input = tokio::select! {
                 biased;
                 () = &mut shutdown => return Ok(state),
                 event = self.events.recv() => Input::Event(event),
                 reply = in_flight.next() => Input::Reply(reply),
+                () = async { reconcile_retry.as_mut().as_pin_mut().expect("armed").await },
+                    if reconcile_retry.is_some() => Input::ReconcileDue,
             };
             let step = match input {
                 Input::Event(event) => self.on_event(&mut state, event)?,
-                Input::Reply(reply) => self.on_reply(&mut state, reply)?,
+                Input::Reply(reply) => {
+                    let step = self.on_reply(&mut state, reply)?;
+                    let deferred = step.decisions.iter().any(|decision| {
+                        matches!(decision, MasterDecision::ReconcileDeferred { .. })
+                    });
+                    if deferred {
+                        reconcile_retry.set(Some(tokio::time::sleep(Duration::from_millis(
+                            RECONCILE_RETRY_DELAY_MS,
+                        ))));
+                    }
+                    step
+                }
+                Input::ReconcileDue => {
+                    reconcile_retry.set(None);
+                    state.on_watch_fired(Directory::Tasks)
+                }
             };
             self.apply(step, &mut in_flight);
             if state.is_deposed() {
@@ -273,9 +307,25 @@ impl<C: Coordinator> Master<C> {
                     // missed their effects: list again once it is handled.
                     state.on_listing_resent(dir);
                 }
-                let (children, stat) = result.map_err(|error| {
-                    failed(format!("listing {}", self.layout.directory(dir)), error)
-                })?;
+                let reconcile = dir == Directory::Tasks
+                    && self.discovery == TaskDiscovery::Watch
+                    && state.is_initialised();
+                let (children, stat) = match result {
+                    Ok(listed) => listed,
+                    // The master knows its tasks from the watch; only those
+                    // created while it was disconnected wait for a listing
+                    // that can be read.
+                    Err(error) if reconcile && error.is_outcome_unknown() => {
+                        return Ok(state
+                            .on_tasks_listing_failed(error.to_string(), RECONCILE_RETRY_DELAY_MS));
+                    }
+                    Err(error) => {
+                        return Err(failed(
+                            format!("listing {}", self.layout.directory(dir)),
+                            error,
+                        ));
+                    }
+                };
                 Ok(match (dir, self.discovery) {
                     (Directory::Workers, _) => state.on_workers_listed(children),
                     (Directory::Tasks, TaskDiscovery::Listing) => state.on_tasks_listed(children),
@@ -355,7 +405,11 @@ impl<C: Coordinator> Master<C> {
     /// order.
     fn apply(&self, step: Step, in_flight: &mut InFlight<Reply>) {
         for decision in step.decisions {
-            tracing::info!(target: "zkdist::master", "{decision}");
+            if let MasterDecision::ReconcileDeferred { .. } = decision {
+                tracing::warn!(target: "zkdist::master", "{decision}");
+            } else {
+                tracing::info!(target: "zkdist::master", "{decision}");
+            }
             if let Some(observer) = &self.observer {
                 // An observer that went away stops observing; the master
                 // goes on.
@@ -378,9 +432,18 @@ impl<C: Coordinator> Master<C> {
                     (Directory::Tasks, TaskDiscovery::Watch) => Watch::No,
                     _ => Watch::Yes,
                 };
+                // Bounded for `tasks/`, the one directory that can outgrow
+                // the client's reply limit: such a listing fails as a lost
+                // connection every time, and must not stall the replies
+                // behind it for ever.
+                let max_attempts = match (dir, self.discovery) {
+                    (Directory::Tasks, TaskDiscovery::Watch) => WATCH_LISTING_ATTEMPTS,
+                    (Directory::Tasks, TaskDiscovery::Listing) => MAX_LISTING_ATTEMPTS,
+                    (Directory::Workers | Directory::Assignments, _) => u32::MAX,
+                };
                 in_flight.push(async move {
                     let mut attempts = 0_u32;
-                    let result = until_known(|| {
+                    let result = until_known_within(max_attempts, || {
                         attempts += 1;
                         zk.get_children(&path, watch)
                     })

@@ -67,6 +67,22 @@ impl MasterState {
         self.finish_step()
     }
 
+    /// A reconcile listing of `tasks/` failed after its attempts ran out
+    /// (the shell lists again after `retry_in_ms`, through
+    /// [`MasterState::on_watch_fired`]). Only once initialised: without its
+    /// first listing the master cannot know the tasks that predate it.
+    pub fn on_tasks_listing_failed(&mut self, error: String, retry_in_ms: u64) -> Step {
+        self.assert_watch_discovery();
+        self.assert_not_deposed();
+        assert!(
+            self.is_initialised(),
+            "the first tasks listing failing is the shell's error to report"
+        );
+        self.listing_loop(Directory::Tasks).on_failed();
+        self.decide(MasterDecision::ReconcileDeferred { error, retry_in_ms });
+        self.finish_step()
+    }
+
     fn parse_task_name(&mut self, name: &str) -> Option<TaskId> {
         match TaskId::parse(name) {
             Ok(task) => Some(task),

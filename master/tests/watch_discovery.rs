@@ -1,0 +1,183 @@
+//! The watch discovery on the simulator: tasks come from the recursive
+//! watch's events, and what a disconnection hides is found by the reconcile
+//! listing after it; a reconcile listing over the client's reply limit is
+//! deferred while the master goes on with the tasks it knows.
+
+mod common;
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use zkdist_coord::{Coordinator, CreateMode, Layout, TaskId, Watch, path};
+use zkdist_master::{MasterDecision, TaskDiscovery};
+use zkdist_sim::{Latency, SimSession, SimZk};
+
+use common::*;
+
+const HANG_GUARD: Duration = Duration::from_secs(600);
+/// A protected-name prefix (`task-<16 hex digits>-`), as clients submit.
+const TOKEN_PREFIX: &str = "task-00000000000000aa-";
+
+/// Creates `count` tasks under `tasks/`, many requests in flight at once;
+/// returns their ids in creation order.
+async fn create_tasks(zk: &SimSession, layout: &Layout, count: usize) -> Vec<TaskId> {
+    let prefix = path::join(&layout.tasks_dir(), TOKEN_PREFIX);
+    let mut created = Vec::with_capacity(count);
+    let mut left = count;
+    while left > 0 {
+        let batch = left.min(2_000);
+        let paths = join_all(
+            (0..batch).map(|_| zk.create(&prefix, b"{}", CreateMode::PersistentSequential)),
+        )
+        .await;
+        for path in paths {
+            let path = path.expect("a task is created");
+            created.push(TaskId::parse(path::name(&path)).expect("a task name"));
+        }
+        left -= batch;
+    }
+    created
+}
+
+/// Waits until the master's decisions include one `matches` accepts;
+/// returns the master and every decision taken up to that one. Panics with
+/// the master's outcome if it stops first.
+async fn wait_for(
+    mut master: RunningMaster,
+    what: &str,
+    matches: impl Fn(&MasterDecision) -> bool,
+) -> (RunningMaster, Vec<MasterDecision>) {
+    let mut seen = Vec::new();
+    loop {
+        let next = tokio::time::timeout(HANG_GUARD, master.next_decision())
+            .await
+            .unwrap_or_else(|_| panic!("no {what} in time"));
+        let Some(decision) = next else {
+            let (outcome, _) = master.stop().await;
+            panic!("the master stopped before {what}: {outcome:?}");
+        };
+        let found = matches(&decision);
+        seen.push(decision);
+        if found {
+            return (master, seen);
+        }
+    }
+}
+
+#[test]
+fn tasks_changed_during_a_disconnection_are_found_by_the_reconcile() {
+    run_sim(3, async {
+        let sim = SimZk::start(sim_config(3, Latency::Fixed { ms: 1 }));
+        let layout = Layout::default();
+        let (zk, events) = sim.connect("master").await.unwrap();
+        let master_session = zk.session_id();
+        let master = spawn_master(zk, events, &layout).await;
+        let (client, _client_events) = sim.connect("client").await.unwrap();
+        let (master, _) = wait_for(master, "initialisation", |d| {
+            matches!(d, MasterDecision::Initialised { .. })
+        })
+        .await;
+
+        let before = create_tasks(&client, &layout, 2).await;
+        let (master, _) = wait_for(master, "the second task", |d| {
+            *d == MasterDecision::TaskQueued {
+                task: before[1].clone(),
+            }
+        })
+        .await;
+        // While the master is away: one known task deleted, two created.
+        // The watch reports none of it.
+        sim.cut(master_session, Duration::from_millis(300)).await;
+        client.delete(&layout.task(&before[0]), None).await.unwrap();
+        let during = create_tasks(&client, &layout, 2).await;
+        // One reconcile listing queues what it finds new, then drops what
+        // is gone.
+        let (master, decisions) = wait_for(master, "the reconcile", |d| {
+            *d == MasterDecision::TaskVanished {
+                task: before[0].clone(),
+            }
+        })
+        .await;
+        for task in &during {
+            assert!(
+                decisions.contains(&MasterDecision::TaskQueued { task: task.clone() }),
+                "{task} was not found: {decisions:#?}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (state, _) = master.stop().await;
+        let state = state.expect("the master ran");
+        assert_eq!(
+            state.pending_tasks().iter().cloned().collect::<Vec<_>>(),
+            vec![before[1].clone(), during[0].clone(), during[1].clone()]
+        );
+    });
+}
+
+#[test]
+fn a_reconcile_over_the_reply_limit_is_deferred_until_it_fits() {
+    run_sim(4, async {
+        let sim = SimZk::start(sim_config(4, Latency::Zero));
+        let layout = Layout::default();
+        let (zk, events) = sim.connect("master").await.unwrap();
+        let master_session = zk.session_id();
+        let master = spawn_master(zk, events, &layout).await;
+        assert_eq!(TaskDiscovery::default(), TaskDiscovery::Watch);
+        let (client, _client_events) = sim.connect("client").await.unwrap();
+        let (master, _) = wait_for(master, "initialisation", |d| {
+            matches!(d, MasterDecision::Initialised { .. })
+        })
+        .await;
+
+        // 36 bytes a name on the wire: 30,000 tasks make a listing of over
+        // 1 MiB, which the master never needs while connected.
+        let queued = create_tasks(&client, &layout, 30_000).await;
+        let last = queued.last().unwrap().clone();
+        let (master, _) = wait_for(master, "the last task", |d| {
+            *d == MasterDecision::TaskQueued { task: last.clone() }
+        })
+        .await;
+        let listing = client.get_children(&layout.tasks_dir(), Watch::No).await;
+        assert!(
+            listing.is_err(),
+            "the directory is over the reply limit: {} children listed",
+            listing.map_or(0, |(children, _)| children.len())
+        );
+
+        sim.cut(master_session, Duration::from_millis(300)).await;
+        let missed = create_tasks(&client, &layout, 1).await.remove(0);
+        let (master, _) = wait_for(master, "the deferral", |d| {
+            matches!(d, MasterDecision::ReconcileDeferred { error, .. } if error.contains("limit"))
+        })
+        .await;
+
+        // The queue shrinks (a client deletes half of it): the next
+        // reconcile fits, and finds the task created while away.
+        let doomed: Vec<String> = queued[..15_000]
+            .iter()
+            .map(|task| layout.task(task))
+            .collect();
+        for chunk in doomed.chunks(2_000) {
+            for deleted in join_all(chunk.iter().map(|path| client.delete(path, None))).await {
+                deleted.expect("a task is deleted");
+            }
+        }
+        let (master, decisions) = wait_for(master, "the missed task", |d| {
+            *d == MasterDecision::TaskQueued {
+                task: missed.clone(),
+            }
+        })
+        .await;
+        assert!(
+            !decisions
+                .iter()
+                .any(|d| matches!(d, MasterDecision::Restarting { .. })),
+            "the master kept its session"
+        );
+        let (state, _) = master.stop().await;
+        let state = state.expect("the master ran");
+        assert_eq!(state.pending_tasks().len(), 15_001);
+        assert_eq!(state.pending_tasks().first(), Some(&queued[15_000]));
+        assert_eq!(state.pending_tasks().last(), Some(&missed));
+    });
+}
