@@ -143,6 +143,11 @@ fn connection_loss_on_reclaim_not_applied() {
 }
 
 #[test]
+fn watch_reconcile_after_disconnection() {
+    holds("watch_reconcile_after_disconnection");
+}
+
+#[test]
 fn every_scenario_has_a_test_and_a_unique_name() {
     let names: std::collections::BTreeSet<&str> = scenarios::ALL
         .iter()

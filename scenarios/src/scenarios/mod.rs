@@ -19,6 +19,7 @@ mod lost_wakeup;
 mod register_during_round;
 mod script;
 mod stale_listing;
+mod watch_reconcile;
 mod worker_expires;
 
 use crate::harness::RunReport;
@@ -56,7 +57,7 @@ impl Scenario {
     }
 }
 
-pub const ALL: [Scenario; 21] = [
+pub const ALL: [Scenario; 22] = [
     Scenario {
         name: "finish_then_task_arrive_while_master_held",
         seed: 101,
@@ -92,6 +93,12 @@ pub const ALL: [Scenario; 21] = [
         seed: 106,
         about: "the tasks listing's reply is in flight when the next task is created",
         run: stale_listing::run_scenario,
+    },
+    Scenario {
+        name: "watch_reconcile_after_disconnection",
+        seed: 115,
+        about: "watch discovery: tasks submitted while the master is cut off are found by its reconcile listing",
+        run: watch_reconcile::run_scenario,
     },
     Scenario {
         name: "assignment_recreated_before_rearm",
