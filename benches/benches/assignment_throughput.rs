@@ -3,11 +3,11 @@
 //! longer stream. Each iteration is a fresh simulation; only the task
 //! stream is timed (see `zkdist_benches::simulated::assignment_throughput`).
 //!
-//! Finished tasks stay under `tasks/`, and the founding design's master
-//! lists the whole directory on every change of it, so the cost per task
-//! grows with the length of the stream: `workers/N` runs 1,000 tasks, and
-//! `16_workers_tasks/4000` shows how much the rate drops four times
-//! further on.
+//! `workers/N` and `16_workers_tasks/4000` use the default task discovery
+//! (a recursive watch). Finished tasks stay under `tasks/`, and the founding
+//! design's master lists the whole directory on every change of it, so its
+//! cost per task grows with the length of the stream:
+//! `listing_16_workers_tasks/N` shows it at 1,000 and 4,000 tasks.
 
 use std::time::Duration;
 
@@ -15,6 +15,7 @@ use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
 use zkdist_benches::simulated::assignment_throughput;
+use zkdist_master::TaskDiscovery;
 
 /// Tasks per iteration of `workers/N`.
 const TASKS: u64 = 1_000;
@@ -39,25 +40,32 @@ fn bench(c: &mut Criterion) {
             |b, &workers| {
                 b.iter_custom(|iterations| {
                     (0..iterations)
-                        .map(|_| assignment_throughput(workers, TASKS).wall)
+                        .map(|_| assignment_throughput(workers, TASKS, TaskDiscovery::Watch).wall)
                         .sum()
                 });
             },
         );
     }
-    group.throughput(Throughput::Elements(LONG_STREAM_TASKS));
+    let streams = [
+        ("16_workers_tasks", TaskDiscovery::Watch, LONG_STREAM_TASKS),
+        ("listing_16_workers_tasks", TaskDiscovery::Listing, TASKS),
+        (
+            "listing_16_workers_tasks",
+            TaskDiscovery::Listing,
+            LONG_STREAM_TASKS,
+        ),
+    ];
     group.measurement_time(Duration::from_secs(20));
-    group.bench_with_input(
-        BenchmarkId::new("16_workers_tasks", LONG_STREAM_TASKS),
-        &LONG_STREAM_TASKS,
-        |b, &tasks| {
+    for (name, discovery, tasks) in streams {
+        group.throughput(Throughput::Elements(tasks));
+        group.bench_with_input(BenchmarkId::new(name, tasks), &tasks, |b, &tasks| {
             b.iter_custom(|iterations| {
                 (0..iterations)
-                    .map(|_| assignment_throughput(16, tasks).wall)
+                    .map(|_| assignment_throughput(16, tasks, discovery).wall)
                     .sum()
             });
-        },
-    );
+        });
+    }
     group.finish();
 }
 

@@ -4,8 +4,11 @@
 //! 1. the raw ceiling: one session creates `raw_nodes` nodes and then
 //!    deletes them, with many requests in flight, which is as fast as the
 //!    server takes writes from one client;
-//! 2. with `backlog > 0`, a backlog: tasks queued before anyone works, then
-//!    the workers and the master start and drain it;
+//! 2. with `backlog > 0`, a backlog: the master runs, the tasks are queued
+//!    and the master has queued them all, then the workers start and drain
+//!    them (the founding listing loop stops there once `tasks/` is over
+//!    the client's reply limit, which the run reports as the master's
+//!    error);
 //! 3. the task stream: a client keeps `in_flight` tasks unfinished until
 //!    `tasks` are done, for tasks/s and submit-to-result latencies;
 //!
@@ -27,6 +30,8 @@ use zkdist_coord::{
     Client, Coordinator, CreateMode, EventStream, Layout, TaskId, Watch, ZkError, ZkResult, path,
 };
 
+use zkdist_master::TaskDiscovery;
+
 use crate::counting::{Counted, OpCounter};
 use crate::system::{System, SystemError};
 use crate::workload::{
@@ -43,8 +48,10 @@ pub const MAX_WORKERS: usize = 1_024;
 pub struct BenchConfig {
     pub tasks: u64,
     pub workers: usize,
-    /// Tasks queued before the master and the workers start (0: none).
+    /// Tasks queued before the workers start (0: none).
     pub backlog: u64,
+    /// How the master discovers tasks.
+    pub discovery: TaskDiscovery,
     /// Tasks the client keeps submitted but unfinished.
     pub in_flight: u64,
     /// Nodes the raw ceiling creates, then deletes.
@@ -284,24 +291,25 @@ impl<C: Coordinator + Clone> Run<C> {
             events,
             layout.clone(),
         );
-        let before_queueing = counter.snapshot();
-        if config.backlog > 0 {
-            let queued = submit_backlog(&client, 0, config.backlog, config.raw_in_flight).await;
-            self.queued.extend(queued?);
-        }
-        let queueing = counter.snapshot().since(&before_queueing);
-
-        let mut system = System::new(layout.clone());
+        let mut system = System::new(layout.clone(), config.discovery);
         let outcome = async {
+            let (zk, events) = self.open(connect, "master".to_owned()).await?;
+            system.start_master(zk, events).await?;
+            system.wait_master_initialised().await?;
+            let before_queueing = counter.snapshot();
+            if config.backlog > 0 {
+                let queued = submit_backlog(&client, 0, config.backlog, config.raw_in_flight).await;
+                self.queued.extend(queued?);
+                system.wait_master_queued(config.backlog).await?;
+            }
+            let queueing = counter.snapshot().since(&before_queueing);
+
+            let started = Instant::now();
+            let ops_before = counter.snapshot();
             for n in 1..=config.workers {
                 let (zk, events) = self.open(connect, format!("worker {n}")).await?;
                 system.start_worker(zk, events);
             }
-            system.wait_registered().await?;
-            let (zk, events) = self.open(connect, "master".to_owned()).await?;
-            let started = Instant::now();
-            let ops_before = counter.snapshot();
-            system.start_master(zk, events).await?;
             let backlog = if config.backlog > 0 {
                 let drained = drain(
                     &mut system,
@@ -315,6 +323,7 @@ impl<C: Coordinator + Clone> Run<C> {
                 .await?;
                 Some(drained)
             } else {
+                system.wait_registered().await?;
                 None
             };
             system.wait_master_sees(config.workers).await?;

@@ -8,6 +8,7 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use zkdist_coord::{Client, Layout};
+use zkdist_master::TaskDiscovery;
 use zkdist_scenarios::{ExploreConfig, Faults};
 use zkdist_sim::{Latency, SimConfig, SimZk};
 
@@ -39,9 +40,8 @@ fn zero_latency_sim() -> SimZk {
     })
 }
 
-/// Connects `workers` workers, counted by `counter`, and waits until they
-/// registered.
-async fn start_workers(
+/// Connects `workers` workers, counted by `counter`, and starts them.
+async fn launch_workers(
     sim: &SimZk,
     system: &mut System,
     counter: &std::sync::Arc<OpCounter>,
@@ -54,6 +54,17 @@ async fn start_workers(
             .expect("a worker connects to the simulator");
         system.start_worker(Counted::new(zk, counter.clone()), events);
     }
+}
+
+/// [`launch_workers`], then waits until they registered (before any task
+/// can be assigned: other decisions are dropped meanwhile).
+async fn start_workers(
+    sim: &SimZk,
+    system: &mut System,
+    counter: &std::sync::Arc<OpCounter>,
+    workers: usize,
+) {
+    launch_workers(sim, system, counter, workers).await;
     system
         .wait_registered()
         .await
@@ -61,11 +72,12 @@ async fn start_workers(
 }
 
 /// Tasks per second end to end: `workers` registered workers and their
-/// master, then a client that keeps `2 * workers` tasks unfinished until
-/// `tasks` are done. Zero latency and a handler that does nothing: what is
-/// left is the cost of zkdist and the simulator. Measures from the first
-/// submission to the last task's assignment released.
-pub fn assignment_throughput(workers: usize, tasks: u64) -> SimRun {
+/// master (discovering tasks by `discovery`), then a client that keeps
+/// `2 * workers` tasks unfinished until `tasks` are done. Zero latency and
+/// a handler that does nothing: what is left is the cost of zkdist and the
+/// simulator. Measures from the first submission to the last task's
+/// assignment released.
+pub fn assignment_throughput(workers: usize, tasks: u64, discovery: TaskDiscovery) -> SimRun {
     assert!(
         workers >= 1 && tasks >= 1,
         "a run needs a worker and a task"
@@ -74,7 +86,7 @@ pub fn assignment_throughput(workers: usize, tasks: u64) -> SimRun {
         let sim = zero_latency_sim();
         let layout = Layout::default();
         let counter = OpCounter::new();
-        let mut system = System::new(layout.clone());
+        let mut system = System::new(layout.clone(), discovery);
         start_workers(&sim, &mut system, &counter, workers).await;
         let (zk, events) = sim.connect("master").await.expect("the master connects");
         system
@@ -107,11 +119,16 @@ pub fn assignment_throughput(workers: usize, tasks: u64) -> SimRun {
     })
 }
 
-/// Draining a backlog: `backlog` tasks are queued and `workers` workers
-/// registered before the master starts. Measures from the master's start
-/// to the last task's assignment released; the report's writes and reads
-/// include the submissions.
-pub fn backlog_drain(workers: usize, backlog: u64) -> SimRun {
+/// Draining a backlog: the master (discovering tasks by `discovery`) runs,
+/// `backlog` tasks are queued and the master has queued them all; then
+/// `workers` workers start. Measures from the workers' start to the last
+/// task's assignment released; the report's writes and reads include the
+/// submissions.
+///
+/// # Panics
+/// If the master stops, e.g. with the founding listing loop on a `tasks/`
+/// over the client's reply limit (some 29,000 tasks).
+pub fn backlog_drain(workers: usize, backlog: u64, discovery: TaskDiscovery) -> SimRun {
     assert!(
         workers >= 1 && backlog >= 1,
         "a run needs a worker and a task"
@@ -120,29 +137,34 @@ pub fn backlog_drain(workers: usize, backlog: u64) -> SimRun {
         let sim = zero_latency_sim();
         let layout = Layout::default();
         let counter = OpCounter::new();
-        let (zk, events) = sim.connect("client").await.expect("the client connects");
-        layout
-            .ensure_layout(&zk)
+        let mut system = System::new(layout.clone(), discovery);
+        let (zk, events) = sim.connect("master").await.expect("the master connects");
+        system
+            .start_master(Counted::new(zk, counter.clone()), events)
             .await
-            .expect("the layout is created");
+            .expect("the master starts");
+        system
+            .wait_master_initialised()
+            .await
+            .expect("the master initialises");
+        let (zk, events) = sim.connect("client").await.expect("the client connects");
         let client = Client::new(Counted::new(zk, counter.clone()), events, layout.clone());
         let before_queueing = counter.snapshot();
         let queued = submit_backlog(&client, 0, backlog, BACKLOG_SUBMIT_WINDOW)
             .await
             .expect("the backlog is queued");
         assert_eq!(queued.len() as u64, backlog);
+        system
+            .wait_master_queued(backlog)
+            .await
+            .expect("the master queues the backlog");
         let queueing = counter.snapshot().since(&before_queueing);
-        let mut system = System::new(layout);
-        start_workers(&sim, &mut system, &counter, workers).await;
-        let (zk, events) = sim.connect("master").await.expect("the master connects");
 
         let wall = Instant::now();
         let started = tokio::time::Instant::now();
         let ops_before = counter.snapshot();
-        system
-            .start_master(Counted::new(zk, counter.clone()), events)
-            .await
-            .expect("the master starts");
+        // Work starts as each worker registers: the drain counts it all.
+        launch_workers(&sim, &mut system, &counter, workers).await;
         let report = drain(
             &mut system,
             &counter,

@@ -14,7 +14,7 @@ use std::future::Future;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use zkdist_coord::{Coordinator, EventStream, Layout, ZkError};
-use zkdist_master::{Master, MasterDecision, MasterError, claim_master};
+use zkdist_master::{Master, MasterDecision, MasterError, TaskDiscovery, claim_master};
 use zkdist_worker::{TaskError, TaskHandler, Worker, WorkerDecision, WorkerError};
 
 /// Answers every task at once with empty output.
@@ -54,6 +54,7 @@ struct Actor<T> {
 /// waits for every actor and reports the first failure.
 pub struct System {
     layout: Layout,
+    discovery: TaskDiscovery,
     master: Option<Actor<Result<(), MasterError>>>,
     workers: Vec<Actor<Result<(), WorkerError>>>,
     worker_decisions_tx: mpsc::UnboundedSender<WorkerDecision>,
@@ -61,25 +62,27 @@ pub struct System {
     /// Tells which actor's task ended, and how; during a run none should.
     ended_tx: mpsc::UnboundedSender<(String, String)>,
     ended: mpsc::UnboundedReceiver<(String, String)>,
-    /// How many workers the master has seen join, while it runs.
-    workers_joined: Option<watch::Receiver<usize>>,
+    /// What the master has seen, while it runs.
+    master_seen: Option<watch::Receiver<MasterSeen>>,
     /// How many `Registered` decisions [`System::wait_registered`] took.
     registered: usize,
 }
 
 impl System {
-    pub fn new(layout: Layout) -> System {
+    /// A system whose master discovers tasks by `discovery`.
+    pub fn new(layout: Layout, discovery: TaskDiscovery) -> System {
         let (worker_decisions_tx, worker_decisions) = mpsc::unbounded_channel();
         let (ended_tx, ended) = mpsc::unbounded_channel();
         System {
             layout,
+            discovery,
             master: None,
             workers: Vec::new(),
             worker_decisions_tx,
             worker_decisions,
             ended_tx,
             ended,
-            workers_joined: None,
+            master_seen: None,
             registered: 0,
         }
     }
@@ -130,12 +133,13 @@ impl System {
             Err(error) => return Err(SystemError::Claim { path, error }),
         };
         let (decisions_tx, decisions) = mpsc::unbounded_channel();
-        let (joined_tx, joined) = watch::channel(0);
-        tokio::spawn(count_joined(decisions, joined_tx));
-        self.workers_joined = Some(joined);
+        let (seen_tx, seen) = watch::channel(MasterSeen::default());
+        tokio::spawn(count_seen(decisions, seen_tx));
+        self.master_seen = Some(seen);
         let (stop, stopped) = oneshot::channel::<()>();
-        let master =
-            Master::new(zk, events, self.layout.clone(), epoch).with_observer(decisions_tx);
+        let master = Master::new(zk, events, self.layout.clone(), epoch)
+            .with_discovery(self.discovery)
+            .with_observer(decisions_tx);
         let task = self.spawn(
             "master",
             master.run_until(async move {
@@ -195,10 +199,30 @@ impl System {
 
     /// Waits until the master has seen `workers` workers join.
     pub async fn wait_master_sees(&mut self, workers: usize) -> Result<(), SystemError> {
-        let mut joined = self.workers_joined.clone().expect("the master was started");
+        self.wait_master(|seen| seen.workers_joined >= workers)
+            .await
+    }
+
+    /// Waits until the master has built its state from the tree.
+    pub async fn wait_master_initialised(&mut self) -> Result<(), SystemError> {
+        self.wait_master(|seen| seen.initialised).await
+    }
+
+    /// Waits until the master has queued `tasks` tasks (in all).
+    pub async fn wait_master_queued(&mut self, tasks: u64) -> Result<(), SystemError> {
+        self.wait_master(|seen| seen.tasks_queued >= tasks).await
+    }
+
+    /// Waits until what the master has seen satisfies `done`, or an actor
+    /// ends (the master, say, on a listing it cannot read).
+    async fn wait_master(
+        &mut self,
+        done: impl FnMut(&MasterSeen) -> bool,
+    ) -> Result<(), SystemError> {
+        let mut master_seen = self.master_seen.clone().expect("the master was started");
         tokio::select! {
             biased;
-            seen = joined.wait_for(|joined| *joined >= workers) => {
+            seen = master_seen.wait_for(done) => {
                 if seen.is_err() {
                     // The master dropped its observer: it stopped, and its
                     // ending says why.
@@ -244,14 +268,32 @@ impl System {
     }
 }
 
-/// Counts the workers the master saw join, and drops every other decision.
-async fn count_joined(
+/// What the master has seen so far.
+#[derive(Debug, Clone, Copy, Default)]
+struct MasterSeen {
+    initialised: bool,
+    workers_joined: usize,
+    tasks_queued: u64,
+}
+
+/// Counts the workers the master saw join and the tasks it queued, and
+/// drops every other decision.
+async fn count_seen(
     mut decisions: mpsc::UnboundedReceiver<MasterDecision>,
-    joined: watch::Sender<usize>,
+    seen: watch::Sender<MasterSeen>,
 ) {
     while let Some(decision) = decisions.recv().await {
-        if let MasterDecision::WorkerJoined { .. } = decision {
-            joined.send_modify(|joined| *joined += 1);
+        match decision {
+            MasterDecision::Initialised { .. } => {
+                seen.send_modify(|seen| seen.initialised = true);
+            }
+            MasterDecision::WorkerJoined { .. } => {
+                seen.send_modify(|seen| seen.workers_joined += 1);
+            }
+            MasterDecision::TaskQueued { .. } => {
+                seen.send_modify(|seen| seen.tasks_queued += 1);
+            }
+            _ => {}
         }
     }
 }

@@ -11,6 +11,7 @@ use zkdist_benches::system::{System, SystemError};
 use zkdist_benches::workload::{NoProgress, Progress, WorkloadError, stream_tasks};
 use zkdist_benches::{Counted, OpCounter};
 use zkdist_coord::{Client, Coordinator, CreateMode, Layout};
+use zkdist_master::TaskDiscovery;
 use zkdist_sim::{Latency, SimConfig, SimZk};
 
 fn sim(seed: u64, latency: Latency) -> SimZk {
@@ -24,38 +25,62 @@ fn sim(seed: u64, latency: Latency) -> SimZk {
 #[test]
 fn a_task_stream_costs_three_writes_per_task() {
     let tasks = 200;
-    let run = assignment_throughput(4, tasks);
-    let report = run.report;
-    assert_eq!(report.tasks, tasks);
-    // The submit is a create; the assignment is a multi (the epoch check
-    // and the create); the completion is a multi (the result's create and
-    // the assignment's delete).
-    assert_eq!(report.ops.creates, tasks);
-    assert_eq!(report.ops.multis, 2 * tasks);
-    assert_eq!(report.ops.deletes, 0);
-    assert_eq!(report.ops.set_datas, 0);
-    assert_eq!(report.writes_per_task(), 3.0);
-    assert_eq!(report.latencies.len() as u64, tasks);
-    assert!(report.latencies.windows(2).all(|w| w[0] <= w[1]), "sorted");
+    for discovery in TaskDiscovery::ALL {
+        let run = assignment_throughput(4, tasks, discovery);
+        let report = run.report;
+        assert_eq!(report.tasks, tasks);
+        // The submit is a create; the assignment is a multi (the epoch check
+        // and the create); the completion is a multi (the result's create and
+        // the assignment's delete).
+        assert_eq!(report.ops.creates, tasks, "{discovery}");
+        assert_eq!(report.ops.multis, 2 * tasks, "{discovery}");
+        assert_eq!(report.ops.deletes, 0);
+        assert_eq!(report.ops.set_datas, 0);
+        assert_eq!(report.writes_per_task(), 3.0);
+        assert_eq!(report.latencies.len() as u64, tasks);
+        assert!(report.latencies.windows(2).all(|w| w[0] <= w[1]), "sorted");
+    }
+}
+
+#[test]
+fn the_watch_discovery_lists_no_task_while_the_founding_loop_lists_them_all_again() {
+    let tasks = 200;
+    let watch = assignment_throughput(4, tasks, TaskDiscovery::Watch).report;
+    let listing = assignment_throughput(4, tasks, TaskDiscovery::Listing).report;
+    // What the watch master lists is `workers/` and `assignments/` (at most
+    // one name per worker, about once per task); the founding master also
+    // lists `tasks/`, which only grows during a stream.
+    assert!(
+        watch.ops.listed_children <= (4 + 1) * tasks,
+        "the watch master listed {} names for {tasks} tasks",
+        watch.ops.listed_children
+    );
+    assert!(
+        listing.ops.listed_children > 10 * watch.ops.listed_children,
+        "listing {} names, watch {}",
+        listing.ops.listed_children,
+        watch.ops.listed_children
+    );
 }
 
 #[test]
 fn a_backlog_is_drained_whole_and_counted_with_its_submissions() {
     let tasks = 300;
-    let report = backlog_drain(3, tasks).report;
-    assert_eq!(report.tasks, tasks);
-    assert!(
-        report.latencies.is_empty(),
-        "a backlog has no submit latency"
-    );
-    // The master's claim (a multi: its node and the epoch) is the one
-    // write that is not a task's; each assignment is a fenced multi and
-    // each completion a multi too.
-    assert_eq!(report.ops.creates, tasks);
-    assert_eq!(report.ops.multis, 2 * tasks + 1);
-    assert_eq!(report.ops.deletes, 0);
-    // On start-up the master checks every task it finds for a result.
-    assert!(report.ops.exists >= tasks, "{:?}", report.ops);
+    for discovery in TaskDiscovery::ALL {
+        let report = backlog_drain(3, tasks, discovery).report;
+        assert_eq!(report.tasks, tasks);
+        assert!(
+            report.latencies.is_empty(),
+            "a backlog has no submit latency"
+        );
+        // The submissions, and what the workers cost from their start: an
+        // id and a registration each (creates), and per task the fenced
+        // assignment and the completion (multis). The master's claim came
+        // before.
+        assert_eq!(report.ops.creates, tasks + 2 * 3, "{discovery}");
+        assert_eq!(report.ops.multis, 2 * tasks, "{discovery}");
+        assert_eq!(report.ops.deletes, 0);
+    }
 }
 
 #[test]
@@ -101,6 +126,7 @@ fn small_config() -> BenchConfig {
         tasks: 60,
         workers: 3,
         backlog: 25,
+        discovery: TaskDiscovery::default(),
         in_flight: 6,
         raw_nodes: 100,
         raw_in_flight: 16,
@@ -244,7 +270,7 @@ fn a_stream_fails_naming_the_actor_that_stopped_instead_of_hanging() {
         let sim = sim(7, Latency::Zero);
         let layout = Layout::default();
         let counter = OpCounter::new();
-        let mut system = System::new(layout.clone());
+        let mut system = System::new(layout.clone(), TaskDiscovery::default());
         let (zk, events) = sim.connect("w1").await.expect("connects");
         system.start_worker(Counted::new(zk, Arc::clone(&counter)), events);
         system.wait_registered().await.expect("registers");

@@ -158,14 +158,16 @@ pub struct StatusArgs {
 pub struct BenchArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
+    #[command(flatten)]
+    pub master: MasterOptions,
     /// Tasks in the measured stream.
     #[arg(long, default_value_t = 5_000)]
     pub tasks: u64,
     /// Workers, each on a session of its own.
     #[arg(long, default_value_t = 8)]
     pub workers: usize,
-    /// Tasks queued before the master and the workers start; their drain
-    /// is measured on its own, before the stream.
+    /// Tasks queued (with the master running) before the workers start;
+    /// their drain is measured on its own, before the stream.
     #[arg(long, default_value_t = 0)]
     pub backlog: u64,
     /// Tasks the client keeps submitted but unfinished [default: twice

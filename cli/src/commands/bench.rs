@@ -24,6 +24,7 @@ pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         tasks: args.tasks,
         workers: args.workers,
         backlog: args.backlog,
+        discovery: args.master.discovery,
         in_flight: args.in_flight.unwrap_or_else(|| 2 * args.workers as u64),
         raw_nodes: args.raw_nodes,
         raw_in_flight: args.raw_in_flight,
@@ -135,8 +136,13 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
     };
     writeln!(
         out,
-        "zkdist bench on {} under {}: {} workers, {} tasks ({} in flight), {backlog}",
-        args.connect.zk, args.connect.root, config.workers, config.tasks, config.in_flight
+        "zkdist bench on {} under {}: {} workers, {} tasks ({} in flight), {backlog}, {} discovery",
+        args.connect.zk,
+        args.connect.root,
+        config.workers,
+        config.tasks,
+        config.in_flight,
+        config.discovery
     )
     .unwrap();
     let raw = &report.raw;
@@ -236,6 +242,7 @@ fn json(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> serde_j
         "root": args.connect.root,
         "workers": config.workers,
         "in_flight": config.in_flight,
+        "discovery": config.discovery.name(),
         "raw": {
             "nodes": raw.nodes,
             "in_flight": raw.in_flight,
