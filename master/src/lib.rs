@@ -4,7 +4,9 @@
 //! [`MasterState`] is the core: the processed-task set, the FIFO pending
 //! queue and the worker -> assignment map, with every decision taken on them
 //! and no I/O, so it can be tested input by input. [`Master`] is the shell
-//! for one session: three watch loops (workers, tasks, assignments) whose
+//! for one session: watch loops on workers and assignments, and the task
+//! discovery ([`TaskDiscovery`]: a persistent recursive watch on tasks by
+//! default, the founding design's listing loop as an option), whose
 //! replies and events feed one queue consumed by one task, every write
 //! fenced by the master's [`Epoch`]. [`run_master_role`] is the candidate
 //! that outlives sessions: it claims the `master` node (or stands by until
