@@ -189,7 +189,7 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
     .unwrap();
     writeln!(
         out,
-        "writes per task: {:.2} ({}; {:.2} node writes)",
+        "writes per task: {:.2} ({}), {:.2} node writes",
         tasks.writes_per_task(),
         writes_breakdown(&tasks.ops, tasks),
         tasks.node_writes_per_task(),
