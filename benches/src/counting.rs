@@ -19,6 +19,7 @@ pub struct OpCounter {
     deletes: AtomicU64,
     set_datas: AtomicU64,
     multis: AtomicU64,
+    multi_node_writes: AtomicU64,
     exists: AtomicU64,
     get_datas: AtomicU64,
     get_childrens: AtomicU64,
@@ -38,6 +39,7 @@ impl OpCounter {
             deletes: read(&self.deletes),
             set_datas: read(&self.set_datas),
             multis: read(&self.multis),
+            multi_node_writes: read(&self.multi_node_writes),
             exists: read(&self.exists),
             get_datas: read(&self.get_datas),
             get_childrens: read(&self.get_childrens),
@@ -58,6 +60,9 @@ pub struct OpCounts {
     pub set_datas: u64,
     /// Each multi counts once: ZooKeeper applies it as one transaction.
     pub multis: u64,
+    /// The node writes (creates, deletes, data changes; not checks) inside
+    /// those multis.
+    pub multi_node_writes: u64,
     pub exists: u64,
     pub get_datas: u64,
     pub get_childrens: u64,
@@ -72,6 +77,13 @@ impl OpCounts {
         self.creates + self.deletes + self.set_datas + self.multis
     }
 
+    /// Nodes created, deleted or changed, alone or inside a multi: a multi
+    /// of two writes is one transaction but changes two nodes, as two
+    /// transactions of the raw ceiling do.
+    pub fn node_writes(&self) -> u64 {
+        self.creates + self.deletes + self.set_datas + self.multi_node_writes
+    }
+
     /// Requests the server answers from its tree, without a transaction.
     pub fn reads(&self) -> u64 {
         self.exists + self.get_datas + self.get_childrens
@@ -84,6 +96,7 @@ impl OpCounts {
             deletes: self.deletes + other.deletes,
             set_datas: self.set_datas + other.set_datas,
             multis: self.multis + other.multis,
+            multi_node_writes: self.multi_node_writes + other.multi_node_writes,
             exists: self.exists + other.exists,
             get_datas: self.get_datas + other.get_datas,
             get_childrens: self.get_childrens + other.get_childrens,
@@ -103,6 +116,7 @@ impl OpCounts {
             deletes: delta(self.deletes, earlier.deletes),
             set_datas: delta(self.set_datas, earlier.set_datas),
             multis: delta(self.multis, earlier.multis),
+            multi_node_writes: delta(self.multi_node_writes, earlier.multi_node_writes),
             exists: delta(self.exists, earlier.exists),
             get_datas: delta(self.get_datas, earlier.get_datas),
             get_childrens: delta(self.get_childrens, earlier.get_childrens),
@@ -202,6 +216,13 @@ impl<C: Coordinator> Coordinator for Counted<C> {
 
     fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
         bump(&self.counter.multis);
+        let node_writes = ops
+            .iter()
+            .filter(|op| !matches!(op, Op::Check { .. }))
+            .count();
+        self.counter
+            .multi_node_writes
+            .fetch_add(node_writes as u64, Ordering::Relaxed);
         self.inner.multi(ops)
     }
 

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use futures::stream::{FuturesUnordered, StreamExt, TryStreamExt};
+use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
 use zkdist_coord::{Client, ClientError, Coordinator, TaskId, TaskPayload};
 use zkdist_worker::{CompletionReadBack, WorkerDecision};
@@ -60,6 +60,10 @@ impl PhaseReport {
         self.ops.writes() as f64 / self.tasks.max(1) as f64
     }
 
+    pub fn node_writes_per_task(&self) -> f64 {
+        self.ops.node_writes() as f64 / self.tasks.max(1) as f64
+    }
+
     pub fn reads_per_task(&self) -> f64 {
         self.ops.reads() as f64 / self.tasks.max(1) as f64
     }
@@ -95,9 +99,8 @@ impl Progress for NoProgress {
 }
 
 /// Queues `count` tasks, numbered from `first`, with up to `window`
-/// submissions in flight at once. Returns their ids in submission order.
-/// The layout must exist (else every submission in flight would lay it out
-/// again).
+/// creates in flight at once ([`Client::submit_many`]), so that the queue's
+/// order is the tasks' numbers. Returns their ids in that order.
 pub async fn submit_backlog<C: Coordinator>(
     client: &Client<C>,
     first: u64,
@@ -105,16 +108,14 @@ pub async fn submit_backlog<C: Coordinator>(
     window: usize,
 ) -> Result<Vec<TaskId>, WorkloadError> {
     assert!(window >= 1, "at least one submission in flight");
-    futures::stream::iter(first..first + count)
-        .map(|n| async move {
-            client
-                .submit(&payload(n))
-                .await
-                .map_err(|error| WorkloadError::Submit { n, error })
-        })
-        .buffered(window)
-        .try_collect()
+    let payloads: Vec<Vec<u8>> = (first..first + count).map(payload).collect();
+    client
+        .submit_many(&payloads, window)
         .await
+        .into_iter()
+        .zip(first..)
+        .map(|(outcome, n)| outcome.map_err(|error| WorkloadError::Submit { n, error }))
+        .collect()
 }
 
 /// How a phase learns that its tasks are done: from the workers' decisions.

@@ -37,6 +37,16 @@ fn a_task_stream_costs_three_writes_per_task() {
         assert_eq!(report.ops.deletes, 0);
         assert_eq!(report.ops.set_datas, 0);
         assert_eq!(report.writes_per_task(), 3.0);
+        // Four nodes change per task: the task, the assignment, the result,
+        // and the assignment's deletion.
+        assert_eq!(report.ops.multi_node_writes, 3 * tasks);
+        assert_eq!(report.node_writes_per_task(), 4.0);
+        // A worker reads its assignment and the task, and nothing else (its
+        // persistent watch is never re-armed, and its own completion's
+        // deletion makes it read nothing): two get_data per task, and almost
+        // no exists (a one-shot watch would cost one per task at least).
+        assert_eq!(report.ops.get_datas, 2 * tasks, "{:?}", report.ops);
+        assert!(report.ops.exists < tasks / 10, "{:?}", report.ops);
         assert_eq!(report.latencies.len() as u64, tasks);
         assert!(report.latencies.windows(2).all(|w| w[0] <= w[1]), "sorted");
     }
@@ -160,7 +170,15 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
         .await
         .expect("the bench runs");
 
-        assert_eq!(report.raw.nodes, 100);
+        // Measured twice, before and after the tasks; the ceiling is the
+        // better of the two.
+        assert_eq!(report.raw_before.nodes, 100);
+        assert_eq!(report.raw_after.nodes, 100);
+        let best = report
+            .raw_before
+            .writes_per_s()
+            .max(report.raw_after.writes_per_s());
+        assert_eq!(report.raw().writes_per_s(), best);
         let backlog = report.backlog.as_ref().expect("a backlog was asked for");
         assert_eq!(backlog.tasks, 25);
         assert_eq!(report.tasks.tasks, 60);
@@ -170,7 +188,12 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
         assert!(
             report.tasks.latency_percentile(50.0).expect("measured") > std::time::Duration::ZERO
         );
-        assert!(report.raw.writes_per_s() > 0.0 && report.efficiency() > 0.0);
+        assert!(report.raw().writes_per_s() > 0.0 && report.efficiency() > 0.0);
+        assert_eq!(
+            report.efficiency(),
+            report.tasks.tasks_per_s() * 3.0 / best,
+            "against the better ceiling"
+        );
         assert_eq!(
             progress.phases,
             vec![("backlog".to_owned(), 25), ("tasks".to_owned(), 60)]

@@ -211,8 +211,11 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
                 && let Some(assignment) = self.own_assignment()
             {
                 tokio::time::sleep(LATE_ARM_DELAY).await;
-                // Armed now; what the read says is ignored.
-                let _ = self.inner.exists(&assignment, Watch::Yes).await;
+                // Armed now; an assignment made meanwhile goes unseen.
+                let _ = self
+                    .inner
+                    .add_watch(&assignment, AddWatchMode::Persistent)
+                    .await;
             }
             Ok(created)
         }
@@ -231,17 +234,7 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         path: &str,
         watch: Watch,
     ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send {
-        let path = path.to_owned();
-        async move {
-            let first_arm = self.mutant == Some(Mutant::WorkerArmsAfterRegistering)
-                && self.own_assignment().as_deref() == Some(path.as_str())
-                && !self.remember(|memory| std::mem::replace(&mut memory.first_arm_skipped, true));
-            if first_arm {
-                // Not armed yet: that happens after registering.
-                return Ok(None);
-            }
-            self.inner.exists(&path, watch).await
-        }
+        self.inner.exists(path, watch)
     }
 
     fn get_data(
@@ -343,6 +336,13 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         async move {
             if skipped {
                 // Answered as set, never set: no task event ever comes.
+                return Ok(());
+            }
+            let first_arm = self.mutant == Some(Mutant::WorkerArmsAfterRegistering)
+                && self.own_assignment().as_deref() == Some(path.as_str())
+                && !self.remember(|memory| std::mem::replace(&mut memory.first_arm_skipped, true));
+            if first_arm {
+                // Not armed yet: that happens after registering.
                 return Ok(());
             }
             self.inner.add_watch(&path, mode).await

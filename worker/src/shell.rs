@@ -2,6 +2,13 @@
 //! time. It does the I/O of each step and lets [`WorkerState`] check the
 //! order and name the outcome.
 //!
+//! The assignment node is watched by one persistent watch, left once
+//! before registering and kept for the session's life: every creation of
+//! the node is announced, so a task costs the worker three requests (read
+//! the assignment, read the task, complete) and no re-arming. A one-shot
+//! watch would need an `exists` after every completion, and an assignment
+//! made before that `exists` would come unannounced.
+//!
 //! Connection loss: reads are sent again ([`until_known`]); a write is sent
 //! again only once a read has shown it was not applied. Session end (an
 //! `Expired` or `Closed` event, or a `SessionExpired` reply): the worker
@@ -13,11 +20,12 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::{Pin, pin};
 
+use futures::future::join;
 use tokio::sync::mpsc::UnboundedSender;
 use zkdist_coord::retry::until_known;
 use zkdist_coord::{
-    Coordinator, CreateMode, Event, EventStream, Layout, SessionState, Stat, TaskId, TaskResult,
-    Watch, WorkerId, ZkError, path,
+    AddWatchMode, Coordinator, CreateMode, Event, EventStream, Layout, SessionState, Stat, TaskId,
+    TaskResult, Watch, WatchKind, WorkerId, ZkError, path,
 };
 
 use crate::catch_unwind::CatchUnwind;
@@ -204,9 +212,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             }
             if assignment_waiting {
                 self.work(state, &assignment, shutdown).await?;
-                // Re-arm. An assignment already there gets no NodeCreated
-                // event (the watch is set on an existing node): take it now.
-                assignment_waiting = self.arm(&assignment).await?;
+                // Nothing to re-arm: the persistent watch announces the
+                // next assignment, whenever the master makes it.
+                assignment_waiting = false;
                 continue;
             }
             let event = match self.unhandled_events.pop_front() {
@@ -224,8 +232,14 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             };
             match event {
                 None => return Err(WorkerError::SessionEnded { state: None }),
-                // Any change to the assignment node: look at it again.
-                Some(Event::Watch(watch)) => assignment_waiting = watch.path == assignment,
+                // A creation (or, should one ever come, a data change) of
+                // the assignment node: look at it. A deletion never brings
+                // an assignment (it is mostly this worker's own completion),
+                // and the watch stays, so it needs no read.
+                Some(Event::Watch(watch)) => {
+                    assignment_waiting =
+                        watch.path == assignment && watch.kind != WatchKind::NodeDeleted;
+                }
                 Some(Event::Session(SessionState::Disconnected)) => disconnected = true,
                 // Back after a disconnection: events may have been missed
                 // while away, so read rather than wait.
@@ -256,13 +270,23 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         Ok(())
     }
 
-    /// Sets the exists watch on the assignment node; returns whether the
-    /// node is there.
+    /// Leaves the persistent watch on the assignment node and, in the same
+    /// round trip, looks whether the node is there; returns whether it is.
+    ///
+    /// Both requests go out back to back (`join` polls, and so sends, the
+    /// watch first; one session's requests are applied in order), so the
+    /// look sees the tree after the watch was set: an assignment is either
+    /// seen by it or announced by the watch. None can exist yet (the id is
+    /// new and the master assigns only to registered workers); looking
+    /// costs no extra wait, and keeps the worker right if one did.
     async fn arm(&self, assignment: &str) -> Result<bool, WorkerError> {
-        until_known(|| self.zk.exists(assignment, Watch::Yes))
-            .await
+        let watch = until_known(|| self.zk.add_watch(assignment, AddWatchMode::Persistent));
+        let look = until_known(|| self.zk.exists(assignment, Watch::No));
+        let (watched, present) = join(watch, look).await;
+        watched.map_err(|error| WorkerError::request(format!("watching {assignment}"), error))?;
+        present
             .map(|stat| stat.is_some())
-            .map_err(|error| WorkerError::request(format!("watching {assignment}"), error))
+            .map_err(|error| WorkerError::request(format!("reading {assignment}"), error))
     }
 
     /// Handles the assignment node if it exists: reads it and the task,

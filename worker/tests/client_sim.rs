@@ -336,3 +336,179 @@ fn an_oversized_tasks_listing_is_given_up_on_with_a_clear_error() {
         ));
     });
 }
+
+/// `submit_many` sends its creates back to back: the batch takes one
+/// round trip per window rather than one per task, and the tasks are
+/// queued in the payloads' order, each with a token of its own.
+#[test]
+fn submit_many_pipelines_its_creates_and_keeps_the_payloads_order() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        // Lay out first, so that the batch's creates are all that is timed.
+        setup
+            .client
+            .submit(&task_payload("echo", "first"))
+            .await
+            .unwrap();
+        let payloads: Vec<Vec<u8>> = (0..20)
+            .map(|n| task_payload("echo", &n.to_string()))
+            .collect();
+        let started = tokio::time::Instant::now();
+        let outcomes = setup.client.submit_many(&payloads, 8).await;
+        let elapsed = started.elapsed();
+        let submitted: Vec<TaskId> = outcomes.into_iter().map(Result::unwrap).collect();
+        // Three windows of up to 8 creates, one round trip (two latencies)
+        // each; one create at a time would take 20 round trips.
+        assert!(
+            elapsed <= Duration::from_millis(3 * 2 * LATENCY_MS + 5),
+            "{elapsed:?}"
+        );
+        let mut sorted = submitted.clone();
+        sorted.sort();
+        assert_eq!(sorted, submitted, "queued in the payloads' order");
+        let tokens: BTreeSet<TaskToken> = submitted.iter().filter_map(TaskId::token).collect();
+        assert_eq!(tokens.len(), 20);
+        // The tokens continue the client's count: a later submit repeats
+        // none of them.
+        let after = setup
+            .client
+            .submit(&task_payload("echo", "after"))
+            .await
+            .unwrap();
+        assert!(!tokens.contains(&after.token().unwrap()));
+        assert!(after > submitted[19]);
+        // Each task holds its own payload.
+        for (task, payload) in submitted.iter().zip(&payloads) {
+            let (data, _) = setup
+                .master
+                .get_data(&setup.layout.task(task), zkdist_coord::Watch::No)
+                .await
+                .unwrap();
+            assert_eq!(&data, payload, "{task}");
+        }
+    });
+}
+
+/// A refused payload gets its error, and nothing is sent for it; the
+/// others are queued. A batch on a tree with no layout lays it out once.
+#[test]
+fn submit_many_refuses_bad_payloads_alone_and_lays_out_a_missing_tree() {
+    run_sim(async {
+        let sim = SimZk::start(zkdist_sim::SimConfig {
+            seed: SEED,
+            latency: Latency::Fixed { ms: 1 },
+            ..zkdist_sim::SimConfig::default()
+        });
+        let layout = Layout::default();
+        let (zk, events) = sim.connect("client").await.unwrap();
+        let client = Client::new(zk, events, layout.clone());
+        let payloads = vec![
+            task_payload("echo", "a"),
+            b"not json".to_vec(),
+            task_payload("echo", "c"),
+        ];
+        let outcomes = client.submit_many(&payloads, 4).await;
+        assert!(
+            matches!(outcomes[1], Err(ClientError::InvalidPayload(_))),
+            "{outcomes:?}"
+        );
+        let a = outcomes[0].clone().unwrap();
+        let c = outcomes[2].clone().unwrap();
+        assert!(a < c, "queued in order after the layout was made");
+        assert_eq!(tasks(&sim, &layout).await.len(), 2);
+        let trace = sim.trace().await;
+        let creates = |outcome: &str| {
+            trace
+                .iter()
+                .filter(|line| {
+                    line.contains("zxid=")
+                        && line.contains("client create /zkdist/tasks/task-")
+                        && line.contains(outcome)
+                })
+                .count()
+        };
+        // Both creates went out together and met the missing parent; after
+        // the one lay-out, both were made.
+        assert_eq!(creates("-> NoNode"), 2, "{}", trace.join("\n"));
+        assert_eq!(creates("-> /zkdist/tasks/task-"), 2, "{}", trace.join("\n"));
+        assert_eq!(
+            count_applied(&trace, "client create /zkdist/tasks persistent"),
+            1
+        );
+    });
+}
+
+/// A cut while a batch is in flight: whichever creates reached the server,
+/// every payload ends up as exactly one task, found by its token rather
+/// than created again, and the batch sends one listing to find out.
+#[test]
+fn submit_many_cut_in_flight_creates_each_task_exactly_once() {
+    let mut applied_before_cut = BTreeSet::new();
+    for seed in 0..16 {
+        let applied = run_seeded(seed, async move {
+            // The setup laid the tree out already.
+            let setup = setup_seeded(seed, Latency::Fixed { ms: LATENCY_MS }).await;
+            let session = setup.client.session().session_id();
+            let (setup, client) = take_client(setup);
+            let payloads: Vec<Vec<u8>> = (0..10)
+                .map(|n| task_payload("echo", &n.to_string()))
+                .collect();
+            let batch = payloads.clone();
+            let submitting = tokio::spawn(async move { client.submit_many(&batch, 10).await });
+            tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
+            setup.sim.cut(session, Duration::from_secs(1)).await;
+
+            let submitted: Vec<TaskId> = submitting
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|outcome| outcome.unwrap_or_else(|error| panic!("seed {seed}: {error}")))
+                .collect();
+            let mut stored = tasks(&setup.sim, &setup.layout).await;
+            stored.sort();
+            let mut expected: Vec<String> = submitted.iter().map(ToString::to_string).collect();
+            expected.sort();
+            assert_eq!(stored.len(), 10, "seed {seed}: one task per payload");
+            for name in &expected {
+                assert!(
+                    stored.contains(name),
+                    "seed {seed}: {name} returned but not stored"
+                );
+            }
+            let tokens: BTreeSet<TaskToken> = submitted.iter().filter_map(TaskId::token).collect();
+            assert_eq!(tokens.len(), 10, "seed {seed}");
+            for (task, payload) in submitted.iter().zip(&payloads) {
+                let (data, _) = setup
+                    .master
+                    .get_data(&setup.layout.task(task), zkdist_coord::Watch::No)
+                    .await
+                    .unwrap();
+                assert_eq!(&data, payload, "seed {seed}: {task}");
+            }
+            let trace = setup.sim.trace().await;
+            assert_eq!(
+                count_applied(&trace, "client create /zkdist/tasks/task-"),
+                10,
+                "seed {seed}: each created once"
+            );
+            assert_eq!(
+                count_lines(&trace, "read client get_children /zkdist/tasks "),
+                1,
+                "seed {seed}: one listing finds them all"
+            );
+            // Creates applied whose reply the cut lost (found by their
+            // token), and creates the cut lost on the way (created again).
+            (
+                count_lines(&trace, "fail client create /zkdist/tasks/task-"),
+                count_lines(&trace, "lost client create /zkdist/tasks/task-"),
+            )
+        });
+        applied_before_cut.insert(applied);
+    }
+    assert!(
+        applied_before_cut.iter().any(|&(found, _)| found > 0)
+            && applied_before_cut.iter().any(|&(_, lost)| lost > 0),
+        "for some seeds creates were applied before the cut, for some lost: \
+         {applied_before_cut:?}"
+    );
+}

@@ -113,7 +113,7 @@ fn the_assignment_watch_is_armed_before_registering() {
             setup.layout.worker_id_prefix()
         ));
         let armed = position(&format!(
-            "worker exists {} watch",
+            "worker add_watch {} persistent",
             setup.layout.assignment(&id)
         ));
         let registered = position(&format!("worker create {}", setup.layout.worker(&id)));
@@ -126,7 +126,7 @@ fn the_assignment_watch_is_armed_before_registering() {
 }
 
 #[test]
-fn an_assignment_made_before_the_watch_is_rearmed_is_not_lost() {
+fn an_assignment_made_right_after_a_completion_is_announced_without_rearming() {
     run_sim(async {
         let mut setup = setup(Latency::Fixed { ms: 5 }).await;
         let (mut worker, id) = RunningWorker::start(&setup).await;
@@ -142,8 +142,10 @@ fn an_assignment_made_before_the_watch_is_rearmed_is_not_lost() {
             .unwrap();
 
         // Hold what travels to the worker from the moment its first
-        // assignment is deleted: it cannot re-arm its watch before the
-        // second assignment exists, so no event will announce that one.
+        // assignment is deleted: the second assignment exists before the
+        // worker hears of its completion. With a one-shot watch it would
+        // come unannounced (the worker would have to find it by looking);
+        // the persistent watch announces it.
         assign_and_wait(&setup, &id, first.as_str()).await;
         setup.sim.hold(worker.session.session_id()).await;
         let path = setup.layout.assignment(&id);
@@ -165,13 +167,54 @@ fn an_assignment_made_before_the_watch_is_rearmed_is_not_lost() {
             }
         );
         let trace = setup.sim.trace().await;
-        let announced = trace
-            .iter()
-            .filter(|line| line.contains(&format!("deliver worker event NodeCreated {path}")))
-            .count();
+        let announced = count_lines(&trace, &format!("deliver worker event NodeCreated {path}"));
+        assert_eq!(announced, 2, "both assignments came by event");
+        // The watch was left once, and the node looked at once, when the
+        // worker started: nothing is re-armed after a task.
+        assert_eq!(count_lines(&trace, "worker add_watch"), 1);
         assert_eq!(
-            announced, 1,
-            "only the first assignment came by event; the second was found on re-arming"
+            count_lines(&trace, &format!("read worker exists {path}")),
+            1
+        );
+        // From the first announcement on, a task costs the worker three
+        // requests: the assignment, the task, the completion.
+        let first_announced = trace
+            .iter()
+            .position(|line| line.contains(&format!("deliver worker event NodeCreated {path}")))
+            .expect("announced");
+        let worker_requests: Vec<&String> = trace[first_announced..]
+            .iter()
+            .filter(|line| {
+                (line.contains("] read worker ") || line.contains(" worker "))
+                    && !line.contains("deliver ")
+                    && !line.contains("control ")
+            })
+            .collect();
+        let kinds: Vec<&str> = worker_requests
+            .iter()
+            .map(|line| {
+                if line.contains("get_data /zkdist/assignments/") {
+                    "assignment"
+                } else if line.contains("get_data /zkdist/tasks/") {
+                    "task"
+                } else if line.contains("worker multi [") {
+                    "complete"
+                } else {
+                    "other"
+                }
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "assignment",
+                "task",
+                "complete",
+                "assignment",
+                "task",
+                "complete"
+            ],
+            "{worker_requests:#?}"
         );
         let decisions: Vec<_> = std::iter::from_fn(|| worker.decisions.try_recv().ok()).collect();
         assert!(decisions.contains(&WorkerDecision::ResultWritten {

@@ -145,17 +145,20 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
         config.discovery
     )
     .unwrap();
-    let raw = &report.raw;
+    let raw = report.raw();
     writeln!(
         out,
         "raw ceiling: {} creates at {:.0}/s, {} deletes at {:.0}/s: {:.0} writes/s \
-         (one session, {} requests in flight)",
+         (one session, {} requests in flight; the better of two measurements, \
+         {:.0} writes/s before the tasks and {:.0} after)",
         raw.nodes,
         raw.creates_per_s(),
         raw.nodes,
         raw.deletes_per_s(),
         raw.writes_per_s(),
-        raw.in_flight
+        raw.in_flight,
+        report.raw_before.writes_per_s(),
+        report.raw_after.writes_per_s(),
     )
     .unwrap();
     if let Some(backlog) = &report.backlog {
@@ -192,9 +195,10 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
     .unwrap();
     writeln!(
         out,
-        "writes per task: {:.2} ({})",
+        "writes per task: {:.2} ({}), {:.2} node writes",
         tasks.writes_per_task(),
-        writes_breakdown(&tasks.ops, tasks)
+        writes_breakdown(&tasks.ops, tasks),
+        tasks.node_writes_per_task(),
     )
     .unwrap();
     writeln!(
@@ -214,6 +218,7 @@ fn ops_json(ops: &OpCounts) -> serde_json::Value {
         "deletes": ops.deletes,
         "set_datas": ops.set_datas,
         "multis": ops.multis,
+        "multi_node_writes": ops.multi_node_writes,
         "exists": ops.exists,
         "get_datas": ops.get_datas,
         "get_childrens": ops.get_childrens,
@@ -230,26 +235,31 @@ fn phase_json(phase: &PhaseReport) -> serde_json::Value {
         "latency_p50_ms": phase.latency_percentile(50.0).map(ms),
         "latency_p99_ms": phase.latency_percentile(99.0).map(ms),
         "writes_per_task": phase.writes_per_task(),
+        "node_writes_per_task": phase.node_writes_per_task(),
         "reads_per_task": phase.reads_per_task(),
         "ops": ops_json(&phase.ops),
     })
 }
 
 fn json(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> serde_json::Value {
-    let raw = &report.raw;
+    let raw_json = |raw: &ensemble::RawCeiling| {
+        serde_json::json!({
+            "nodes": raw.nodes,
+            "in_flight": raw.in_flight,
+            "creates_per_s": raw.creates_per_s(),
+            "deletes_per_s": raw.deletes_per_s(),
+            "writes_per_s": raw.writes_per_s(),
+        })
+    };
     serde_json::json!({
         "zk": args.connect.zk,
         "root": args.connect.root,
         "workers": config.workers,
         "in_flight": config.in_flight,
         "discovery": config.discovery.name(),
-        "raw": {
-            "nodes": raw.nodes,
-            "in_flight": raw.in_flight,
-            "creates_per_s": raw.creates_per_s(),
-            "deletes_per_s": raw.deletes_per_s(),
-            "writes_per_s": raw.writes_per_s(),
-        },
+        "raw": raw_json(report.raw()),
+        "raw_before": raw_json(&report.raw_before),
+        "raw_after": raw_json(&report.raw_after),
         "backlog": report.backlog.as_ref().map(phase_json),
         "tasks": phase_json(&report.tasks),
         "efficiency": report.efficiency(),

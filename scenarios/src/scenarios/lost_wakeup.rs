@@ -1,12 +1,19 @@
-//! A worker's assignment is re-created before the worker re-arms its watch
-//! (the lost-wakeup case). The worker deletes its finished assignment;
-//! everything travelling to it is held from that moment, so it cannot send
-//! its next `exists` watch until the master, which heard of the delete,
-//! has created its next assignment.
+//! A worker's assignment is re-created right after the worker deleted the
+//! previous one (the founding design's lost-wakeup case). The worker
+//! deletes its finished assignment; everything travelling to it is held
+//! from that moment, so nothing it could do would reach the server before
+//! the master, which heard of the delete, has created its next assignment.
 //!
-//! What must hold: no event announces the second assignment (the watch was
-//! not armed when it was created), yet the worker finds it when it re-arms
-//! (the `exists` reply shows the node) and runs it.
+//! In the founding design the worker re-armed a one-shot `exists` watch
+//! after each task, and an assignment made before that re-arm came
+//! unannounced (the re-arm's reply showed it). The worker now keeps one
+//! persistent watch on its assignment node for the session's life, so
+//! there is no re-arm to race: the second creation is announced by an
+//! event like the first.
+//!
+//! What must hold: the worker sends no `exists` on its assignment after
+//! starting, an event announces the second assignment, and the worker
+//! reads it and runs it.
 
 use std::time::Duration;
 
@@ -58,23 +65,25 @@ pub fn run_scenario(seed: u64) -> RunReport {
             &format!("m1 multi [check /zkdist/epoch v1, create {assignment} "),
         );
         let released = find(trace, recreated, "control release w1");
-        let rearmed = find(
+        let announced = find(
             trace,
             released,
-            &format!("read w1 exists {assignment} watch -> v0"),
+            &format!("deliver w1 event NodeCreated {assignment}"),
+        );
+        let read = find(
+            trace,
+            announced,
+            &format!("read w1 get_data {assignment} -> "),
         );
         find(
             trace,
-            rearmed,
+            read,
             &format!("decide w1: {worker} started {second}"),
         );
+        let registered = find(trace, 0, "decide w1: ");
         assert!(
-            !contains(
-                trace,
-                recreated,
-                &format!("deliver w1 event NodeCreated {assignment}")
-            ),
-            "no event announced the second assignment"
+            !contains(trace, registered, &format!("w1 exists {assignment}")),
+            "nothing is re-armed after a task"
         );
         report
     })

@@ -103,7 +103,7 @@ pub const ALL: [Scenario; 22] = [
     Scenario {
         name: "assignment_recreated_before_rearm",
         seed: 107,
-        about: "the next assignment exists before the worker re-arms its watch",
+        about: "the next assignment is made before the worker hears its completion was applied; the persistent watch announces it",
         run: lost_wakeup::run_scenario,
     },
     Scenario {
@@ -114,7 +114,7 @@ pub const ALL: [Scenario; 22] = [
     },
     Scenario {
         name: "master_killed_mid_round",
-        seed: 110,
+        seed: 108,
         about: "the master dies between two assignment creates; the standby takes over",
         run: failures::master_killed_mid_round,
     },
@@ -150,37 +150,37 @@ pub const ALL: [Scenario; 22] = [
     },
     Scenario {
         name: "connection_loss_on_submit_not_applied",
-        seed: 0,
+        seed: 1,
         about: "the client's task create is lost on the way: it is created once",
         run: |seed| connection_loss::run_write(seed, Write::Submit, false),
     },
     Scenario {
         name: "connection_loss_on_assignment_create_applied",
-        seed: 1,
+        seed: 4,
         about: "the master's assignment create is applied but its reply lost",
         run: |seed| connection_loss::run_write(seed, Write::AssignmentCreate, true),
     },
     Scenario {
         name: "connection_loss_on_assignment_create_not_applied",
-        seed: 127,
+        seed: 0,
         about: "the master's assignment create is lost on the way",
         run: |seed| connection_loss::run_write(seed, Write::AssignmentCreate, false),
     },
     Scenario {
         name: "connection_loss_on_completion_applied",
-        seed: 1,
+        seed: 0,
         about: "the worker's completion is applied but its reply lost",
         run: |seed| connection_loss::run_write(seed, Write::Completion, true),
     },
     Scenario {
         name: "connection_loss_on_completion_not_applied",
-        seed: 0,
+        seed: 1,
         about: "the worker's completion is lost on the way",
         run: |seed| connection_loss::run_write(seed, Write::Completion, false),
     },
     Scenario {
         name: "connection_loss_on_reclaim_applied",
-        seed: 126,
+        seed: 8,
         about: "the master's reclaim of a dead worker's assignment is applied but its reply lost",
         run: |seed| connection_loss::run_write(seed, Write::Reclaim, true),
     },
