@@ -43,6 +43,14 @@ fn invalid(what: &'static str, name: &str, reason: impl Into<String>) -> Invalid
 
 /// Checks that `name` can be one path segment.
 fn validate_segment(what: &'static str, name: &str) -> Result<(), InvalidName> {
+    // The common case without building a path: printable ASCII, no '/',
+    // not relative. Anything else takes the full check, which names the
+    // broken rule (or accepts a name with other characters).
+    let plain = !matches!(name, "" | "." | "..")
+        && name.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'/');
+    if plain {
+        return Ok(());
+    }
     if name.is_empty() {
         return Err(invalid(what, name, "it is empty"));
     }
@@ -136,8 +144,11 @@ impl TaskId {
             )
         })?;
         // The server renders the counter with `%010d`; any other spelling of
-        // the same number would be a different node.
-        if format!("{sequence:010}") != digits {
+        // the same number would be a different node. Ten plain digits that
+        // parse are that spelling; only a sign needs the comparison.
+        let canonical = (digits.len() == 10 && digits.bytes().all(|b| b.is_ascii_digit()))
+            || format!("{sequence:010}") == digits;
+        if !canonical {
             return Err(invalid(
                 WHAT,
                 name,
@@ -369,6 +380,38 @@ mod tests {
                 error.to_string().contains(reason),
                 "{name:?}: {error} lacks {reason:?}"
             );
+        }
+    }
+
+    #[test]
+    fn sequence_numbers_have_one_spelling() {
+        for (name, sequence) in [
+            ("task-0000000000", 0),
+            ("task-2147483647", i32::MAX),
+            ("task--000000001", -1),
+            ("task--2147483648", i32::MIN),
+        ] {
+            assert_eq!(TaskId::parse(name).unwrap().sequence(), sequence, "{name}");
+        }
+        for name in [
+            "task-+000000001",
+            "task-+00000001",
+            "task--00000001",
+            "task--1",
+            "task-00000000001",
+            "task-2147483648",
+        ] {
+            assert!(TaskId::parse(name).is_err(), "{name} parsed");
+        }
+    }
+
+    #[test]
+    fn segments_are_checked_as_paths_are() {
+        for name in ["a", "worker-0000000001", ".a", "a..", "a b", "~", "\u{e9}"] {
+            assert!(WorkerId::parse(name).is_ok(), "{name:?}");
+        }
+        for name in ["", ".", "..", "a/b", "/", "a\u{7f}", "a\u{1f}", "\u{e000}"] {
+            assert!(WorkerId::parse(name).is_err(), "{name:?}");
         }
     }
 
