@@ -233,9 +233,33 @@ mod tests {
     #[test]
     fn the_quick_check_agrees_with_the_full_one() {
         let samples = [
-            "", "/", "a", "//", "/a", "/a/", "/a/b", "/a//b", "/.", "/..", "/./x", "/../x",
-            "/a/.", "/a/..", "/a/.b", "/a/b..", "/a/./", "/a/../", "/a b", "/a\u{0}",
-            "/a\u{1f}", "/a\u{7f}", "/a~", "/\u{e9}", "/\u{e000}", "/\u{1f600}", "/q/task-",
+            "",
+            "/",
+            "a",
+            "//",
+            "/a",
+            "/a/",
+            "/a/b",
+            "/a//b",
+            "/.",
+            "/..",
+            "/./x",
+            "/../x",
+            "/a/.",
+            "/a/..",
+            "/a/.b",
+            "/a/b..",
+            "/a/./",
+            "/a/../",
+            "/a b",
+            "/a\u{0}",
+            "/a\u{1f}",
+            "/a\u{7f}",
+            "/a~",
+            "/\u{e9}",
+            "/\u{e000}",
+            "/\u{1f600}",
+            "/q/task-",
             "/zkdist/tasks/task-00c0ffee00000001-0000000007",
         ];
         for path in samples {
@@ -250,7 +274,10 @@ mod tests {
             assert!(is_plainly_valid(path, Completion::AsGiven), "{path:?}");
         }
         for prefix in ["/", "/q/", "/q/task-", "/q/.", "/q/.."] {
-            assert!(is_plainly_valid(prefix, Completion::Sequential), "{prefix:?}");
+            assert!(
+                is_plainly_valid(prefix, Completion::Sequential),
+                "{prefix:?}"
+            );
         }
     }
 

@@ -4,6 +4,7 @@
 //! and the event stream it feeds.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 use zkdist_coord::{
@@ -40,7 +41,9 @@ pub(crate) type ConnectReply = oneshot::Sender<ZkResult<(SessionId, EventStream)
 /// A request sent and not yet answered.
 #[derive(Debug)]
 pub(crate) struct PendingOp {
-    pub summary: String,
+    /// The request as the trace shows it, shared with the request in
+    /// flight.
+    pub summary: Arc<str>,
     pub watching: Option<WatchingRead>,
     /// The path of a `get_children`, whose reply the client refuses if it
     /// is over its buffer size.
@@ -48,9 +51,17 @@ pub(crate) struct PendingOp {
     pub reply: oneshot::Sender<ZkResult<Response>>,
 }
 
+/// A request issued while disconnected, waiting to be sent.
+#[derive(Debug)]
+pub(crate) struct Unsent {
+    pub request_id: u64,
+    pub request: Request,
+    pub summary: Arc<str>,
+}
+
 #[derive(Debug)]
 pub(crate) struct Client {
-    pub name: String,
+    pub name: Arc<str>,
     pub state: ClientState,
     events: Option<EventSender>,
     /// The receiving end, handed over with the connect reply.
@@ -62,7 +73,7 @@ pub(crate) struct Client {
     pub pending: BTreeMap<u64, PendingOp>,
     /// Requests issued while disconnected, by request id, in issue order:
     /// pending, but not sent yet.
-    pub unsent: VecDeque<(u64, Request)>,
+    pub unsent: VecDeque<Unsent>,
     pub watches: BTreeSet<(ClientWatch, String)>,
     pub last_zxid_seen: i64,
 }
@@ -71,7 +82,7 @@ impl Client {
     pub(crate) fn new(name: String, connect_reply: ConnectReply) -> Client {
         let (sender, stream) = mpsc::unbounded_channel();
         Client {
-            name,
+            name: name.into(),
             state: ClientState::Up,
             events: Some(sender),
             connect: Some((connect_reply, stream)),
@@ -125,7 +136,7 @@ impl Client {
 
     /// Fails every pending request (sent or still queued), oldest first,
     /// and returns their summaries for the trace.
-    pub(crate) fn fail_pending(&mut self, error: impl Fn() -> ZkError) -> Vec<String> {
+    pub(crate) fn fail_pending(&mut self, error: impl Fn() -> ZkError) -> Vec<Arc<str>> {
         self.unsent.clear();
         std::mem::take(&mut self.pending)
             .into_values()
@@ -174,11 +185,12 @@ impl Client {
     }
 
     /// Takes the one-shot watches an event consumes and looks up the
-    /// persistent ones that report it (`ZKWatchManager.materialize`), and
-    /// puts the event on the stream, once, if any watch claims it. An event
-    /// no watch claims is dropped, as the client library drops it: this is
-    /// how a duplicate `NodeDeleted` after a reconnect disappears.
-    pub(crate) fn deliver_watch_event(&mut self, event: WatchEvent) -> bool {
+    /// persistent ones that report it (`ZKWatchManager.materialize`). True
+    /// if any watch claims it: the event then goes on the stream, once
+    /// ([`Client::emit_watch_event`]). An event no watch claims is dropped,
+    /// as the client library drops it: this is how a duplicate
+    /// `NodeDeleted` after a reconnect disappears.
+    pub(crate) fn claim_watch_event(&mut self, event: &WatchEvent) -> bool {
         let consumed: &[ClientWatch] = match event.kind {
             WatchKind::NodeCreated | WatchKind::NodeDataChanged => {
                 &[ClientWatch::Data, ClientWatch::Exist]
@@ -186,42 +198,53 @@ impl Client {
             WatchKind::NodeChildrenChanged => &[ClientWatch::Child],
             WatchKind::NodeDeleted => &[ClientWatch::Data, ClientWatch::Exist, ClientWatch::Child],
         };
+        // One key, its kind and path changed in place, for every lookup.
+        let mut key = (ClientWatch::Data, event.path.clone());
         let mut claimed = false;
         for &watch in consumed {
-            claimed |= self.watches.remove(&(watch, event.path.clone()));
+            key.0 = watch;
+            claimed |= self.watches.remove(&key);
         }
-        claimed |= self.holds_persistent_watch_reporting(&event);
-        if claimed {
-            self.emit(Event::Watch(event));
-        }
-        claimed
+        claimed | self.holds_persistent_watch_reporting(event.kind, &mut key)
     }
 
-    /// Whether a persistent watch the client holds reports `event`: one on
-    /// the node itself, or a recursive one on the node or an ancestor
-    /// (never for `NodeChildrenChanged`).
-    fn holds_persistent_watch_reporting(&self, event: &WatchEvent) -> bool {
-        if self
-            .watches
-            .contains(&(ClientWatch::Persistent, event.path.clone()))
-        {
+    /// Puts a claimed watch event on the stream.
+    pub(crate) fn emit_watch_event(&mut self, event: WatchEvent) {
+        self.emit(Event::Watch(event));
+    }
+
+    /// Whether a persistent watch the client holds reports a change of
+    /// `kind` on the path in `key`: one on the node itself, or a recursive
+    /// one on the node or an ancestor (never for `NodeChildrenChanged`).
+    /// `key` is scratch space.
+    fn holds_persistent_watch_reporting(
+        &self,
+        kind: WatchKind,
+        key: &mut (ClientWatch, String),
+    ) -> bool {
+        key.0 = ClientWatch::Persistent;
+        if self.watches.contains(key) {
             return true;
         }
-        if event.kind == WatchKind::NodeChildrenChanged {
+        // Recursive watches sort last: none held, none to look up.
+        let holds_recursive = self
+            .watches
+            .range((ClientWatch::PersistentRecursive, String::new())..)
+            .next()
+            .is_some();
+        if kind == WatchKind::NodeChildrenChanged || !holds_recursive {
             return false;
         }
-        let mut node = event.path.as_str();
+        key.0 = ClientWatch::PersistentRecursive;
         loop {
-            if self
-                .watches
-                .contains(&(ClientWatch::PersistentRecursive, node.to_owned()))
-            {
+            if self.watches.contains(key) {
                 return true;
             }
-            if node == "/" {
+            if key.1 == "/" {
                 return false;
             }
-            node = path::parent(node);
+            let parent_len = path::parent(&key.1).len();
+            key.1.truncate(parent_len);
         }
     }
 

@@ -8,6 +8,8 @@
 //! control (hold and release) in `control.rs`.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
@@ -16,7 +18,7 @@ use tokio::sync::oneshot;
 use zkdist_coord::{SessionId, SessionState, ZkError, ZkResult};
 
 use crate::applied::AppliedOp;
-use crate::client::{Client, ClientState, ConnectReply, PendingOp};
+use crate::client::{Client, ClientState, ConnectReply, PendingOp, Unsent};
 use crate::command::{ApplyHook, Command, Done, Predicate};
 use crate::config::SimConfig;
 use crate::latency::Latency;
@@ -84,14 +86,22 @@ impl Engine {
         self.schedule.next_due_us()
     }
 
-    pub(crate) fn record(&mut self, text: impl AsRef<str>) -> String {
-        self.trace.record(self.now_us, text.as_ref()).to_owned()
+    /// Appends a line to the trace, stamped with the current time.
+    pub(crate) fn record(&mut self, text: impl fmt::Display) {
+        self.trace.record(self.now_us, text);
     }
 
-    pub(crate) fn name(&self, session: SessionId) -> String {
-        self.peers
-            .get(&session)
-            .map_or_else(|| session.to_string(), |peer| peer.client.name.clone())
+    /// [`Engine::record`], returning a copy of the line.
+    pub(crate) fn record_line(&mut self, text: impl fmt::Display) -> String {
+        self.trace.record(self.now_us, text).to_owned()
+    }
+
+    /// The session's name, as the trace shows it.
+    pub(crate) fn name(&self, session: SessionId) -> Arc<str> {
+        self.peers.get(&session).map_or_else(
+            || session.to_string().into(),
+            |peer| peer.client.name.clone(),
+        )
     }
 
     pub(crate) fn elapsed(&self) -> Duration {
@@ -244,7 +254,8 @@ impl Engine {
             },
         );
         let request_id = self.take_request_id();
-        self.send_to_server(session, request_id, Request::CreateSession);
+        let summary = Request::CreateSession.summary().into();
+        self.send_to_server(session, request_id, Request::CreateSession, summary);
     }
 
     fn take_request_id(&mut self) -> u64 {
@@ -329,8 +340,9 @@ impl Engine {
             return;
         }
         let request_id = self.take_request_id();
+        let summary: Arc<str> = request.summary().into();
         let pending = PendingOp {
-            summary: request.summary(),
+            summary: summary.clone(),
             watching: request.watching_read(),
             listed_path: request.listed_path(),
             reply,
@@ -342,12 +354,16 @@ impl Engine {
             ));
             let client = &mut self.peer_mut(session).client;
             client.pending.insert(request_id, pending);
-            client.unsent.push_back((request_id, request));
+            client.unsent.push_back(Unsent {
+                request_id,
+                request,
+                summary,
+            });
             return;
         }
         let client = &mut self.peer_mut(session).client;
         client.pending.insert(request_id, pending);
-        self.send_to_server(session, request_id, request);
+        self.send_to_server(session, request_id, request, summary);
     }
 
     /// The application dropped the session's last handle: the client
@@ -399,12 +415,18 @@ impl Engine {
     }
 
     /// Puts a request on the session's link to the server.
-    pub(crate) fn send_to_server(&mut self, session: SessionId, request_id: u64, request: Request) {
+    pub(crate) fn send_to_server(
+        &mut self,
+        session: SessionId,
+        request_id: u64,
+        request: Request,
+        summary: Arc<str>,
+    ) {
         let delay_us = self.latency.sample_us(&mut self.rng);
         let due_us = self.now_us.saturating_add(delay_us);
         let link = &mut self.peer_mut(session).link;
         assert!(link.up, "request sent over a link that is down");
-        link.push_outbound(due_us, request_id, request);
+        link.push_outbound(due_us, request_id, request, summary);
         self.schedule_outbound_head(session);
     }
 
@@ -522,10 +544,11 @@ impl Engine {
             }
             if state == ClientState::Down {
                 assert!(
-                    peer.client
-                        .pending
-                        .keys()
-                        .eq(peer.client.unsent.iter().map(|(id, _)| id)),
+                    peer.client.pending.keys().eq(peer
+                        .client
+                        .unsent
+                        .iter()
+                        .map(|unsent| &unsent.request_id)),
                     "{session}: while Down, every pending request is one waiting to be sent"
                 );
             } else {

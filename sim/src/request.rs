@@ -1,6 +1,8 @@
 //! What travels between a session and the server, and how the trace names
 //! it.
 
+use std::fmt;
+
 use zkdist_coord::{AddWatchMode, CreateMode, Op, OpResult, Stat, ZkError, ZkResult};
 
 use crate::applied::TxnKind;
@@ -189,31 +191,53 @@ fn op_summary(op: &Op) -> String {
 
 /// The error's code, as the trace shows it (`NoNode`, `Multi[1] BadVersion`).
 pub(crate) fn error_name(error: &ZkError) -> String {
-    match error {
-        ZkError::Multi { index, error } => format!("Multi[{index}] {}", error_name(error)),
-        other => format!("{:?}", other.code()),
+    ErrorName(error).to_string()
+}
+
+/// [`error_name`], written where it is shown.
+struct ErrorName<'a>(&'a ZkError);
+
+impl fmt::Display for ErrorName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            ZkError::Multi { index, error } => write!(f, "Multi[{index}] {}", ErrorName(error)),
+            other => write!(f, "{:?}", other.code()),
+        }
     }
 }
 
-/// A reply's outcome, as the trace shows it.
-pub(crate) fn outcome(result: &ZkResult<Response>) -> String {
-    let stat = |s: &Stat| format!("v{} mzxid=0x{:x}", s.version, s.mzxid);
-    match result {
-        Err(error) => error_name(error),
-        Ok(Response::SessionCreated) => "ok".to_owned(),
-        Ok(Response::Created(path)) => path.clone(),
-        Ok(Response::Deleted) => "ok".to_owned(),
-        Ok(Response::Exists(None)) => "none".to_owned(),
-        Ok(Response::Exists(Some(s))) => stat(s),
-        Ok(Response::Data(data, s)) => format!("{}B {}", data.len(), stat(s)),
-        Ok(Response::DataSet(s)) => stat(s),
-        Ok(Response::Children(names, s)) => {
-            format!("{} children pzxid=0x{:x}", names.len(), s.pzxid)
+/// A reply's outcome, as the trace shows it, written where it is shown.
+pub(crate) fn outcome(result: &ZkResult<Response>) -> impl fmt::Display + '_ {
+    Outcome(result)
+}
+
+struct Outcome<'a>(&'a ZkResult<Response>);
+
+impl fmt::Display for Outcome<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let stat = |f: &mut fmt::Formatter<'_>, s: &Stat| {
+            write!(f, "v{} mzxid=0x{:x}", s.version, s.mzxid)
+        };
+        match self.0 {
+            Err(error) => write!(f, "{}", ErrorName(error)),
+            Ok(Response::SessionCreated) => f.write_str("ok"),
+            Ok(Response::Created(path)) => f.write_str(path),
+            Ok(Response::Deleted) => f.write_str("ok"),
+            Ok(Response::Exists(None)) => f.write_str("none"),
+            Ok(Response::Exists(Some(s))) => stat(f, s),
+            Ok(Response::Data(data, s)) => {
+                write!(f, "{}B ", data.len())?;
+                stat(f, s)
+            }
+            Ok(Response::DataSet(s)) => stat(f, s),
+            Ok(Response::Children(names, s)) => {
+                write!(f, "{} children pzxid=0x{:x}", names.len(), s.pzxid)
+            }
+            Ok(Response::Multi(results)) => write!(f, "ok {} ops", results.len()),
+            Ok(Response::Synced) => f.write_str("ok"),
+            Ok(Response::WatchAdded) => f.write_str("ok"),
+            Ok(Response::Closed) => f.write_str("ok"),
         }
-        Ok(Response::Multi(results)) => format!("ok {} ops", results.len()),
-        Ok(Response::Synced) => "ok".to_owned(),
-        Ok(Response::WatchAdded) => "ok".to_owned(),
-        Ok(Response::Closed) => "ok".to_owned(),
     }
 }
 
@@ -246,6 +270,16 @@ mod tests {
             index: 1,
             error: Box::new(ZkError::NoNode { path: "/b".into() }),
         });
-        assert_eq!(outcome(&failed), "Multi[1] NoNode");
+        assert_eq!(outcome(&failed).to_string(), "Multi[1] NoNode");
+        assert_eq!(error_name(&ZkError::NoNode { path: "/b".into() }), "NoNode");
+        let data: ZkResult<Response> = Ok(Response::Data(
+            vec![1, 2, 3],
+            Stat {
+                version: 2,
+                mzxid: 0x1f,
+                ..Stat::default()
+            },
+        ));
+        assert_eq!(outcome(&data).to_string(), "3B v2 mzxid=0x1f");
     }
 }
