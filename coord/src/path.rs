@@ -149,11 +149,12 @@ pub fn name(path: &str) -> &str {
 /// Joins a parent path and a child name.
 pub fn join(parent: &str, child: &str) -> String {
     debug_assert!(!child.contains('/'), "child name {child:?} contains '/'");
-    if parent == "/" {
-        format!("/{child}")
-    } else {
-        format!("{parent}/{child}")
-    }
+    let parent = if parent == "/" { "" } else { parent };
+    let mut joined = String::with_capacity(parent.len() + 1 + child.len());
+    joined.push_str(parent);
+    joined.push('/');
+    joined.push_str(child);
+    joined
 }
 
 /// Whether valid path `path` is `ancestor` itself or lies below it

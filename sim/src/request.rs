@@ -1,7 +1,7 @@
 //! What travels between a session and the server, and how the trace names
 //! it.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use zkdist_coord::{AddWatchMode, CreateMode, Op, OpResult, Stat, ZkError, ZkResult};
 
@@ -126,34 +126,56 @@ impl Request {
 
     /// One stable, readable description for the trace.
     pub(crate) fn summary(&self) -> String {
+        let mut text = String::with_capacity(64);
+        write!(text, "{}", Summary(self)).expect("writing to a String cannot fail");
+        text
+    }
+}
+
+/// [`Request::summary`], written without intermediate strings.
+struct Summary<'a>(&'a Request);
+
+impl fmt::Display for Summary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let watch = |w: bool| if w { " watch" } else { "" };
-        match self {
-            Request::CreateSession => "create_session".to_owned(),
+        match self.0 {
+            Request::CreateSession => f.write_str("create_session"),
             Request::Create { path, data, mode } => {
-                format!("create {path} {} {}B", mode_name(*mode), data.len())
+                write!(f, "create {path} {} {}B", mode_name(*mode), data.len())
             }
             Request::Delete { path, version } => {
-                format!("delete {path} {}", version_name(*version))
+                write!(f, "delete {path} {}", VersionName(*version))
             }
-            Request::Exists { path, watch: w } => format!("exists {path}{}", watch(*w)),
-            Request::GetData { path, watch: w } => format!("get_data {path}{}", watch(*w)),
+            Request::Exists { path, watch: w } => write!(f, "exists {path}{}", watch(*w)),
+            Request::GetData { path, watch: w } => write!(f, "get_data {path}{}", watch(*w)),
             Request::SetData {
                 path,
                 data,
                 version,
-            } => format!("set_data {path} {}B {}", data.len(), version_name(*version)),
+            } => write!(
+                f,
+                "set_data {path} {}B {}",
+                data.len(),
+                VersionName(*version)
+            ),
             Request::GetChildren { path, watch: w } => {
-                format!("get_children {path}{}", watch(*w))
+                write!(f, "get_children {path}{}", watch(*w))
             }
             Request::Multi { ops } => {
-                let parts: Vec<String> = ops.iter().map(op_summary).collect();
-                format!("multi [{}]", parts.join(", "))
+                f.write_str("multi [")?;
+                for (index, op) in ops.iter().enumerate() {
+                    if index > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{}", OpSummary(op))?;
+                }
+                f.write_str("]")
             }
-            Request::Sync { path } => format!("sync {path}"),
+            Request::Sync { path } => write!(f, "sync {path}"),
             Request::AddWatch { path, mode } => {
-                format!("add_watch {path} {}", mode.name())
+                write!(f, "add_watch {path} {}", mode.name())
             }
-            Request::Close => "close".to_owned(),
+            Request::Close => f.write_str("close"),
         }
     }
 }
@@ -167,25 +189,40 @@ fn mode_name(mode: CreateMode) -> &'static str {
     }
 }
 
-fn version_name(version: Option<i32>) -> String {
-    match version {
-        Some(v) => format!("v{v}"),
-        None => "v*".to_owned(),
+/// An expected version as the trace shows it: `v3`, or `v*` for any.
+struct VersionName(Option<i32>);
+
+impl fmt::Display for VersionName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "v{v}"),
+            None => f.write_str("v*"),
+        }
     }
 }
 
-fn op_summary(op: &Op) -> String {
-    match op {
-        Op::Create { path, data, mode } => {
-            format!("create {path} {} {}B", mode_name(*mode), data.len())
+/// One op of a multi, as the trace shows it.
+struct OpSummary<'a>(&'a Op);
+
+impl fmt::Display for OpSummary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Op::Create { path, data, mode } => {
+                write!(f, "create {path} {} {}B", mode_name(*mode), data.len())
+            }
+            Op::Delete { path, version } => write!(f, "delete {path} {}", VersionName(*version)),
+            Op::SetData {
+                path,
+                data,
+                version,
+            } => write!(
+                f,
+                "set_data {path} {}B {}",
+                data.len(),
+                VersionName(*version)
+            ),
+            Op::Check { path, version } => write!(f, "check {path} v{version}"),
         }
-        Op::Delete { path, version } => format!("delete {path} {}", version_name(*version)),
-        Op::SetData {
-            path,
-            data,
-            version,
-        } => format!("set_data {path} {}B {}", data.len(), version_name(*version)),
-        Op::Check { path, version } => format!("check {path} v{version}"),
     }
 }
 

@@ -16,15 +16,40 @@ const LINE_CAPACITY: usize = 128;
 /// to about 2.7 hours of simulated time.
 struct Timestamp(u64);
 
-impl fmt::Display for Timestamp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{:>7}.{:03}ms]", self.0 / 1000, self.0 % 1000)
+impl Timestamp {
+    /// Appends `[{ms:>7}.{us:03}ms]` to `line`, digit by digit: the
+    /// formatting machinery's padding costs more than the rest of a line.
+    fn write_to(&self, line: &mut String) {
+        // u64::MAX microseconds has 17 digits of milliseconds.
+        let mut digits = [b' '; 20];
+        let mut ms = self.0 / 1000;
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (ms % 10) as u8;
+            ms /= 10;
+            if ms == 0 {
+                break;
+            }
+        }
+        // Right-aligned in at least seven columns.
+        let start = start.min(digits.len() - 7);
+        let us = self.0 % 1000;
+        line.push('[');
+        line.push_str(std::str::from_utf8(&digits[start..]).expect("ASCII digits and spaces"));
+        line.push('.');
+        for digit in [us / 100, us / 10 % 10, us % 10] {
+            line.push(char::from(b'0' + digit as u8));
+        }
+        line.push_str("ms]");
     }
 }
 
 #[cfg(test)]
 fn timestamp(elapsed_us: u64) -> String {
-    Timestamp(elapsed_us).to_string()
+    let mut text = String::new();
+    Timestamp(elapsed_us).write_to(&mut text);
+    text
 }
 
 impl Trace {
@@ -33,7 +58,8 @@ impl Trace {
     /// string formatted for the occasion.
     pub(crate) fn record(&mut self, elapsed_us: u64, text: impl fmt::Display) -> &str {
         let mut line = String::with_capacity(LINE_CAPACITY);
-        write!(line, "{} {text}", Timestamp(elapsed_us)).expect("writing to a String cannot fail");
+        Timestamp(elapsed_us).write_to(&mut line);
+        write!(line, " {text}").expect("writing to a String cannot fail");
         self.lines.push(line);
         self.lines.last().expect("just pushed")
     }
@@ -60,6 +86,28 @@ mod tests {
         assert_eq!(timestamp(0), "[      0.000ms]");
         assert_eq!(timestamp(12_345), "[     12.345ms]");
         assert_eq!(timestamp(9_999_999_999), "[9999999.999ms]");
+        // Past the width the number grows, as `{:>7}` lets it.
+        assert_eq!(timestamp(12_345_678_901), "[12345678.901ms]");
+        assert_eq!(timestamp(u64::MAX), "[18446744073709551.615ms]");
+        for us in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            999,
+            1_000,
+            1_001,
+            123_456_789,
+            9_999_999,
+        ] {
+            assert_eq!(
+                timestamp(us),
+                format!("[{:>7}.{:03}ms]", us / 1000, us % 1000),
+                "{us}"
+            );
+        }
         let mut trace = Trace::default();
         trace.record(1_001, "deliver a event NodeCreated /x");
         trace.record(2_000, format_args!("deliver {} reply {}", "b", 7));
