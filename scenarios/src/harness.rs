@@ -686,7 +686,7 @@ async fn forward_master_decisions(
     mut decisions: mpsc::UnboundedReceiver<MasterDecision>,
 ) {
     while let Some(decision) = decisions.recv().await {
-        sim.note(decision_line(&name, &decision.to_string()));
+        sim.note(decision_line(&name, &decision));
         shared.check(|checker| checker.on_master_decision(&name, &decision));
     }
 }
@@ -701,7 +701,7 @@ async fn forward_worker_decisions(
     id: Arc<watch::Sender<Option<WorkerId>>>,
 ) {
     while let Some(decision) = decisions.recv().await {
-        sim.note(decision_line(&name, &decision.to_string()));
+        sim.note(decision_line(&name, &decision));
         if let WorkerDecision::Registered { worker } = &decision {
             id.send_replace(Some(worker.clone()));
         }

@@ -167,7 +167,7 @@ impl Engine {
             }
             Command::Inspect { view } => view(self.server.tree()),
             Command::Trace { reply } => {
-                let _ = reply.send(self.trace.lines().to_vec());
+                let _ = reply.send(self.trace.to_lines());
             }
             Command::SetSequenceCounter {
                 parent,
@@ -231,7 +231,11 @@ impl Engine {
     fn step(&mut self) -> Option<Vec<String>> {
         let first_line = self.trace.len();
         self.process_next()?;
-        let lines = self.trace.since(first_line).to_vec();
+        let lines: Vec<String> = self
+            .trace
+            .lines_from(first_line)
+            .map(str::to_owned)
+            .collect();
         assert!(!lines.is_empty(), "every agenda item leaves a trace line");
         Some(lines)
     }

@@ -4,13 +4,15 @@
 
 use std::fmt::{self, Write as _};
 
+/// The lines, kept end to end in one buffer: a run records thousands of
+/// lines, and one allocation per line (and one free per line when the
+/// simulation ends) cost more than writing them.
 #[derive(Debug, Default)]
 pub(crate) struct Trace {
-    lines: Vec<String>,
+    text: String,
+    /// Where each line ends in `text`.
+    ends: Vec<usize>,
 }
-
-/// Room for most lines, so that writing one rarely grows its buffer.
-const LINE_CAPACITY: usize = 128;
 
 /// `[   12.345ms]`: milliseconds with microsecond precision, fixed width up
 /// to about 2.7 hours of simulated time.
@@ -54,26 +56,36 @@ fn timestamp(elapsed_us: u64) -> String {
 
 impl Trace {
     /// Appends a line and returns it. The text is written straight into the
-    /// line, after the timestamp: callers pass `format_args!` rather than a
-    /// string formatted for the occasion.
+    /// buffer, after the timestamp: callers pass `format_args!` rather than
+    /// a string formatted for the occasion.
     pub(crate) fn record(&mut self, elapsed_us: u64, text: impl fmt::Display) -> &str {
-        let mut line = String::with_capacity(LINE_CAPACITY);
-        Timestamp(elapsed_us).write_to(&mut line);
-        write!(line, " {text}").expect("writing to a String cannot fail");
-        self.lines.push(line);
-        self.lines.last().expect("just pushed")
+        let start = self.text.len();
+        Timestamp(elapsed_us).write_to(&mut self.text);
+        write!(self.text, " {text}").expect("writing to a String cannot fail");
+        self.ends.push(self.text.len());
+        &self.text[start..]
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.lines.len()
+        self.ends.len()
     }
 
-    pub(crate) fn lines(&self) -> &[String] {
-        &self.lines
+    /// The lines from number `start` (0-based) on.
+    pub(crate) fn lines_from(&self, start: usize) -> impl Iterator<Item = &str> {
+        let first = match start {
+            0 => 0,
+            n => self.ends[n - 1],
+        };
+        self.ends[start..].iter().scan(first, |from, &end| {
+            let line = &self.text[*from..end];
+            *from = end;
+            Some(line)
+        })
     }
 
-    pub(crate) fn since(&self, start: usize) -> &[String] {
-        &self.lines[start..]
+    /// Every line, as the handles receive them.
+    pub(crate) fn to_lines(&self) -> Vec<String> {
+        self.lines_from(0).map(str::to_owned).collect()
     }
 }
 
@@ -112,11 +124,26 @@ mod tests {
         trace.record(1_001, "deliver a event NodeCreated /x");
         trace.record(2_000, format_args!("deliver {} reply {}", "b", 7));
         assert_eq!(
-            trace.lines(),
+            trace.to_lines(),
             [
                 "[      1.001ms] deliver a event NodeCreated /x",
                 "[      2.000ms] deliver b reply 7"
             ]
+        );
+        assert_eq!(trace.len(), 2);
+        assert_eq!(
+            trace.lines_from(1).collect::<Vec<_>>(),
+            ["[      2.000ms] deliver b reply 7"]
+        );
+        assert_eq!(trace.lines_from(2).count(), 0);
+        assert_eq!(
+            trace.record(3_000, "empty line next"),
+            "[      3.000ms] empty line next"
+        );
+        trace.record(3_000, "");
+        assert_eq!(
+            trace.lines_from(2).collect::<Vec<_>>(),
+            ["[      3.000ms] empty line next", "[      3.000ms] "]
         );
     }
 }
