@@ -7,7 +7,6 @@
 //! of deliveries in `delivery.rs`, link faults in `faults.rs`, delivery
 //! control (hold and release) in `control.rs`.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,6 +35,60 @@ pub(crate) struct Peer {
     pub link: Link,
 }
 
+/// Every session the simulation made, by id. Ids are handed out 1, 2, 3...
+/// and a session is never forgotten (its finished handle keeps answering),
+/// so the table is a vector indexed by id: a lookup on every step costs an
+/// index, not a tree search. Iteration is in id order, as a sorted map's.
+#[derive(Debug, Default)]
+pub(crate) struct Peers {
+    by_id: Vec<Peer>,
+}
+
+impl Peers {
+    fn index(&self, session: SessionId) -> Option<usize> {
+        let index = usize::try_from(session.0.checked_sub(1)?).ok()?;
+        (index < self.by_id.len()).then_some(index)
+    }
+
+    /// The id the next session must take.
+    fn next_id(&self) -> SessionId {
+        SessionId(i64::try_from(self.by_id.len() + 1).expect("fewer sessions than i64::MAX"))
+    }
+
+    pub(crate) fn insert(&mut self, session: SessionId, peer: Peer) {
+        assert_eq!(session, self.next_id(), "sessions are made in id order");
+        self.by_id.push(peer);
+    }
+
+    pub(crate) fn get(&self, session: &SessionId) -> Option<&Peer> {
+        self.index(*session).map(|index| &self.by_id[index])
+    }
+
+    pub(crate) fn get_mut(&mut self, session: &SessionId) -> Option<&mut Peer> {
+        self.index(*session).map(|index| &mut self.by_id[index])
+    }
+
+    pub(crate) fn contains_key(&self, session: &SessionId) -> bool {
+        self.index(*session).is_some()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (SessionId, &Peer)> {
+        (1..).map(SessionId).zip(&self.by_id)
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Peer> {
+        self.by_id.iter()
+    }
+}
+
+impl std::ops::Index<&SessionId> for Peers {
+    type Output = Peer;
+
+    fn index(&self, session: &SessionId) -> &Peer {
+        self.get(session).expect("a known session")
+    }
+}
+
 pub(crate) struct Engine {
     /// Simulated microseconds since start. Never goes back.
     pub(crate) now_us: u64,
@@ -43,11 +96,10 @@ pub(crate) struct Engine {
     pub(crate) latency: Latency,
     pub(crate) session_timeout_us: u64,
     pub(crate) server: Server,
-    pub(crate) peers: BTreeMap<SessionId, Peer>,
+    pub(crate) peers: Peers,
     pub(crate) schedule: Schedule,
     trace: Trace,
     paused: bool,
-    next_session_id: i64,
     next_request_id: u64,
     waiters: Vec<(Predicate, Done)>,
     hooks: Vec<ApplyHook>,
@@ -61,11 +113,10 @@ impl Engine {
             latency: config.latency,
             session_timeout_us: config.session_timeout_ms.saturating_mul(1000),
             server: Server::default(),
-            peers: BTreeMap::new(),
+            peers: Peers::default(),
             schedule: Schedule::default(),
             trace: Trace::default(),
             paused: false,
-            next_session_id: 1,
             next_request_id: 1,
             waiters: Vec::new(),
             hooks: Vec::new(),
@@ -247,8 +298,7 @@ impl Engine {
     }
 
     fn connect(&mut self, name: String, reply: ConnectReply) {
-        let session = SessionId(self.next_session_id);
-        self.next_session_id += 1;
+        let session = self.peers.next_id();
         self.record(format!("connect {name} as session {session}"));
         self.peers.insert(
             session,
@@ -524,7 +574,7 @@ impl Engine {
     /// Links, client states and the server's view of each session agree.
     /// O(messages in flight).
     fn check_links(&self) {
-        for (session, peer) in &self.peers {
+        for (session, peer) in self.peers.iter() {
             peer.link.check_invariants();
             let state = peer.client.state;
             let up = peer.link.up;
@@ -561,7 +611,7 @@ impl Engine {
                     "{session} is {state:?} with requests waiting to be sent"
                 );
             }
-            if let Some(attached) = self.server.attached(*session) {
+            if let Some(attached) = self.server.attached(session) {
                 assert_eq!(
                     attached, up,
                     "{session}: the server attaches a live session exactly when its link is up"
