@@ -440,7 +440,7 @@ impl Harness {
             .expect("the client submits");
         self.sim.note(decision_line(
             "client",
-            &format!("submitted {task} (work {}us)", work_us),
+            format_args!("submitted {task} (work {work_us}us)"),
         ));
         lock(&self.submitted).push(task.clone());
         task
