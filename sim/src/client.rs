@@ -3,7 +3,7 @@
 //! reply, the watches the client believes it holds, the last zxid it saw,
 //! and the event stream it feeds.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
@@ -59,6 +59,65 @@ pub(crate) struct Unsent {
     pub summary: Arc<str>,
 }
 
+/// The requests sent and not yet answered, in request id order. Ids are
+/// issued in increasing order and a session's replies come back in the
+/// order it sent, so a request is added at the back and answered from the
+/// front: a deque keeps both cheap and its buffer between requests (a
+/// sorted map allocated and freed a node every time one request was in
+/// flight alone).
+#[derive(Debug, Default)]
+pub(crate) struct PendingOps {
+    ops: VecDeque<(u64, PendingOp)>,
+}
+
+impl PendingOps {
+    /// Adds a request issued after every one already pending.
+    pub(crate) fn insert(&mut self, request_id: u64, op: PendingOp) {
+        assert!(
+            self.ops.back().is_none_or(|(last, _)| *last < request_id),
+            "request ids are issued in increasing order"
+        );
+        self.ops.push_back((request_id, op));
+    }
+
+    fn position(&self, request_id: u64) -> Option<usize> {
+        // Almost always the oldest: look there first.
+        match self.ops.front() {
+            Some((first, _)) if *first == request_id => Some(0),
+            _ => self
+                .ops
+                .binary_search_by_key(&request_id, |(id, _)| *id)
+                .ok(),
+        }
+    }
+
+    pub(crate) fn remove(&mut self, request_id: &u64) -> Option<PendingOp> {
+        let index = self.position(*request_id)?;
+        self.ops.remove(index).map(|(_, op)| op)
+    }
+
+    pub(crate) fn get(&self, request_id: &u64) -> Option<&PendingOp> {
+        self.position(*request_id).map(|index| &self.ops[index].1)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &u64> {
+        self.ops.iter().map(|(id, _)| id)
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &PendingOp> {
+        self.ops.iter().map(|(_, op)| op)
+    }
+
+    /// Every pending request, oldest first.
+    pub(crate) fn into_values(self) -> impl Iterator<Item = PendingOp> {
+        self.ops.into_iter().map(|(_, op)| op)
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Client {
     pub name: Arc<str>,
@@ -70,7 +129,7 @@ pub(crate) struct Client {
     /// `Connected`, so that one outage is announced once.
     announced_connected: bool,
     /// Keyed by request id, which grows in issue order.
-    pub pending: BTreeMap<u64, PendingOp>,
+    pub pending: PendingOps,
     /// Requests issued while disconnected, by request id, in issue order:
     /// pending, but not sent yet.
     pub unsent: VecDeque<Unsent>,
@@ -87,7 +146,7 @@ impl Client {
             events: Some(sender),
             connect: Some((connect_reply, stream)),
             announced_connected: false,
-            pending: BTreeMap::new(),
+            pending: PendingOps::default(),
             unsent: VecDeque::new(),
             watches: BTreeSet::new(),
             last_zxid_seen: 0,
@@ -254,5 +313,44 @@ impl Client {
             // itself goes on.
             let _ = sender.send(event);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(summary: &str) -> PendingOp {
+        let (reply, _answer) = oneshot::channel();
+        PendingOp {
+            summary: summary.into(),
+            watching: None,
+            listed_path: None,
+            reply,
+        }
+    }
+
+    #[test]
+    fn pending_ops_are_found_wherever_they_are_and_kept_in_order() {
+        let mut pending = PendingOps::default();
+        for id in [3, 5, 8, 13] {
+            pending.insert(id, op(&format!("r{id}")));
+        }
+        assert_eq!(pending.get(&8).map(|op| &*op.summary), Some("r8"));
+        assert!(pending.get(&4).is_none());
+        assert_eq!(pending.remove(&3).map(|op| op.summary), Some("r3".into()));
+        assert_eq!(pending.remove(&8).map(|op| op.summary), Some("r8".into()));
+        assert!(pending.remove(&8).is_none());
+        assert_eq!(pending.keys().copied().collect::<Vec<_>>(), [5, 13]);
+        let left: Vec<Arc<str>> = pending.into_values().map(|op| op.summary).collect();
+        assert_eq!(left, [Arc::from("r5"), Arc::from("r13")]);
+    }
+
+    #[test]
+    #[should_panic(expected = "increasing order")]
+    fn pending_ops_refuse_an_id_out_of_order() {
+        let mut pending = PendingOps::default();
+        pending.insert(5, op("a"));
+        pending.insert(4, op("b"));
     }
 }

@@ -103,6 +103,8 @@ pub(crate) struct Engine {
     next_request_id: u64,
     waiters: Vec<(Predicate, Done)>,
     hooks: Vec<ApplyHook>,
+    /// Where request summaries are written before they are shared.
+    scratch: String,
 }
 
 impl Engine {
@@ -120,6 +122,7 @@ impl Engine {
             next_request_id: 1,
             waiters: Vec::new(),
             hooks: Vec::new(),
+            scratch: String::new(),
         }
     }
 
@@ -394,7 +397,7 @@ impl Engine {
             return;
         }
         let request_id = self.take_request_id();
-        let summary: Arc<str> = request.summary().into();
+        let summary = request.shared_summary(&mut self.scratch);
         let pending = PendingOp {
             summary: summary.clone(),
             watching: request.watching_read(),

@@ -2,6 +2,7 @@
 //! it.
 
 use std::fmt::{self, Write as _};
+use std::sync::Arc;
 
 use zkdist_coord::{AddWatchMode, CreateMode, Op, OpResult, Stat, ZkError, ZkResult};
 
@@ -129,6 +130,14 @@ impl Request {
         let mut text = String::with_capacity(64);
         write!(text, "{}", Summary(self)).expect("writing to a String cannot fail");
         text
+    }
+
+    /// [`Request::summary`] as a shared string, written in `scratch` first
+    /// so that the only allocation is the shared one.
+    pub(crate) fn shared_summary(&self, scratch: &mut String) -> Arc<str> {
+        scratch.clear();
+        write!(scratch, "{}", Summary(self)).expect("writing to a String cannot fail");
+        Arc::from(scratch.as_str())
     }
 }
 
@@ -303,6 +312,12 @@ mod tests {
             ],
         };
         assert_eq!(multi.summary(), "multi [check /a v3, delete /b v*]");
+        let mut scratch = "left over".to_owned();
+        assert_eq!(
+            &*multi.shared_summary(&mut scratch),
+            "multi [check /a v3, delete /b v*]"
+        );
+        assert_eq!(&*create.shared_summary(&mut scratch), create.summary());
         let failed: ZkResult<Response> = Err(ZkError::Multi {
             index: 1,
             error: Box::new(ZkError::NoNode { path: "/b".into() }),
