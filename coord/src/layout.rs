@@ -72,9 +72,37 @@ impl Layout {
         &self.root
     }
 
+    /// The path of `segments` under the root, built in one allocation.
+    fn under(&self, segments: &[&str]) -> String {
+        let len = self.root.len() + segments.iter().map(|s| 1 + s.len()).sum::<usize>();
+        let mut path = String::with_capacity(len);
+        path.push_str(&self.root);
+        for segment in segments {
+            debug_assert!(!segment.contains('/'), "segment {segment:?} contains '/'");
+            path.push('/');
+            path.push_str(segment);
+        }
+        path
+    }
+
+    /// Whether `path` is the node of `segments` under the root, without
+    /// building it.
+    fn is_under(&self, path: &str, segments: &[&str]) -> bool {
+        let Some(mut rest) = path.strip_prefix(self.root.as_str()) else {
+            return false;
+        };
+        for segment in segments {
+            match rest.strip_prefix('/').and_then(|r| r.strip_prefix(segment)) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        }
+        rest.is_empty()
+    }
+
     /// The ephemeral node of the leading master.
     pub fn master(&self) -> String {
-        path::join(&self.root, MASTER)
+        self.under(&[MASTER])
     }
 
     /// The fencing node: each new master bumps its version (the epoch) in
@@ -82,20 +110,20 @@ impl Layout {
     /// a master checks that the version is still its own, so a deposed
     /// master can change nothing.
     pub fn epoch(&self) -> String {
-        path::join(&self.root, EPOCH)
+        self.under(&[EPOCH])
     }
 
     pub fn workers_dir(&self) -> String {
-        path::join(&self.root, WORKERS)
+        self.under(&[WORKERS])
     }
 
     /// A worker's registration (ephemeral).
     pub fn worker(&self, worker: &WorkerId) -> String {
-        path::join(&self.workers_dir(), worker.as_str())
+        self.under(&[WORKERS, worker.as_str()])
     }
 
     pub fn tasks_dir(&self) -> String {
-        path::join(&self.root, TASKS)
+        self.under(&[TASKS])
     }
 
     /// The name of the task whose node is `path` (`<root>/tasks/<name>`),
@@ -112,44 +140,44 @@ impl Layout {
 
     /// The prefix a persistent-sequential create turns into a new task.
     pub fn task_prefix(&self) -> String {
-        path::join(&self.tasks_dir(), TASK_PREFIX)
+        self.under(&[TASKS, TASK_PREFIX])
     }
 
     /// The prefix a persistent-sequential create turns into a task whose
     /// name carries `token` (`tasks/task-<token>-`), so that its creator can
     /// find it after a connection loss.
     pub fn protected_task_prefix(&self, token: TaskToken) -> String {
-        path::join(&self.tasks_dir(), &token.name_prefix())
+        self.under(&[TASKS, &token.name_prefix()])
     }
 
     /// A task's node; its data is the payload.
     pub fn task(&self, task: &TaskId) -> String {
-        path::join(&self.tasks_dir(), task.as_str())
+        self.under(&[TASKS, task.as_str()])
     }
 
     /// A task's result node; its data is an encoded
     /// [`TaskResult`](crate::TaskResult).
     pub fn result(&self, task: &TaskId) -> String {
-        path::join(&self.task(task), RESULT)
+        self.under(&[TASKS, task.as_str(), RESULT])
     }
 
     pub fn assignments_dir(&self) -> String {
-        path::join(&self.root, ASSIGNMENTS)
+        self.under(&[ASSIGNMENTS])
     }
 
     /// A worker's assignment; its data is the assigned task's name.
     pub fn assignment(&self, worker: &WorkerId) -> String {
-        path::join(&self.assignments_dir(), worker.as_str())
+        self.under(&[ASSIGNMENTS, worker.as_str()])
     }
 
     /// The scratch directory of worker ids.
     pub fn ids_dir(&self) -> String {
-        path::join(&self.root, IDS)
+        self.under(&[IDS])
     }
 
     /// The prefix an ephemeral-sequential create turns into a worker id.
     pub fn worker_id_prefix(&self) -> String {
-        path::join(&self.ids_dir(), WORKER_PREFIX)
+        self.under(&[IDS, WORKER_PREFIX])
     }
 
     /// The nodes that must exist before anyone works, parents first: the
@@ -197,16 +225,12 @@ impl Layout {
     pub fn watched_directory(&self, path: &str) -> Option<Directory> {
         Directory::ALL
             .into_iter()
-            .find(|dir| self.directory(*dir) == path)
+            .find(|dir| self.is_under(path, &[dir.name()]))
     }
 
     /// The path of one of the master's watched directories.
     pub fn directory(&self, dir: Directory) -> String {
-        match dir {
-            Directory::Workers => self.workers_dir(),
-            Directory::Tasks => self.tasks_dir(),
-            Directory::Assignments => self.assignments_dir(),
-        }
+        self.under(&[dir.name()])
     }
 }
 
@@ -262,6 +286,25 @@ mod tests {
             Some(Directory::Tasks)
         );
         assert_eq!(layout.watched_directory("/zkdist/ids"), None);
+        for near_miss in [
+            "/zkdist",
+            "/zkdist/",
+            "/zkdist/tasksx",
+            "/zkdist/tasks/",
+            "/zkdist/tasks/x",
+            "/zkdistx/tasks",
+            "/other/tasks",
+            "tasks",
+        ] {
+            assert_eq!(layout.watched_directory(near_miss), None, "{near_miss}");
+        }
+        for dir in Directory::ALL {
+            assert_eq!(layout.watched_directory(&layout.directory(dir)), Some(dir));
+        }
+        assert_eq!(
+            layout.protected_task_prefix(TaskToken(0xc0ffee)),
+            "/zkdist/tasks/task-0000000000c0ffee-"
+        );
     }
 
     #[test]

@@ -43,6 +43,14 @@ fn invalid(what: &'static str, name: &str, reason: impl Into<String>) -> Invalid
 
 /// Checks that `name` can be one path segment.
 fn validate_segment(what: &'static str, name: &str) -> Result<(), InvalidName> {
+    // The common case without building a path: printable ASCII, no '/',
+    // not relative. Anything else takes the full check, which names the
+    // broken rule (or accepts a name with other characters).
+    let plain = !matches!(name, "" | "." | "..")
+        && name.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'/');
+    if plain {
+        return Ok(());
+    }
     if name.is_empty() {
         return Err(invalid(what, name, "it is empty"));
     }
@@ -112,6 +120,18 @@ impl TaskId {
     /// Parses a task node's name, e.g. `task-0000000042` or
     /// `task-00c0ffee00c0ffee-0000000042`.
     pub fn parse(name: &str) -> Result<TaskId, InvalidName> {
+        if let Some((token, sequence)) = parse_canonical(name) {
+            return Ok(TaskId {
+                name: name.to_owned(),
+                token,
+                sequence,
+            });
+        }
+        TaskId::parse_in_full(name)
+    }
+
+    /// Every rule, one at a time, naming the first one broken.
+    fn parse_in_full(name: &str) -> Result<TaskId, InvalidName> {
         const WHAT: &str = "task id";
         validate_segment(WHAT, name)?;
         let Some(rest) = name.strip_prefix(TASK_PREFIX) else {
@@ -136,8 +156,11 @@ impl TaskId {
             )
         })?;
         // The server renders the counter with `%010d`; any other spelling of
-        // the same number would be a different node.
-        if format!("{sequence:010}") != digits {
+        // the same number would be a different node. Ten plain digits that
+        // parse are that spelling; only a sign needs the comparison.
+        let canonical = (digits.len() == 10 && digits.bytes().all(|b| b.is_ascii_digit()))
+            || format!("{sequence:010}") == digits;
+        if !canonical {
             return Err(invalid(
                 WHAT,
                 name,
@@ -183,6 +206,44 @@ impl TaskId {
     pub fn token(&self) -> Option<TaskToken> {
         self.token
     }
+}
+
+/// The names zkdist's servers hand out, read in one pass over their bytes:
+/// `task-` then, for a protected name, 16 lowercase hex digits and `-`, then
+/// 10 decimal digits of a non-negative 32-bit counter. `None` for anything
+/// else (a wrapped counter, a malformed name), which [`TaskId::parse`]
+/// checks rule by rule.
+fn parse_canonical(name: &str) -> Option<(Option<TaskToken>, i32)> {
+    const PROTECTED_LEN: usize = TASK_PREFIX.len() + TASK_TOKEN_DIGITS + 1 + 10;
+    const PLAIN_LEN: usize = TASK_PREFIX.len() + 10;
+    let bytes = name.as_bytes();
+    let rest = bytes.strip_prefix(TASK_PREFIX.as_bytes())?;
+    let (token, digits) = match bytes.len() {
+        PROTECTED_LEN => {
+            let (hex, dash_digits) = rest.split_at(TASK_TOKEN_DIGITS);
+            let digits = dash_digits.strip_prefix(b"-")?;
+            let mut token = 0u64;
+            for &b in hex {
+                let nibble = match b {
+                    b'0'..=b'9' => b - b'0',
+                    b'a'..=b'f' => b - b'a' + 10,
+                    _ => return None,
+                };
+                token = token << 4 | u64::from(nibble);
+            }
+            (Some(TaskToken(token)), digits)
+        }
+        PLAIN_LEN => (None, rest),
+        _ => return None,
+    };
+    let mut sequence = 0i64;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        sequence = sequence * 10 + i64::from(b - b'0');
+    }
+    Some((token, i32::try_from(sequence).ok()?))
 }
 
 /// Reads a protected name's token: exactly [`TASK_TOKEN_DIGITS`] lowercase
@@ -369,6 +430,77 @@ mod tests {
                 error.to_string().contains(reason),
                 "{name:?}: {error} lacks {reason:?}"
             );
+        }
+    }
+
+    /// The one-pass reading agrees with the rule-by-rule one on every name
+    /// it accepts, and leaves the rest to it.
+    #[test]
+    fn the_quick_reading_agrees_with_the_full_one() {
+        let accepted = [
+            "task-0000000000",
+            "task-0000000042",
+            "task-2147483647",
+            "task-00c0ffee00000001-0000000007",
+            "task-ffffffffffffffff-2147483647",
+            "task-0123456789abcdef-0000000001",
+        ];
+        for name in accepted {
+            let quick = parse_canonical(name).expect(name);
+            let full = TaskId::parse_in_full(name).unwrap();
+            assert_eq!(quick, (full.token(), full.sequence()), "{name}");
+            assert_eq!(TaskId::parse(name).unwrap(), full);
+        }
+        let left_to_the_full_check = [
+            "task--2147483648",
+            "task-2147483648",
+            "task-9999999999",
+            "task-000000000x",
+            "task-00C0FFEE00000001-0000000007",
+            "task-00c0ffee00000001+0000000007",
+            "task-00c0ffee00000001-000000000/",
+            "task-00c0ffee0000000g-0000000007",
+            "task-00c0ffee00000001-2147483648",
+            "task-00c0ffee00000001--000000001",
+            "job-00000000001",
+            "task-000000001",
+            "",
+        ];
+        for name in left_to_the_full_check {
+            assert_eq!(parse_canonical(name), None, "{name}");
+            assert_eq!(TaskId::parse(name), TaskId::parse_in_full(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn sequence_numbers_have_one_spelling() {
+        for (name, sequence) in [
+            ("task-0000000000", 0),
+            ("task-2147483647", i32::MAX),
+            ("task--000000001", -1),
+            ("task--2147483648", i32::MIN),
+        ] {
+            assert_eq!(TaskId::parse(name).unwrap().sequence(), sequence, "{name}");
+        }
+        for name in [
+            "task-+000000001",
+            "task-+00000001",
+            "task--00000001",
+            "task--1",
+            "task-00000000001",
+            "task-2147483648",
+        ] {
+            assert!(TaskId::parse(name).is_err(), "{name} parsed");
+        }
+    }
+
+    #[test]
+    fn segments_are_checked_as_paths_are() {
+        for name in ["a", "worker-0000000001", ".a", "a..", "a b", "~", "\u{e9}"] {
+            assert!(WorkerId::parse(name).is_ok(), "{name:?}");
+        }
+        for name in ["", ".", "..", "a/b", "/", "a\u{7f}", "a\u{1f}", "\u{e000}"] {
+            assert!(WorkerId::parse(name).is_err(), "{name:?}");
         }
     }
 

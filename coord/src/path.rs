@@ -36,6 +36,9 @@ pub fn validate_path(path: &str) -> ZkResult<()> {
 /// trailing `/` is allowed (`/queue/` makes `/queue/0000000003`), and so is
 /// a last segment `.` or `..` (`/queue/.` makes `/queue/.0000000003`).
 pub fn validate_sequential_prefix(path: &str) -> ZkResult<()> {
+    if is_plainly_valid(path, Completion::Sequential) {
+        return Ok(());
+    }
     let completed = format!("{path}1");
     // Errors name the path as given, not the completed one.
     validate(&completed).map_err(|error| match error {
@@ -44,7 +47,53 @@ pub fn validate_sequential_prefix(path: &str) -> ZkResult<()> {
     })
 }
 
+/// Whether a path is checked as given or as a sequential create's prefix,
+/// which the server completes with the counter's digits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Completion {
+    AsGiven,
+    Sequential,
+}
+
+/// The common case, checked without allocating: an absolute path of
+/// printable ASCII whose segments are neither empty nor relative. True only
+/// for paths [`validate`] accepts (with `Sequential`, for paths whose
+/// completion `path + "1"` it accepts); false for anything else, which the
+/// full check then refuses with its reason or accepts (non-ASCII).
+fn is_plainly_valid(path: &str, completion: Completion) -> bool {
+    let bytes = path.as_bytes();
+    if bytes.first() != Some(&b'/') {
+        return false;
+    }
+    if bytes.len() == 1 {
+        // The root itself, or `/` completed to `/1`.
+        return true;
+    }
+    let mut segments = bytes[1..].split(|&b| b == b'/').peekable();
+    while let Some(segment) = segments.next() {
+        // The completion appends a digit to the last segment, which makes
+        // it neither empty nor relative.
+        let completed = completion == Completion::Sequential && segments.peek().is_none();
+        if !completed && matches!(segment, b"" | b"." | b"..") {
+            return false;
+        }
+        // Printable ASCII: U+0020..=U+007E, none of them forbidden.
+        if !segment.iter().all(|&b| (0x20..0x7f).contains(&b)) {
+            return false;
+        }
+    }
+    true
+}
+
 fn validate(path: &str) -> ZkResult<()> {
+    if is_plainly_valid(path, Completion::AsGiven) {
+        return Ok(());
+    }
+    validate_in_full(path)
+}
+
+/// Every rule, one at a time, naming the first one broken.
+fn validate_in_full(path: &str) -> ZkResult<()> {
     if path.is_empty() {
         return Err(invalid(path, "path is empty"));
     }
@@ -100,11 +149,12 @@ pub fn name(path: &str) -> &str {
 /// Joins a parent path and a child name.
 pub fn join(parent: &str, child: &str) -> String {
     debug_assert!(!child.contains('/'), "child name {child:?} contains '/'");
-    if parent == "/" {
-        format!("/{child}")
-    } else {
-        format!("{parent}/{child}")
-    }
+    let parent = if parent == "/" { "" } else { parent };
+    let mut joined = String::with_capacity(parent.len() + 1 + child.len());
+    joined.push_str(parent);
+    joined.push('/');
+    joined.push_str(child);
+    joined
 }
 
 /// Whether valid path `path` is `ancestor` itself or lies below it
@@ -176,6 +226,59 @@ mod tests {
                 Err(ZkError::InvalidPath { path, .. }) => assert_eq!(path, p),
                 other => panic!("sequential {p:?} gave {other:?}"),
             }
+        }
+    }
+
+    /// The allocation-free check never accepts what the full check
+    /// refuses, and accepts the common paths.
+    #[test]
+    fn the_quick_check_agrees_with_the_full_one() {
+        let samples = [
+            "",
+            "/",
+            "a",
+            "//",
+            "/a",
+            "/a/",
+            "/a/b",
+            "/a//b",
+            "/.",
+            "/..",
+            "/./x",
+            "/../x",
+            "/a/.",
+            "/a/..",
+            "/a/.b",
+            "/a/b..",
+            "/a/./",
+            "/a/../",
+            "/a b",
+            "/a\u{0}",
+            "/a\u{1f}",
+            "/a\u{7f}",
+            "/a~",
+            "/\u{e9}",
+            "/\u{e000}",
+            "/\u{1f600}",
+            "/q/task-",
+            "/zkdist/tasks/task-00c0ffee00000001-0000000007",
+        ];
+        for path in samples {
+            if is_plainly_valid(path, Completion::AsGiven) {
+                assert_eq!(validate_in_full(path), Ok(()), "{path:?}");
+            }
+            if is_plainly_valid(path, Completion::Sequential) {
+                assert_eq!(validate_in_full(&format!("{path}1")), Ok(()), "{path:?}");
+            }
+        }
+        for path in ["/", "/a", "/a/b", "/a/.b", "/a/b.."] {
+            assert!(is_plainly_valid(path, Completion::AsGiven), "{path:?}");
+        }
+        for prefix in ["/", "/q/", "/q/task-", "/q/.", "/q/.."] {
+            assert!(
+                is_plainly_valid(prefix, Completion::Sequential),
+                "{prefix:?}"
+            );
         }
     }
 

@@ -444,7 +444,7 @@ impl Harness {
             .expect("the client submits");
         self.sim.note(decision_line(
             "client",
-            &format!("submitted {task} (work {}us)", work_us),
+            format_args!("submitted {task} (work {work_us}us)"),
         ));
         lock(&self.submitted).push(task.clone());
         task
@@ -690,7 +690,7 @@ async fn forward_master_decisions(
     mut decisions: mpsc::UnboundedReceiver<MasterDecision>,
 ) {
     while let Some(decision) = decisions.recv().await {
-        sim.note(decision_line(&name, &decision.to_string()));
+        sim.note(decision_line(&name, &decision));
         shared.check(|checker| checker.on_master_decision(&name, &decision));
     }
 }
@@ -705,7 +705,7 @@ async fn forward_worker_decisions(
     id: Arc<watch::Sender<Option<WorkerId>>>,
 ) {
     while let Some(decision) = decisions.recv().await {
-        sim.note(decision_line(&name, &decision.to_string()));
+        sim.note(decision_line(&name, &decision));
         if let WorkerDecision::Registered { worker } = &decision {
             id.send_replace(Some(worker.clone()));
         }

@@ -32,21 +32,31 @@ impl Engine {
             .pop_front()
             .expect("an arrival has a request");
         self.schedule_outbound_head(session);
-        self.apply_request(session, arrived.request_id, arrived.request);
+        self.apply_request(
+            session,
+            arrived.request_id,
+            arrived.request,
+            &arrived.summary,
+        );
     }
 
     /// Applies one request on the server and sends back what it caused:
     /// first the watch events (the server fires them while applying), then
     /// the reply, so that a session hears of a change before any reply that
     /// could show it.
-    pub(crate) fn apply_request(&mut self, session: SessionId, request_id: u64, request: Request) {
+    pub(crate) fn apply_request(
+        &mut self,
+        session: SessionId,
+        request_id: u64,
+        request: Request,
+        summary: &str,
+    ) {
         let name = self.name(session);
-        let summary = request.summary();
         let creates_session = matches!(request, Request::CreateSession);
         if !creates_session && !self.server.is_alive(session) {
             // The server closed this session's connection when it ended the
             // session; the client fails the request when it learns so.
-            self.record(format!(
+            self.record(format_args!(
                 "lost {name} {summary} (the server ended the session)"
             ));
             return;
@@ -65,22 +75,40 @@ impl Engine {
             // catches code that relies on any order.
             names.shuffle(&mut self.rng);
         }
+        // Only a transaction's line goes on to the observers.
         let line = match applied.zxid {
             Some(zxid) => {
-                let shown = match (&kind, &applied.result) {
-                    (Some(TxnKind::CloseSession), Ok(_)) => deleted_list(&applied.changes),
-                    _ => outcome(&applied.result),
+                let line = match (&kind, &applied.result) {
+                    (Some(TxnKind::CloseSession), Ok(_)) => self.record_line(format_args!(
+                        "zxid=0x{zxid:x} {name} {summary} -> {}",
+                        deleted_list(&applied.changes)
+                    )),
+                    _ => self.record_line(format_args!(
+                        "zxid=0x{zxid:x} {name} {summary} -> {}",
+                        outcome(&applied.result)
+                    )),
                 };
-                self.record(format!("zxid=0x{zxid:x} {name} {summary} -> {shown}"))
+                Some(line)
             }
-            None => self.record(format!(
-                "read {name} {summary} -> {}",
-                outcome(&applied.result)
-            )),
+            None => {
+                self.record(format_args!(
+                    "read {name} {summary} -> {}",
+                    outcome(&applied.result)
+                ));
+                None
+            }
         };
         for (target, event) in applied.events {
             self.send_to_client(target, Delivery::Event(event));
         }
+        // The observers see a transaction's error; the reply takes the
+        // result itself.
+        let error = applied
+            .result
+            .as_ref()
+            .err()
+            .filter(|_| kind.is_some())
+            .cloned();
         if creates_session {
             self.send_to_client(session, Delivery::Connected);
         } else {
@@ -89,19 +117,19 @@ impl Engine {
                 session,
                 Delivery::Reply {
                     request_id,
-                    result: applied.result.clone(),
+                    result: applied.result,
                     zxid,
                 },
             );
         }
-        if let (Some(zxid), Some(kind)) = (applied.zxid, kind) {
+        if let (Some(zxid), Some(kind), Some(line)) = (applied.zxid, kind, line) {
             let op = AppliedOp {
                 zxid,
                 session,
-                session_name: name,
+                session_name: name.to_string(),
                 kind,
                 changes: applied.changes,
-                error: applied.result.err(),
+                error,
                 elapsed: self.elapsed(),
                 trace_line: line,
             };
@@ -119,7 +147,7 @@ impl Engine {
         };
         let zxid = applied.zxid.expect("ending a session is a transaction");
         let name = self.name(session);
-        let line = self.record(format!(
+        let line = self.record_line(format_args!(
             "zxid=0x{zxid:x} {name} expire ({why}) -> {}",
             deleted_list(&applied.changes)
         ));
@@ -129,7 +157,7 @@ impl Engine {
         let op = AppliedOp {
             zxid,
             session,
-            session_name: name,
+            session_name: name.to_string(),
             kind: TxnKind::ExpireSession,
             changes: applied.changes,
             error: applied.result.err(),

@@ -3,7 +3,8 @@
 //! reply, the watches the client believes it holds, the last zxid it saw,
 //! and the event stream it feeds.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 use zkdist_coord::{
@@ -40,7 +41,9 @@ pub(crate) type ConnectReply = oneshot::Sender<ZkResult<(SessionId, EventStream)
 /// A request sent and not yet answered.
 #[derive(Debug)]
 pub(crate) struct PendingOp {
-    pub summary: String,
+    /// The request as the trace shows it, shared with the request in
+    /// flight.
+    pub summary: Arc<str>,
     pub watching: Option<WatchingRead>,
     /// The path of a `get_children`, whose reply the client refuses if it
     /// is over its buffer size.
@@ -48,9 +51,76 @@ pub(crate) struct PendingOp {
     pub reply: oneshot::Sender<ZkResult<Response>>,
 }
 
+/// A request issued while disconnected, waiting to be sent.
+#[derive(Debug)]
+pub(crate) struct Unsent {
+    pub request_id: u64,
+    pub request: Request,
+    pub summary: Arc<str>,
+}
+
+/// The requests sent and not yet answered, in request id order. Ids are
+/// issued in increasing order and a session's replies come back in the
+/// order it sent, so a request is added at the back and answered from the
+/// front: a deque keeps both cheap and its buffer between requests (a
+/// sorted map allocated and freed a node every time one request was in
+/// flight alone).
+#[derive(Debug, Default)]
+pub(crate) struct PendingOps {
+    ops: VecDeque<(u64, PendingOp)>,
+}
+
+impl PendingOps {
+    /// Adds a request issued after every one already pending.
+    pub(crate) fn insert(&mut self, request_id: u64, op: PendingOp) {
+        assert!(
+            self.ops.back().is_none_or(|(last, _)| *last < request_id),
+            "request ids are issued in increasing order"
+        );
+        self.ops.push_back((request_id, op));
+    }
+
+    fn position(&self, request_id: u64) -> Option<usize> {
+        // Almost always the oldest: look there first.
+        match self.ops.front() {
+            Some((first, _)) if *first == request_id => Some(0),
+            _ => self
+                .ops
+                .binary_search_by_key(&request_id, |(id, _)| *id)
+                .ok(),
+        }
+    }
+
+    pub(crate) fn remove(&mut self, request_id: &u64) -> Option<PendingOp> {
+        let index = self.position(*request_id)?;
+        self.ops.remove(index).map(|(_, op)| op)
+    }
+
+    pub(crate) fn get(&self, request_id: &u64) -> Option<&PendingOp> {
+        self.position(*request_id).map(|index| &self.ops[index].1)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &u64> {
+        self.ops.iter().map(|(id, _)| id)
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &PendingOp> {
+        self.ops.iter().map(|(_, op)| op)
+    }
+
+    /// Every pending request, oldest first.
+    pub(crate) fn into_values(self) -> impl Iterator<Item = PendingOp> {
+        self.ops.into_iter().map(|(_, op)| op)
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Client {
-    pub name: String,
+    pub name: Arc<str>,
     pub state: ClientState,
     events: Option<EventSender>,
     /// The receiving end, handed over with the connect reply.
@@ -59,10 +129,10 @@ pub(crate) struct Client {
     /// `Connected`, so that one outage is announced once.
     announced_connected: bool,
     /// Keyed by request id, which grows in issue order.
-    pub pending: BTreeMap<u64, PendingOp>,
+    pub pending: PendingOps,
     /// Requests issued while disconnected, by request id, in issue order:
     /// pending, but not sent yet.
-    pub unsent: VecDeque<(u64, Request)>,
+    pub unsent: VecDeque<Unsent>,
     pub watches: BTreeSet<(ClientWatch, String)>,
     pub last_zxid_seen: i64,
 }
@@ -71,12 +141,12 @@ impl Client {
     pub(crate) fn new(name: String, connect_reply: ConnectReply) -> Client {
         let (sender, stream) = mpsc::unbounded_channel();
         Client {
-            name,
+            name: name.into(),
             state: ClientState::Up,
             events: Some(sender),
             connect: Some((connect_reply, stream)),
             announced_connected: false,
-            pending: BTreeMap::new(),
+            pending: PendingOps::default(),
             unsent: VecDeque::new(),
             watches: BTreeSet::new(),
             last_zxid_seen: 0,
@@ -125,7 +195,7 @@ impl Client {
 
     /// Fails every pending request (sent or still queued), oldest first,
     /// and returns their summaries for the trace.
-    pub(crate) fn fail_pending(&mut self, error: impl Fn() -> ZkError) -> Vec<String> {
+    pub(crate) fn fail_pending(&mut self, error: impl Fn() -> ZkError) -> Vec<Arc<str>> {
         self.unsent.clear();
         std::mem::take(&mut self.pending)
             .into_values()
@@ -174,11 +244,12 @@ impl Client {
     }
 
     /// Takes the one-shot watches an event consumes and looks up the
-    /// persistent ones that report it (`ZKWatchManager.materialize`), and
-    /// puts the event on the stream, once, if any watch claims it. An event
-    /// no watch claims is dropped, as the client library drops it: this is
-    /// how a duplicate `NodeDeleted` after a reconnect disappears.
-    pub(crate) fn deliver_watch_event(&mut self, event: WatchEvent) -> bool {
+    /// persistent ones that report it (`ZKWatchManager.materialize`). True
+    /// if any watch claims it: the event then goes on the stream, once
+    /// ([`Client::emit_watch_event`]). An event no watch claims is dropped,
+    /// as the client library drops it: this is how a duplicate
+    /// `NodeDeleted` after a reconnect disappears.
+    pub(crate) fn claim_watch_event(&mut self, event: &WatchEvent) -> bool {
         let consumed: &[ClientWatch] = match event.kind {
             WatchKind::NodeCreated | WatchKind::NodeDataChanged => {
                 &[ClientWatch::Data, ClientWatch::Exist]
@@ -186,42 +257,53 @@ impl Client {
             WatchKind::NodeChildrenChanged => &[ClientWatch::Child],
             WatchKind::NodeDeleted => &[ClientWatch::Data, ClientWatch::Exist, ClientWatch::Child],
         };
+        // One key, its kind and path changed in place, for every lookup.
+        let mut key = (ClientWatch::Data, event.path.clone());
         let mut claimed = false;
         for &watch in consumed {
-            claimed |= self.watches.remove(&(watch, event.path.clone()));
+            key.0 = watch;
+            claimed |= self.watches.remove(&key);
         }
-        claimed |= self.holds_persistent_watch_reporting(&event);
-        if claimed {
-            self.emit(Event::Watch(event));
-        }
-        claimed
+        claimed | self.holds_persistent_watch_reporting(event.kind, &mut key)
     }
 
-    /// Whether a persistent watch the client holds reports `event`: one on
-    /// the node itself, or a recursive one on the node or an ancestor
-    /// (never for `NodeChildrenChanged`).
-    fn holds_persistent_watch_reporting(&self, event: &WatchEvent) -> bool {
-        if self
-            .watches
-            .contains(&(ClientWatch::Persistent, event.path.clone()))
-        {
+    /// Puts a claimed watch event on the stream.
+    pub(crate) fn emit_watch_event(&mut self, event: WatchEvent) {
+        self.emit(Event::Watch(event));
+    }
+
+    /// Whether a persistent watch the client holds reports a change of
+    /// `kind` on the path in `key`: one on the node itself, or a recursive
+    /// one on the node or an ancestor (never for `NodeChildrenChanged`).
+    /// `key` is scratch space.
+    fn holds_persistent_watch_reporting(
+        &self,
+        kind: WatchKind,
+        key: &mut (ClientWatch, String),
+    ) -> bool {
+        key.0 = ClientWatch::Persistent;
+        if self.watches.contains(key) {
             return true;
         }
-        if event.kind == WatchKind::NodeChildrenChanged {
+        // Recursive watches sort last: none held, none to look up.
+        let holds_recursive = self
+            .watches
+            .range((ClientWatch::PersistentRecursive, String::new())..)
+            .next()
+            .is_some();
+        if kind == WatchKind::NodeChildrenChanged || !holds_recursive {
             return false;
         }
-        let mut node = event.path.as_str();
+        key.0 = ClientWatch::PersistentRecursive;
         loop {
-            if self
-                .watches
-                .contains(&(ClientWatch::PersistentRecursive, node.to_owned()))
-            {
+            if self.watches.contains(key) {
                 return true;
             }
-            if node == "/" {
+            if key.1 == "/" {
                 return false;
             }
-            node = path::parent(node);
+            let parent_len = path::parent(&key.1).len();
+            key.1.truncate(parent_len);
         }
     }
 
@@ -231,5 +313,44 @@ impl Client {
             // itself goes on.
             let _ = sender.send(event);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(summary: &str) -> PendingOp {
+        let (reply, _answer) = oneshot::channel();
+        PendingOp {
+            summary: summary.into(),
+            watching: None,
+            listed_path: None,
+            reply,
+        }
+    }
+
+    #[test]
+    fn pending_ops_are_found_wherever_they_are_and_kept_in_order() {
+        let mut pending = PendingOps::default();
+        for id in [3, 5, 8, 13] {
+            pending.insert(id, op(&format!("r{id}")));
+        }
+        assert_eq!(pending.get(&8).map(|op| &*op.summary), Some("r8"));
+        assert!(pending.get(&4).is_none());
+        assert_eq!(pending.remove(&3).map(|op| op.summary), Some("r3".into()));
+        assert_eq!(pending.remove(&8).map(|op| op.summary), Some("r8".into()));
+        assert!(pending.remove(&8).is_none());
+        assert_eq!(pending.keys().copied().collect::<Vec<_>>(), [5, 13]);
+        let left: Vec<Arc<str>> = pending.into_values().map(|op| op.summary).collect();
+        assert_eq!(left, [Arc::from("r5"), Arc::from("r13")]);
+    }
+
+    #[test]
+    #[should_panic(expected = "increasing order")]
+    fn pending_ops_refuse_an_id_out_of_order() {
+        let mut pending = PendingOps::default();
+        pending.insert(5, op("a"));
+        pending.insert(4, op("b"));
     }
 }

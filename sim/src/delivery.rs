@@ -28,16 +28,23 @@ impl Engine {
                 zxid,
             } => self.deliver_reply(session, request_id, result, zxid),
             Delivery::Event(event) => {
-                let line = format!("deliver {name} event {:?} {}", event.kind, event.path);
-                let claimed = self.peer_mut(session).client.deliver_watch_event(event);
-                if claimed {
-                    self.record(line);
+                let client = &mut self.peer_mut(session).client;
+                let claimed = client.claim_watch_event(&event);
+                let dropped = if claimed {
+                    ""
                 } else {
-                    self.record(format!("{line} (no watch held: dropped)"));
+                    " (no watch held: dropped)"
+                };
+                self.record(format_args!(
+                    "deliver {name} event {:?} {}{dropped}",
+                    event.kind, event.path
+                ));
+                if claimed {
+                    self.peer_mut(session).client.emit_watch_event(event);
                 }
             }
             Delivery::Connected => {
-                self.record(format!("deliver {name} session Connected"));
+                self.record(format_args!("deliver {name} session Connected"));
                 self.peer_mut(session).client.connected(session);
             }
             Delivery::ConnectionDropped => {
@@ -107,7 +114,7 @@ impl Engine {
         if closed {
             client.state = ClientState::Closed;
         }
-        self.record(format!(
+        self.record(format_args!(
             "deliver {name} reply {} -> {}",
             pending.summary,
             outcome(&result)

@@ -7,7 +7,8 @@
 //! of deliveries in `delivery.rs`, link faults in `faults.rs`, delivery
 //! control (hold and release) in `control.rs`.
 
-use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
@@ -16,7 +17,7 @@ use tokio::sync::oneshot;
 use zkdist_coord::{SessionId, SessionState, ZkError, ZkResult};
 
 use crate::applied::AppliedOp;
-use crate::client::{Client, ClientState, ConnectReply, PendingOp};
+use crate::client::{Client, ClientState, ConnectReply, PendingOp, Unsent};
 use crate::command::{ApplyHook, Command, Done, Predicate};
 use crate::config::SimConfig;
 use crate::latency::Latency;
@@ -40,6 +41,60 @@ pub(crate) struct Peer {
     pub link: Link,
 }
 
+/// Every session the simulation made, by id. Ids are handed out 1, 2, 3...
+/// and a session is never forgotten (its finished handle keeps answering),
+/// so the table is a vector indexed by id: a lookup on every step costs an
+/// index, not a tree search. Iteration is in id order, as a sorted map's.
+#[derive(Debug, Default)]
+pub(crate) struct Peers {
+    by_id: Vec<Peer>,
+}
+
+impl Peers {
+    fn index(&self, session: SessionId) -> Option<usize> {
+        let index = usize::try_from(session.0.checked_sub(1)?).ok()?;
+        (index < self.by_id.len()).then_some(index)
+    }
+
+    /// The id the next session must take.
+    fn next_id(&self) -> SessionId {
+        SessionId(i64::try_from(self.by_id.len() + 1).expect("fewer sessions than i64::MAX"))
+    }
+
+    pub(crate) fn insert(&mut self, session: SessionId, peer: Peer) {
+        assert_eq!(session, self.next_id(), "sessions are made in id order");
+        self.by_id.push(peer);
+    }
+
+    pub(crate) fn get(&self, session: &SessionId) -> Option<&Peer> {
+        self.index(*session).map(|index| &self.by_id[index])
+    }
+
+    pub(crate) fn get_mut(&mut self, session: &SessionId) -> Option<&mut Peer> {
+        self.index(*session).map(|index| &mut self.by_id[index])
+    }
+
+    pub(crate) fn contains_key(&self, session: &SessionId) -> bool {
+        self.index(*session).is_some()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (SessionId, &Peer)> {
+        (1..).map(SessionId).zip(&self.by_id)
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Peer> {
+        self.by_id.iter()
+    }
+}
+
+impl std::ops::Index<&SessionId> for Peers {
+    type Output = Peer;
+
+    fn index(&self, session: &SessionId) -> &Peer {
+        self.get(session).expect("a known session")
+    }
+}
+
 pub(crate) struct Engine {
     /// Simulated microseconds since start. Never goes back.
     pub(crate) now_us: u64,
@@ -47,14 +102,15 @@ pub(crate) struct Engine {
     pub(crate) latency: Latency,
     pub(crate) session_timeout_us: u64,
     pub(crate) server: Server,
-    pub(crate) peers: BTreeMap<SessionId, Peer>,
+    pub(crate) peers: Peers,
     pub(crate) schedule: Schedule,
     trace: Trace,
     paused: bool,
-    next_session_id: i64,
     next_request_id: u64,
     waiters: Vec<(Predicate, Done)>,
     hooks: Vec<ApplyHook>,
+    /// Where request summaries are written before they are shared.
+    scratch: String,
 }
 
 impl Engine {
@@ -65,14 +121,14 @@ impl Engine {
             latency: config.latency,
             session_timeout_us: config.session_timeout_ms.saturating_mul(1000),
             server: Server::default(),
-            peers: BTreeMap::new(),
+            peers: Peers::default(),
             schedule: Schedule::default(),
             trace: Trace::default(),
             paused: false,
-            next_session_id: 1,
             next_request_id: 1,
             waiters: Vec::new(),
             hooks: Vec::new(),
+            scratch: String::new(),
         }
     }
 
@@ -90,14 +146,22 @@ impl Engine {
         self.schedule.next_due_us()
     }
 
-    pub(crate) fn record(&mut self, text: impl AsRef<str>) -> String {
-        self.trace.record(self.now_us, text.as_ref()).to_owned()
+    /// Appends a line to the trace, stamped with the current time.
+    pub(crate) fn record(&mut self, text: impl fmt::Display) {
+        self.trace.record(self.now_us, text);
     }
 
-    pub(crate) fn name(&self, session: SessionId) -> String {
-        self.peers
-            .get(&session)
-            .map_or_else(|| session.to_string(), |peer| peer.client.name.clone())
+    /// [`Engine::record`], returning a copy of the line.
+    pub(crate) fn record_line(&mut self, text: impl fmt::Display) -> String {
+        self.trace.record(self.now_us, text).to_owned()
+    }
+
+    /// The session's name, as the trace shows it.
+    pub(crate) fn name(&self, session: SessionId) -> Arc<str> {
+        self.peers.get(&session).map_or_else(
+            || session.to_string().into(),
+            |peer| peer.client.name.clone(),
+        )
     }
 
     pub(crate) fn elapsed(&self) -> Duration {
@@ -163,7 +227,7 @@ impl Engine {
             }
             Command::Inspect { view } => view(self.server.tree()),
             Command::Trace { reply } => {
-                let _ = reply.send(self.trace.lines().to_vec());
+                let _ = reply.send(self.trace.to_lines());
             }
             Command::SetSequenceCounter {
                 parent,
@@ -227,7 +291,11 @@ impl Engine {
     fn step(&mut self) -> Option<Vec<String>> {
         let first_line = self.trace.len();
         self.process_next()?;
-        let lines = self.trace.since(first_line).to_vec();
+        let lines: Vec<String> = self
+            .trace
+            .lines_from(first_line)
+            .map(str::to_owned)
+            .collect();
         assert!(!lines.is_empty(), "every agenda item leaves a trace line");
         Some(lines)
     }
@@ -239,8 +307,7 @@ impl Engine {
     }
 
     fn connect(&mut self, name: String, reply: ConnectReply) {
-        let session = SessionId(self.next_session_id);
-        self.next_session_id += 1;
+        let session = self.peers.next_id();
         self.record(format!("connect {name} as session {session}"));
         self.peers.insert(
             session,
@@ -250,7 +317,8 @@ impl Engine {
             },
         );
         let request_id = self.take_request_id();
-        self.send_to_server(session, request_id, Request::CreateSession);
+        let summary = Request::CreateSession.summary().into();
+        self.send_to_server(session, request_id, Request::CreateSession, summary);
     }
 
     fn take_request_id(&mut self) -> u64 {
@@ -335,8 +403,9 @@ impl Engine {
             return;
         }
         let request_id = self.take_request_id();
+        let summary = request.shared_summary(&mut self.scratch);
         let pending = PendingOp {
-            summary: request.summary(),
+            summary: summary.clone(),
             watching: request.watching_read(),
             listed_path: request.listed_path(),
             reply,
@@ -348,12 +417,16 @@ impl Engine {
             ));
             let client = &mut self.peer_mut(session).client;
             client.pending.insert(request_id, pending);
-            client.unsent.push_back((request_id, request));
+            client.unsent.push_back(Unsent {
+                request_id,
+                request,
+                summary,
+            });
             return;
         }
         let client = &mut self.peer_mut(session).client;
         client.pending.insert(request_id, pending);
-        self.send_to_server(session, request_id, request);
+        self.send_to_server(session, request_id, request, summary);
     }
 
     /// The application dropped the session's last handle: the client
@@ -405,12 +478,18 @@ impl Engine {
     }
 
     /// Puts a request on the session's link to the server.
-    pub(crate) fn send_to_server(&mut self, session: SessionId, request_id: u64, request: Request) {
+    pub(crate) fn send_to_server(
+        &mut self,
+        session: SessionId,
+        request_id: u64,
+        request: Request,
+        summary: Arc<str>,
+    ) {
         let delay_us = self.latency.sample_us(&mut self.rng);
         let due_us = self.now_us.saturating_add(delay_us);
         let link = &mut self.peer_mut(session).link;
         assert!(link.up, "request sent over a link that is down");
-        link.push_outbound(due_us, request_id, request);
+        link.push_outbound(due_us, request_id, request, summary);
         self.schedule_outbound_head(session);
     }
 
@@ -509,7 +588,7 @@ impl Engine {
     /// Links, client states and the server's view of each session agree.
     /// O(messages in flight).
     fn check_links(&self) {
-        for (session, peer) in &self.peers {
+        for (session, peer) in self.peers.iter() {
             peer.link.check_invariants();
             let state = peer.client.state;
             let up = peer.link.up;
@@ -533,10 +612,11 @@ impl Engine {
             }
             if state == ClientState::Down {
                 assert!(
-                    peer.client
-                        .pending
-                        .keys()
-                        .eq(peer.client.unsent.iter().map(|(id, _)| id)),
+                    peer.client.pending.keys().eq(peer
+                        .client
+                        .unsent
+                        .iter()
+                        .map(|unsent| &unsent.request_id)),
                     "{session}: while Down, every pending request is one waiting to be sent"
                 );
             } else {
@@ -545,7 +625,7 @@ impl Engine {
                     "{session} is {state:?} with requests waiting to be sent"
                 );
             }
-            if let Some(attached) = self.server.attached(*session) {
+            if let Some(attached) = self.server.attached(session) {
                 assert_eq!(
                     attached, up,
                     "{session}: the server attaches a live session exactly when its link is up"

@@ -115,7 +115,7 @@ impl Engine {
                 .link
                 .outbound
                 .drain(..)
-                .map(|out| out.request.summary())
+                .map(|out| out.summary)
                 .collect();
             for summary in lost {
                 self.record(format!(
@@ -157,7 +157,12 @@ impl Engine {
                 .outbound
                 .pop_front()
                 .expect("counted in flight");
-            self.apply_request(session, arrived.request_id, arrived.request);
+            self.apply_request(
+                session,
+                arrived.request_id,
+                arrived.request,
+                &arrived.summary,
+            );
         }
         self.clear_link(session);
         let down_since_us = self.now_us;
@@ -263,8 +268,8 @@ impl Engine {
         }
         // What the application asked for while disconnected goes out after
         // the handshake, in the order it was asked.
-        for (request_id, request) in unsent {
-            self.send_to_server(session, request_id, request);
+        for unsent in unsent {
+            self.send_to_server(session, unsent.request_id, unsent.request, unsent.summary);
         }
     }
 
@@ -290,12 +295,7 @@ impl Engine {
             .link
             .outbound
             .drain(..)
-            .map(|out| {
-                format!(
-                    "lost {name} {} (never reached the server)",
-                    out.request.summary()
-                )
-            })
+            .map(|out| format!("lost {name} {} (never reached the server)", out.summary))
             .collect();
         for inbound in std::mem::take(&mut peer.link.inbound) {
             let what = match inbound.delivery {
@@ -304,7 +304,7 @@ impl Engine {
                         .client
                         .pending
                         .get(&request_id)
-                        .map_or("request", |op| op.summary.as_str());
+                        .map_or("request", |op| &*op.summary);
                     format!("reply {summary}")
                 }
                 Delivery::Event(event) => format!("event {:?} {}", event.kind, event.path),

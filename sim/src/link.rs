@@ -4,6 +4,7 @@
 //! only the queue's head is on the agenda at any time.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use zkdist_coord::{WatchEvent, ZkResult};
 
@@ -16,6 +17,8 @@ pub(crate) struct Outbound {
     pub due_us: u64,
     pub request_id: u64,
     pub request: Request,
+    /// The request as the trace shows it (see `PendingOp::summary`).
+    pub summary: Arc<str>,
 }
 
 /// A message on its way to the client.
@@ -74,6 +77,7 @@ impl Link {
         earliest_due_us: u64,
         request_id: u64,
         request: Request,
+        summary: Arc<str>,
     ) {
         let due_us = self
             .outbound
@@ -83,6 +87,7 @@ impl Link {
             due_us,
             request_id,
             request,
+            summary,
         });
     }
 

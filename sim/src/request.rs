@@ -1,6 +1,9 @@
 //! What travels between a session and the server, and how the trace names
 //! it.
 
+use std::fmt::{self, Write as _};
+use std::sync::Arc;
+
 use zkdist_coord::{AddWatchMode, CreateMode, Op, OpResult, Stat, ZkError, ZkResult};
 
 use crate::applied::TxnKind;
@@ -124,34 +127,64 @@ impl Request {
 
     /// One stable, readable description for the trace.
     pub(crate) fn summary(&self) -> String {
+        let mut text = String::with_capacity(64);
+        write!(text, "{}", Summary(self)).expect("writing to a String cannot fail");
+        text
+    }
+
+    /// [`Request::summary`] as a shared string, written in `scratch` first
+    /// so that the only allocation is the shared one.
+    pub(crate) fn shared_summary(&self, scratch: &mut String) -> Arc<str> {
+        scratch.clear();
+        write!(scratch, "{}", Summary(self)).expect("writing to a String cannot fail");
+        Arc::from(scratch.as_str())
+    }
+}
+
+/// [`Request::summary`], written without intermediate strings.
+struct Summary<'a>(&'a Request);
+
+impl fmt::Display for Summary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let watch = |w: bool| if w { " watch" } else { "" };
-        match self {
-            Request::CreateSession => "create_session".to_owned(),
+        match self.0 {
+            Request::CreateSession => f.write_str("create_session"),
             Request::Create { path, data, mode } => {
-                format!("create {path} {} {}B", mode_name(*mode), data.len())
+                write!(f, "create {path} {} {}B", mode_name(*mode), data.len())
             }
             Request::Delete { path, version } => {
-                format!("delete {path} {}", version_name(*version))
+                write!(f, "delete {path} {}", VersionName(*version))
             }
-            Request::Exists { path, watch: w } => format!("exists {path}{}", watch(*w)),
-            Request::GetData { path, watch: w } => format!("get_data {path}{}", watch(*w)),
+            Request::Exists { path, watch: w } => write!(f, "exists {path}{}", watch(*w)),
+            Request::GetData { path, watch: w } => write!(f, "get_data {path}{}", watch(*w)),
             Request::SetData {
                 path,
                 data,
                 version,
-            } => format!("set_data {path} {}B {}", data.len(), version_name(*version)),
+            } => write!(
+                f,
+                "set_data {path} {}B {}",
+                data.len(),
+                VersionName(*version)
+            ),
             Request::GetChildren { path, watch: w } => {
-                format!("get_children {path}{}", watch(*w))
+                write!(f, "get_children {path}{}", watch(*w))
             }
             Request::Multi { ops } => {
-                let parts: Vec<String> = ops.iter().map(op_summary).collect();
-                format!("multi [{}]", parts.join(", "))
+                f.write_str("multi [")?;
+                for (index, op) in ops.iter().enumerate() {
+                    if index > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{}", OpSummary(op))?;
+                }
+                f.write_str("]")
             }
-            Request::Sync { path } => format!("sync {path}"),
+            Request::Sync { path } => write!(f, "sync {path}"),
             Request::AddWatch { path, mode } => {
-                format!("add_watch {path} {}", mode.name())
+                write!(f, "add_watch {path} {}", mode.name())
             }
-            Request::Close => "close".to_owned(),
+            Request::Close => f.write_str("close"),
         }
     }
 }
@@ -165,55 +198,92 @@ fn mode_name(mode: CreateMode) -> &'static str {
     }
 }
 
-fn version_name(version: Option<i32>) -> String {
-    match version {
-        Some(v) => format!("v{v}"),
-        None => "v*".to_owned(),
+/// An expected version as the trace shows it: `v3`, or `v*` for any.
+struct VersionName(Option<i32>);
+
+impl fmt::Display for VersionName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "v{v}"),
+            None => f.write_str("v*"),
+        }
     }
 }
 
-fn op_summary(op: &Op) -> String {
-    match op {
-        Op::Create { path, data, mode } => {
-            format!("create {path} {} {}B", mode_name(*mode), data.len())
+/// One op of a multi, as the trace shows it.
+struct OpSummary<'a>(&'a Op);
+
+impl fmt::Display for OpSummary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Op::Create { path, data, mode } => {
+                write!(f, "create {path} {} {}B", mode_name(*mode), data.len())
+            }
+            Op::Delete { path, version } => write!(f, "delete {path} {}", VersionName(*version)),
+            Op::SetData {
+                path,
+                data,
+                version,
+            } => write!(
+                f,
+                "set_data {path} {}B {}",
+                data.len(),
+                VersionName(*version)
+            ),
+            Op::Check { path, version } => write!(f, "check {path} v{version}"),
         }
-        Op::Delete { path, version } => format!("delete {path} {}", version_name(*version)),
-        Op::SetData {
-            path,
-            data,
-            version,
-        } => format!("set_data {path} {}B {}", data.len(), version_name(*version)),
-        Op::Check { path, version } => format!("check {path} v{version}"),
     }
 }
 
 /// The error's code, as the trace shows it (`NoNode`, `Multi[1] BadVersion`).
 pub(crate) fn error_name(error: &ZkError) -> String {
-    match error {
-        ZkError::Multi { index, error } => format!("Multi[{index}] {}", error_name(error)),
-        other => format!("{:?}", other.code()),
+    ErrorName(error).to_string()
+}
+
+/// [`error_name`], written where it is shown.
+struct ErrorName<'a>(&'a ZkError);
+
+impl fmt::Display for ErrorName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            ZkError::Multi { index, error } => write!(f, "Multi[{index}] {}", ErrorName(error)),
+            other => write!(f, "{:?}", other.code()),
+        }
     }
 }
 
-/// A reply's outcome, as the trace shows it.
-pub(crate) fn outcome(result: &ZkResult<Response>) -> String {
-    let stat = |s: &Stat| format!("v{} mzxid=0x{:x}", s.version, s.mzxid);
-    match result {
-        Err(error) => error_name(error),
-        Ok(Response::SessionCreated) => "ok".to_owned(),
-        Ok(Response::Created(path)) => path.clone(),
-        Ok(Response::Deleted) => "ok".to_owned(),
-        Ok(Response::Exists(None)) => "none".to_owned(),
-        Ok(Response::Exists(Some(s))) => stat(s),
-        Ok(Response::Data(data, s)) => format!("{}B {}", data.len(), stat(s)),
-        Ok(Response::DataSet(s)) => stat(s),
-        Ok(Response::Children(names, s)) => {
-            format!("{} children pzxid=0x{:x}", names.len(), s.pzxid)
+/// A reply's outcome, as the trace shows it, written where it is shown.
+pub(crate) fn outcome(result: &ZkResult<Response>) -> impl fmt::Display + '_ {
+    Outcome(result)
+}
+
+struct Outcome<'a>(&'a ZkResult<Response>);
+
+impl fmt::Display for Outcome<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let stat = |f: &mut fmt::Formatter<'_>, s: &Stat| {
+            write!(f, "v{} mzxid=0x{:x}", s.version, s.mzxid)
+        };
+        match self.0 {
+            Err(error) => write!(f, "{}", ErrorName(error)),
+            Ok(Response::SessionCreated) => f.write_str("ok"),
+            Ok(Response::Created(path)) => f.write_str(path),
+            Ok(Response::Deleted) => f.write_str("ok"),
+            Ok(Response::Exists(None)) => f.write_str("none"),
+            Ok(Response::Exists(Some(s))) => stat(f, s),
+            Ok(Response::Data(data, s)) => {
+                write!(f, "{}B ", data.len())?;
+                stat(f, s)
+            }
+            Ok(Response::DataSet(s)) => stat(f, s),
+            Ok(Response::Children(names, s)) => {
+                write!(f, "{} children pzxid=0x{:x}", names.len(), s.pzxid)
+            }
+            Ok(Response::Multi(results)) => write!(f, "ok {} ops", results.len()),
+            Ok(Response::Synced) => f.write_str("ok"),
+            Ok(Response::WatchAdded) => f.write_str("ok"),
+            Ok(Response::Closed) => f.write_str("ok"),
         }
-        Ok(Response::Multi(results)) => format!("ok {} ops", results.len()),
-        Ok(Response::Synced) => "ok".to_owned(),
-        Ok(Response::WatchAdded) => "ok".to_owned(),
-        Ok(Response::Closed) => "ok".to_owned(),
     }
 }
 
@@ -242,10 +312,26 @@ mod tests {
             ],
         };
         assert_eq!(multi.summary(), "multi [check /a v3, delete /b v*]");
+        let mut scratch = "left over".to_owned();
+        assert_eq!(
+            &*multi.shared_summary(&mut scratch),
+            "multi [check /a v3, delete /b v*]"
+        );
+        assert_eq!(&*create.shared_summary(&mut scratch), create.summary());
         let failed: ZkResult<Response> = Err(ZkError::Multi {
             index: 1,
             error: Box::new(ZkError::NoNode { path: "/b".into() }),
         });
-        assert_eq!(outcome(&failed), "Multi[1] NoNode");
+        assert_eq!(outcome(&failed).to_string(), "Multi[1] NoNode");
+        assert_eq!(error_name(&ZkError::NoNode { path: "/b".into() }), "NoNode");
+        let data: ZkResult<Response> = Ok(Response::Data(
+            vec![1, 2, 3],
+            Stat {
+                version: 2,
+                mzxid: 0x1f,
+                ..Stat::default()
+            },
+        ));
+        assert_eq!(outcome(&data).to_string(), "3B v2 mzxid=0x1f");
     }
 }

@@ -75,7 +75,7 @@ impl Server {
             !matches!(request, Request::Close),
             "a close ends the session through end_session"
         );
-        let mut journal = Journal::default();
+        let mut journal = Journal::without_undo();
         let zxid = request.is_write().then(|| self.tree.next_zxid());
         let result = match request {
             Request::CreateSession => {
@@ -173,7 +173,7 @@ impl Server {
             self.watches.remove_session(session);
         }
         let zxid = self.tree.next_zxid();
-        let mut journal = Journal::default();
+        let mut journal = Journal::without_undo();
         self.tree
             .delete_ephemerals(zxid, session, ephemerals_in_order, &mut journal);
         let events = self.fire(&journal.triggers);

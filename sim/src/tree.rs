@@ -94,10 +94,41 @@ pub(crate) enum Undo {
 
 /// What the mutations of one transaction did: how to take them back, and
 /// which watches they trigger, in order.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Journal {
     pub undo: Vec<Undo>,
     pub triggers: Vec<Trigger>,
+    /// Whether the undo steps are kept: only a `multi` can fail after a
+    /// mutation, so only it needs them; a single request's journal skips
+    /// building them (each names a path, so each costs an allocation).
+    keeps_undo: bool,
+}
+
+impl Default for Journal {
+    fn default() -> Journal {
+        Journal {
+            undo: Vec::new(),
+            triggers: Vec::new(),
+            keeps_undo: true,
+        }
+    }
+}
+
+impl Journal {
+    /// A journal for a transaction that is never taken back: one request
+    /// whose checks all run before it mutates anything.
+    pub(crate) fn without_undo() -> Journal {
+        Journal {
+            keeps_undo: false,
+            ..Journal::default()
+        }
+    }
+
+    fn push_undo(&mut self, step: impl FnOnce() -> Undo) {
+        if self.keeps_undo {
+            self.undo.push(step());
+        }
+    }
 }
 
 /// The read-only view of the simulated server's data that tests, predicates
@@ -261,9 +292,10 @@ impl Tree {
 
         let parent_path = parent_path.to_owned();
         let parent = self.nodes.get_mut(&parent_path).expect("parent checked");
-        journal.undo.push(Undo::RestoreStat {
+        let stat = parent.stat;
+        journal.push_undo(|| Undo::RestoreStat {
             path: parent_path.clone(),
-            stat: parent.stat,
+            stat,
         });
         // The counter moves on every child create, sequential or not, and
         // wraps as Java's int does.
@@ -303,7 +335,7 @@ impl Tree {
                 "sequential name {created} issued twice"
             );
         }
-        journal.undo.push(Undo::Remove {
+        journal.push_undo(|| Undo::Remove {
             path: created.clone(),
             sequential: mode.is_sequential(),
         });
@@ -372,10 +404,12 @@ impl Tree {
                 expected,
             });
         }
-        journal.undo.push(Undo::RestoreData {
+        let previous_data = std::mem::replace(&mut node.data, data.to_vec());
+        let previous_stat = node.stat;
+        journal.push_undo(|| Undo::RestoreData {
             path: target.to_owned(),
-            data: std::mem::replace(&mut node.data, data.to_vec()),
-            stat: node.stat,
+            data: previous_data,
+            stat: previous_stat,
         });
         // ZooKeeper 3.8 increments a Java int: it wraps.
         node.stat.version = node.stat.version.wrapping_add(1);
@@ -484,9 +518,10 @@ impl Tree {
     fn remove(&mut self, zxid: i64, target: &str, journal: &mut Journal) {
         let parent_path = path::parent(target).to_owned();
         let parent = self.nodes.get_mut(&parent_path).expect("parent of a node");
-        journal.undo.push(Undo::RestoreStat {
+        let stat = parent.stat;
+        journal.push_undo(|| Undo::RestoreStat {
             path: parent_path.clone(),
-            stat: parent.stat,
+            stat,
         });
         // Deletes never move the counter; only pzxid records the change.
         if zxid > parent.stat.pzxid {
@@ -496,7 +531,7 @@ impl Tree {
         assert!(node.children.is_empty(), "removing {target} with children");
         self.unlink_child(target);
         self.forget_ephemeral(target, &node);
-        journal.undo.push(Undo::Reinsert {
+        journal.push_undo(|| Undo::Reinsert {
             path: target.to_owned(),
             node,
         });
@@ -837,6 +872,37 @@ mod tests {
             create(&mut tree, "/q/s-", PersistentSequential).unwrap(),
             "/q/s-0000000001"
         );
+    }
+
+    /// A journal without undo records the same triggers and the same
+    /// tree, and no step to take back.
+    #[test]
+    fn a_journal_without_undo_keeps_triggers_only() {
+        let mut with_undo = Tree::new();
+        let mut without = Tree::new();
+        let mut journals = [Journal::default(), Journal::without_undo()];
+        for (tree, journal) in [&mut with_undo, &mut without]
+            .into_iter()
+            .zip(&mut journals)
+        {
+            create(tree, "/q", Persistent).unwrap();
+            create(tree, "/q/old", Ephemeral).unwrap();
+            let zxid = tree.next_zxid();
+            tree.create(zxid, OWNER, "/q/s-", b"", EphemeralSequential, journal)
+                .unwrap();
+            tree.set_data(zxid, "/q", b"new", None, journal).unwrap();
+            tree.delete(zxid, "/q/old", None, journal).unwrap();
+            tree.check_invariants();
+        }
+        assert_eq!(
+            format!("{:?}", with_undo.nodes),
+            format!("{:?}", without.nodes)
+        );
+        let [kept, skipped] = journals;
+        assert_eq!(kept.triggers, skipped.triggers);
+        assert_eq!(kept.triggers.len(), 5);
+        assert_eq!(kept.undo.len(), 5);
+        assert!(skipped.undo.is_empty());
     }
 
     #[test]

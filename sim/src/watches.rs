@@ -182,9 +182,13 @@ impl Watches {
     fn take(&mut self, table: WatchTable, path: &str) -> BTreeSet<SessionId> {
         assert!(table.is_one_shot(), "{table:?} watches are never taken");
         let sessions = self.table_mut(table).remove(path).unwrap_or_default();
+        if sessions.is_empty() {
+            return sessions;
+        }
+        let key = (table, path.to_owned());
         for session in &sessions {
             let owned = self.by_session.get_mut(session).expect("indexed session");
-            assert!(owned.remove(&(table, path.to_owned())), "watch not indexed");
+            assert!(owned.remove(&key), "watch not indexed");
             if owned.is_empty() {
                 self.by_session.remove(session);
             }

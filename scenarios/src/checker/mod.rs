@@ -159,7 +159,7 @@ impl fmt::Display for Step {
 }
 
 /// How the harness notes an actor's decision in the trace.
-pub(crate) fn decision_line(actor: &str, text: &str) -> String {
+pub(crate) fn decision_line(actor: &str, text: impl fmt::Display) -> String {
     format!("decide {actor}: {text}")
 }
 
