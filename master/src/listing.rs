@@ -16,6 +16,11 @@ pub(crate) struct ListingLoop {
 }
 
 impl ListingLoop {
+    /// Whether a listing is in flight.
+    pub(crate) fn in_flight(&self) -> bool {
+        self.in_flight
+    }
+
     /// Whether a first listing has been fed to the core.
     pub(crate) fn listed_once(&self) -> bool {
         self.listed_once

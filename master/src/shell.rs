@@ -216,7 +216,7 @@ impl<C: Coordinator> Master<C> {
                 }
                 Input::ReconcileDue => {
                     reconcile_retry.set(None);
-                    state.on_watch_fired(Directory::Tasks)
+                    state.on_reconcile_due()
                 }
             };
             self.apply(step, &mut in_flight);

@@ -174,6 +174,18 @@ fn a_reconcile_over_the_reply_limit_is_deferred_until_it_fits() {
                 .any(|d| matches!(d, MasterDecision::Restarting { .. })),
             "the master kept its session"
         );
+        // One deferral, then the retry after its pause: the reconnections
+        // that each failed attempt caused did not list again meanwhile.
+        assert!(
+            !decisions
+                .iter()
+                .any(|d| matches!(d, MasterDecision::ReconcileDeferred { .. })),
+            "the reconcile was retried before its pause: {:?}",
+            decisions
+                .iter()
+                .filter(|d| matches!(d, MasterDecision::ReconcileDeferred { .. }))
+                .count()
+        );
         let (state, _) = master.stop().await;
         let state = state.expect("the master ran");
         assert_eq!(state.pending_tasks().len(), 15_001);

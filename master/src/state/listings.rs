@@ -14,7 +14,9 @@ impl MasterState {
     pub fn on_watch_fired(&mut self, dir: Directory) -> Step {
         assert!(self.started, "a watch fired before the master started");
         self.assert_not_deposed();
-        if self.listing_loop(dir).on_watch_fired() {
+        // A deferred reconcile lists when it is due, and covers this change.
+        let deferred = dir == Directory::Tasks && self.reconcile_deferred;
+        if !deferred && self.listing_loop(dir).on_watch_fired() {
             self.step.commands.push(Command::List(dir));
         }
         self.finish_step()
@@ -127,7 +129,11 @@ impl MasterState {
 
     fn tasks_listed(&mut self, children: Vec<String>, child_creates: Option<i64>) -> Step {
         let first = self.on_listed(Directory::Tasks);
-        let present = self.parse_children(Directory::Tasks, children, TaskId::parse);
+        let mut present = self.parse_children(Directory::Tasks, children, TaskId::parse);
+        // Deleted after this listing may have been read: gone all the same.
+        for task in std::mem::take(&mut self.deleted_during_listing) {
+            present.remove(&task);
+        }
         let created_before_read = |task: &TaskId| {
             child_creates.is_none_or(|creates| i64::from(task.sequence()) < creates)
         };

@@ -77,6 +77,16 @@ pub struct MasterState {
     /// client deleted them while a worker held them. Each is forgotten as
     /// soon as no worker holds it, and never queued again.
     deleted_while_held: BTreeSet<TaskId>,
+    /// Watch discovery: tasks whose `NodeDeleted` event was handled while a
+    /// `tasks/` listing was in flight. That listing may have been read
+    /// before the delete (its reply can come after the event), so it must
+    /// not bring them back; cleared when it is handled. Bounded by the
+    /// deletes during one listing's flight.
+    deleted_during_listing: BTreeSet<TaskId>,
+    /// Watch discovery: a reconcile listing failed and waits for the shell's
+    /// retry ([`MasterState::on_reconcile_due`]); a reconnection meanwhile
+    /// does not list at once (each failed attempt costs the connection).
+    reconcile_deferred: bool,
     pending_tasks: BTreeSet<TaskId>,
     workers: BTreeMap<WorkerId, Option<Assignment>>,
     /// Registered workers whose unconfirmed assignment is being read back
@@ -122,6 +132,8 @@ impl MasterState {
             discovery,
             processed_tasks: BTreeSet::new(),
             deleted_while_held: BTreeSet::new(),
+            deleted_during_listing: BTreeSet::new(),
+            reconcile_deferred: false,
             pending_tasks: BTreeSet::new(),
             workers: BTreeMap::new(),
             in_doubt: BTreeSet::new(),

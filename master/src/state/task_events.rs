@@ -52,6 +52,9 @@ impl MasterState {
         let Ok(task) = TaskId::parse(name) else {
             return self.finish_step();
         };
+        if self.listing_loop(Directory::Tasks).in_flight() {
+            self.deleted_during_listing.insert(task.clone());
+        }
         if self.pending_tasks.remove(&task) {
             assert!(self.processed_tasks.remove(&task));
             self.decide(MasterDecision::TaskVanished { task });
@@ -69,7 +72,7 @@ impl MasterState {
 
     /// A reconcile listing of `tasks/` failed after its attempts ran out
     /// (the shell lists again after `retry_in_ms`, through
-    /// [`MasterState::on_watch_fired`]). Only once initialised: without its
+    /// [`MasterState::on_reconcile_due`]). Only once initialised: without its
     /// first listing the master cannot know the tasks that predate it.
     pub fn on_tasks_listing_failed(&mut self, error: String, retry_in_ms: u64) -> Step {
         self.assert_watch_discovery();
@@ -79,8 +82,22 @@ impl MasterState {
             "the first tasks listing failing is the shell's error to report"
         );
         self.listing_loop(Directory::Tasks).on_failed();
+        self.deleted_during_listing.clear();
+        self.reconcile_deferred = true;
         self.decide(MasterDecision::ReconcileDeferred { error, retry_in_ms });
         self.finish_step()
+    }
+
+    /// The pause after a failed reconcile is over: list `tasks/` again.
+    pub fn on_reconcile_due(&mut self) -> Step {
+        self.assert_watch_discovery();
+        self.assert_not_deposed();
+        assert!(
+            self.reconcile_deferred,
+            "a reconcile due that was not deferred"
+        );
+        self.reconcile_deferred = false;
+        self.on_watch_fired(Directory::Tasks)
     }
 
     fn parse_task_name(&mut self, name: &str) -> Option<TaskId> {

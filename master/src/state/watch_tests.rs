@@ -221,3 +221,60 @@ fn a_task_event_in_a_listing_master_is_a_bug() {
     master.start();
     master.on_task_created(t(0).as_str());
 }
+
+#[test]
+fn a_task_deleted_while_a_listing_is_in_flight_does_not_come_back_with_it() {
+    let mut master = initialised(&[], 0);
+    master.on_task_created(t(0).as_str());
+    master.on_task_created(t(1).as_str());
+    // A reconnection's listing is read, then t0 is deleted; the delete's
+    // event is handled before the listing's reply, which still shows t0.
+    master.on_watch_fired(Directory::Tasks);
+    let step = master.on_task_deleted(t(0).as_str());
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::TaskVanished { task: t(0) }]
+    );
+    let step = master.on_tasks_listed_at(names(&[t(0), t(1)]), 2);
+    assert!(
+        !step
+            .decisions
+            .contains(&MasterDecision::TaskQueued { task: t(0) }),
+        "{:?}",
+        step.decisions
+    );
+    assert_eq!(pending(&master), vec![t(1)]);
+    assert_eq!(
+        master.processed_tasks().iter().cloned().collect::<Vec<_>>(),
+        vec![t(1)]
+    );
+}
+
+#[test]
+fn a_deferred_reconcile_lists_when_due_and_not_on_every_reconnection() {
+    let mut master = initialised(&[], 0);
+    master.on_watch_fired(Directory::Tasks);
+    let step = master.on_tasks_listing_failed("over the limit".into(), 5_000);
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::ReconcileDeferred {
+            error: "over the limit".into(),
+            retry_in_ms: 5_000
+        }]
+    );
+    assert!(step.commands.is_empty());
+    // Each failed attempt cost the connection: the reconnection does not
+    // list at once.
+    assert!(master.on_watch_fired(Directory::Tasks).commands.is_empty());
+    // Tasks the watch reports meanwhile are queued as usual.
+    assert!(
+        master
+            .on_task_created(t(0).as_str())
+            .decisions
+            .contains(&MasterDecision::TaskQueued { task: t(0) })
+    );
+    let step = master.on_reconcile_due();
+    assert_eq!(step.commands, vec![Command::List(Directory::Tasks)]);
+    master.on_tasks_listed_at(names(&[t(0)]), 1);
+    assert_eq!(pending(&master), vec![t(0)]);
+}
