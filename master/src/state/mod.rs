@@ -50,6 +50,8 @@ mod outcomes;
 mod round;
 mod task_events;
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod watch_tests;

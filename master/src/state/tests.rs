@@ -3,32 +3,12 @@
 //! paths: dead workers, creates in doubt, reclaims, bounded memory and
 //! deposition.
 
+use super::test_support::*;
 use super::*;
 use crate::decision::{Recovery, RequeueReason, Trigger};
 use crate::discovery::TaskDiscovery;
 
 const EPOCH: Epoch = Epoch(4);
-
-/// The pending queue, in order.
-fn pending(master: &MasterState) -> Vec<TaskId> {
-    master.pending_tasks().iter().cloned().collect()
-}
-
-fn w(n: u32) -> WorkerId {
-    WorkerId::parse(&format!("worker-{n:010}")).unwrap()
-}
-
-fn t(n: i32) -> TaskId {
-    TaskId::from_sequence(n)
-}
-
-fn worker_names(ns: &[u32]) -> Vec<String> {
-    ns.iter().map(|n| w(*n).to_string()).collect()
-}
-
-fn task_names(ns: &[i32]) -> Vec<String> {
-    ns.iter().map(|n| t(*n).to_string()).collect()
-}
 
 /// One round as (triggers, assignments).
 type RoundSummary = (Vec<Trigger>, Vec<(WorkerId, TaskId)>);
@@ -41,16 +21,6 @@ fn rounds(step: &Step) -> Vec<RoundSummary> {
             MasterDecision::Round {
                 triggers, assigned, ..
             } => Some((triggers.clone(), assigned.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn creates(step: &Step) -> Vec<(WorkerId, TaskId)> {
-    step.commands
-        .iter()
-        .filter_map(|command| match command {
-            Command::CreateAssignment { worker, task } => Some((worker.clone(), task.clone())),
             _ => None,
         })
         .collect()
@@ -82,19 +52,6 @@ fn relist(master: &mut MasterState, dir: Directory, children: Vec<String>) -> St
         Directory::Workers => master.on_workers_listed(children),
         Directory::Tasks => master.on_tasks_listed(children),
         Directory::Assignments => master.on_assignments_listed(children),
-    }
-}
-
-/// Confirms every create of a step.
-fn confirm(master: &mut MasterState, step: &Step) {
-    for (worker, task) in creates(step) {
-        let confirmed =
-            master.on_assignment_created(worker.clone(), task.clone(), WriteOutcome::Applied);
-        assert_eq!(
-            confirmed.decisions,
-            vec![MasterDecision::AssignmentCreated { worker, task }]
-        );
-        assert!(confirmed.commands.is_empty());
     }
 }
 

@@ -3,55 +3,23 @@
 //! lose a task newer than its read nor keep one deleted before it), and
 //! deletions.
 
+use super::test_support::*;
 use super::*;
 use crate::discovery::TaskDiscovery;
 
 const EPOCH: Epoch = Epoch(9);
-
-fn w(n: u32) -> WorkerId {
-    WorkerId::parse(&format!("worker-{n:010}")).unwrap()
-}
-
-fn t(n: i32) -> TaskId {
-    TaskId::from_sequence(n)
-}
-
-fn names<T: ToString>(items: &[T]) -> Vec<String> {
-    items.iter().map(ToString::to_string).collect()
-}
-
-fn creates(step: &Step) -> Vec<(WorkerId, TaskId)> {
-    step.commands
-        .iter()
-        .filter_map(|command| match command {
-            Command::CreateAssignment { worker, task } => Some((worker.clone(), task.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn pending(master: &MasterState) -> Vec<TaskId> {
-    master.pending_tasks().iter().cloned().collect()
-}
 
 /// A started watch-discovery master whose first listings are in: `workers`
 /// registered and idle, `tasks/` empty with `child_creates` creates so far.
 fn initialised(workers: &[u32], child_creates: i64) -> MasterState {
     let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
     master.start();
-    master.on_workers_listed(names(&workers.iter().map(|n| w(*n)).collect::<Vec<_>>()));
+    master.on_workers_listed(worker_names(workers));
     master.on_tasks_watch_added(false);
     master.on_tasks_listed_at(vec![], child_creates);
     master.on_assignments_listed(vec![]);
     assert!(master.is_initialised());
     master
-}
-
-/// Confirms every create of a step.
-fn confirm(master: &mut MasterState, step: &Step) {
-    for (worker, task) in creates(step) {
-        master.on_assignment_created(worker, task, WriteOutcome::Applied);
-    }
 }
 
 #[test]
@@ -99,7 +67,7 @@ fn each_created_task_is_queued_in_order_and_assigned_without_a_listing() {
     assert_eq!(master.on_task_created(t(3).as_str()), Step::default());
     // w1 finishes: it takes the oldest pending task.
     master.on_watch_fired(Directory::Assignments);
-    let step = master.on_assignments_listed(names(&[w(2)]));
+    let step = master.on_assignments_listed(worker_names(&[2]));
     assert_eq!(creates(&step), vec![(w(1), t(2))]);
 }
 
@@ -107,13 +75,13 @@ fn each_created_task_is_queued_in_order_and_assigned_without_a_listing() {
 fn tasks_reported_before_the_first_listing_wait_for_initialisation() {
     let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
     master.start();
-    master.on_workers_listed(names(&[w(1)]));
+    master.on_workers_listed(worker_names(&[1]));
     master.on_tasks_watch_added(false);
     // Created after the watch was set, before the listing was read: both
     // the event and the listing show it.
     let step = master.on_task_created(t(5).as_str());
     assert!(creates(&step).is_empty(), "no round before initialisation");
-    master.on_tasks_listed_at(names(&[t(4), t(5)]), 6);
+    master.on_tasks_listed_at(task_names(&[4, 5]), 6);
     let step = master.on_assignments_listed(vec![]);
     // t4 predates the master: its result is checked first. t5 came after
     // the watch, so no earlier master can have assigned it.
@@ -137,7 +105,7 @@ fn a_reconcile_drops_what_was_deleted_before_its_read_and_keeps_what_came_after(
     let step = master.on_watch_fired(Directory::Tasks);
     assert_eq!(step.commands, vec![Command::List(Directory::Tasks)]);
     master.on_task_created(t(4).as_str());
-    let step = master.on_tasks_listed_at(names(&[t(0), t(2), t(3)]), 4);
+    let step = master.on_tasks_listed_at(task_names(&[0, 2, 3]), 4);
     assert!(
         step.decisions
             .contains(&MasterDecision::TaskVanished { task: t(1) })
@@ -235,7 +203,7 @@ fn a_task_deleted_while_a_listing_is_in_flight_does_not_come_back_with_it() {
         step.decisions,
         vec![MasterDecision::TaskVanished { task: t(0) }]
     );
-    let step = master.on_tasks_listed_at(names(&[t(0), t(1)]), 2);
+    let step = master.on_tasks_listed_at(task_names(&[0, 1]), 2);
     assert!(
         !step
             .decisions
@@ -275,6 +243,6 @@ fn a_deferred_reconcile_lists_when_due_and_not_on_every_reconnection() {
     );
     let step = master.on_reconcile_due();
     assert_eq!(step.commands, vec![Command::List(Directory::Tasks)]);
-    master.on_tasks_listed_at(names(&[t(0)]), 1);
+    master.on_tasks_listed_at(task_names(&[0]), 1);
     assert_eq!(pending(&master), vec![t(0)]);
 }

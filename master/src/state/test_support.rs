@@ -1,0 +1,50 @@
+//! Helpers shared by the core's unit tests (`tests`, `watch_tests`).
+
+use zkdist_coord::{TaskId, WorkerId};
+
+use super::{MasterState, Step, WriteOutcome};
+use crate::decision::{Command, MasterDecision};
+
+/// The pending queue, in order.
+pub(super) fn pending(master: &MasterState) -> Vec<TaskId> {
+    master.pending_tasks().iter().cloned().collect()
+}
+
+pub(super) fn w(n: u32) -> WorkerId {
+    WorkerId::parse(&format!("worker-{n:010}")).unwrap()
+}
+
+pub(super) fn t(n: i32) -> TaskId {
+    TaskId::from_sequence(n)
+}
+
+pub(super) fn worker_names(ns: &[u32]) -> Vec<String> {
+    ns.iter().map(|n| w(*n).to_string()).collect()
+}
+
+pub(super) fn task_names(ns: &[i32]) -> Vec<String> {
+    ns.iter().map(|n| t(*n).to_string()).collect()
+}
+
+pub(super) fn creates(step: &Step) -> Vec<(WorkerId, TaskId)> {
+    step.commands
+        .iter()
+        .filter_map(|command| match command {
+            Command::CreateAssignment { worker, task } => Some((worker.clone(), task.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Confirms every create of a step.
+pub(super) fn confirm(master: &mut MasterState, step: &Step) {
+    for (worker, task) in creates(step) {
+        let confirmed =
+            master.on_assignment_created(worker.clone(), task.clone(), WriteOutcome::Applied);
+        assert_eq!(
+            confirmed.decisions,
+            vec![MasterDecision::AssignmentCreated { worker, task }]
+        );
+        assert!(confirmed.commands.is_empty());
+    }
+}
