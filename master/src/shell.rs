@@ -202,23 +202,17 @@ impl<C: Coordinator> Master<C> {
             };
             let step = match input {
                 Input::Event(event) => self.on_event(&mut state, event)?,
-                Input::Reply(reply) => {
-                    let step = self.on_reply(&mut state, reply)?;
-                    let deferred = step.decisions.iter().any(|decision| {
-                        matches!(decision, MasterDecision::ReconcileDeferred { .. })
-                    });
-                    if deferred {
-                        reconcile_retry.set(Some(tokio::time::sleep(Duration::from_millis(
-                            RECONCILE_RETRY_DELAY_MS,
-                        ))));
-                    }
-                    step
-                }
+                Input::Reply(reply) => self.on_reply(&mut state, reply)?,
                 Input::ReconcileDue => {
                     reconcile_retry.set(None);
                     state.on_reconcile_due()
                 }
             };
+            if state.is_reconcile_deferred() && reconcile_retry.is_none() {
+                reconcile_retry.set(Some(tokio::time::sleep(Duration::from_millis(
+                    RECONCILE_RETRY_DELAY_MS,
+                ))));
+            }
             self.apply(step, &mut in_flight);
             if state.is_deposed() {
                 // Whatever is still in flight is dropped unanswered; it can

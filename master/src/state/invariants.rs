@@ -98,6 +98,14 @@ impl MasterState {
                 "{task} is pending but was never seen"
             );
         }
+        assert!(
+            self.deleted_during_listing.is_empty() || self.tasks_loop.in_flight(),
+            "deletes are remembered for a tasks listing only while one is in flight"
+        );
+        assert!(
+            !self.reconcile_deferred || !self.tasks_loop.in_flight(),
+            "a tasks listing is in flight while the reconcile is deferred"
+        );
         for listing in [&self.workers_loop, &self.tasks_loop, &self.assignments_loop] {
             listing.check();
         }

@@ -209,6 +209,12 @@ impl MasterState {
         self.deposed
     }
 
+    /// True while a failed reconcile listing of `tasks/` waits for
+    /// [`MasterState::on_reconcile_due`] (watch discovery).
+    pub fn is_reconcile_deferred(&self) -> bool {
+        self.reconcile_deferred
+    }
+
     /// True once the first listings and their follow-up reads are in.
     pub fn is_initialised(&self) -> bool {
         self.started && self.initialisation.is_none()
