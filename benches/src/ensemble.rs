@@ -49,6 +49,15 @@ const RAW_DIR: &str = "raw-ceiling";
 /// Workers one run may start.
 pub const MAX_WORKERS: usize = 1_024;
 
+/// Tasks the stream keeps unfinished per worker unless told otherwise.
+/// Every worker holds one task, and a freed worker should find the next
+/// one already queued: a submission takes a round trip and the master's
+/// event another, so with only one spare task per worker the workers
+/// often wait on the client (on a 2-core machine, 8 workers with 16 tasks
+/// in flight ran at half the rate of 32). Deeper queues add latency, not
+/// throughput.
+pub const DEFAULT_IN_FLIGHT_PER_WORKER: u64 = 4;
+
 /// What one `zkdist bench` run does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BenchConfig {
@@ -58,7 +67,8 @@ pub struct BenchConfig {
     pub backlog: u64,
     /// How the master discovers tasks.
     pub discovery: TaskDiscovery,
-    /// Tasks the client keeps submitted but unfinished.
+    /// Tasks the client keeps submitted but unfinished (see
+    /// [`DEFAULT_IN_FLIGHT_PER_WORKER`]).
     pub in_flight: u64,
     /// Nodes the raw ceiling creates, then deletes.
     pub raw_nodes: u64,

@@ -170,8 +170,8 @@ pub struct BenchArgs {
     /// their drain is measured on its own, before the stream.
     #[arg(long, default_value_t = 0)]
     pub backlog: u64,
-    /// Tasks the client keeps submitted but unfinished [default: twice
-    /// --workers].
+    /// Tasks the client keeps submitted but unfinished [default: four
+    /// times --workers].
     #[arg(long)]
     pub in_flight: Option<u64>,
     /// Nodes the raw ceiling creates, then deletes.

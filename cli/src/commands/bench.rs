@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use zkdist_benches::ensemble::{self, BenchConfig, BenchError, BenchReport};
+use zkdist_benches::ensemble::{
+    self, BenchConfig, BenchError, BenchReport, DEFAULT_IN_FLIGHT_PER_WORKER,
+};
 use zkdist_benches::{OpCounts, PhaseReport, Progress};
 use zkdist_coord::zk::ZkSession;
 
@@ -25,7 +27,9 @@ pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         workers: args.workers,
         backlog: args.backlog,
         discovery: args.master.discovery,
-        in_flight: args.in_flight.unwrap_or_else(|| 2 * args.workers as u64),
+        in_flight: args
+            .in_flight
+            .unwrap_or_else(|| DEFAULT_IN_FLIGHT_PER_WORKER * args.workers as u64),
         raw_nodes: args.raw_nodes,
         raw_in_flight: args.raw_in_flight,
     };
