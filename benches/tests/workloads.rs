@@ -41,11 +41,24 @@ fn a_task_stream_costs_three_writes_per_task() {
         // and the assignment's deletion.
         assert_eq!(report.ops.multi_node_writes, 3 * tasks);
         assert_eq!(report.node_writes_per_task(), 4.0);
-        // A worker reads its assignment and the task, and nothing else (its
-        // persistent watch is never re-armed, and its own completion's
-        // deletion makes it read nothing): two get_data per task, and almost
-        // no exists (a one-shot watch would cost one per task at least).
-        assert_eq!(report.ops.get_datas, 2 * tasks, "{:?}", report.ops);
+        // Two get_data per task, and almost no exists (a one-shot watch
+        // would cost one per task at least). The founding loop's worker
+        // reads its assignment and the task (its persistent watch is never
+        // re-armed, and its own completion's deletion makes it read
+        // nothing). With the watch discovery the master reads a queued
+        // task's payload instead, and the assignment carries it; a task
+        // assigned before that read answers is read by its worker too,
+        // which the stream's start and its last tasks see a few times.
+        match discovery {
+            TaskDiscovery::Listing => {
+                assert_eq!(report.ops.get_datas, 2 * tasks, "{:?}", report.ops);
+            }
+            TaskDiscovery::Watch => assert!(
+                (2 * tasks..=2 * tasks + tasks / 20).contains(&report.ops.get_datas),
+                "{:?}",
+                report.ops
+            ),
+        }
         assert!(report.ops.exists < tasks / 10, "{:?}", report.ops);
         assert_eq!(report.latencies.len() as u64, tasks);
         assert!(report.latencies.windows(2).all(|w| w[0] <= w[1]), "sorted");

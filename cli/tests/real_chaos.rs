@@ -515,7 +515,7 @@ impl Chaos {
         let path = format!("{}/{worker_id}", self.layout.assignments_dir());
         self.observer
             .data(&path)
-            .map(|data| String::from_utf8_lossy(&data).into_owned())
+            .map(|data| zkdist_coord::assignment_label(&data))
     }
 
     fn wait_until_unregistered(&mut self, worker_id: &str) {

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::stream::{FuturesOrdered, StreamExt};
 
+use crate::assignment::AssignmentView;
 use crate::codec::{CodecError, TaskPayload, TaskResult};
 use crate::error::ZkError;
 use crate::layout::Layout;
@@ -654,9 +655,9 @@ impl<C: Coordinator> Client<C> {
             // The worker may finish between the listing and the read.
             let assignment = self.layout.assignment(&worker);
             match until_known(|| self.zk.get_data(&assignment, Watch::No)).await {
-                Ok((data, _)) => match TaskId::parse(&String::from_utf8_lossy(&data)) {
-                    Ok(task) => {
-                        status.assignments.insert(worker, task);
+                Ok((data, _)) => match AssignmentView::decode(&data) {
+                    Ok(view) => {
+                        status.assignments.insert(worker, view.task);
                     }
                     Err(_) => status.ignored_nodes += 1,
                 },

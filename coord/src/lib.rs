@@ -6,6 +6,7 @@
 //! [`conformance`] suite is written once against the trait and run against
 //! both, which is what makes the simulator worth trusting.
 
+pub mod assignment;
 pub mod client;
 pub mod codec;
 pub mod conformance;
@@ -23,6 +24,9 @@ pub mod validate;
 #[cfg(feature = "real")]
 pub mod zk;
 
+pub use assignment::{
+    AssignmentView, MAX_INLINE_PAYLOAD_BYTES, assignment_label, encode_assignment,
+};
 pub use client::{Client, ClientError, MAX_LISTING_ATTEMPTS, Status};
 pub use codec::{CodecError, MAX_RESULT_OUTPUT_BYTES, TaskPayload, TaskResult};
 pub use connector::Connector;

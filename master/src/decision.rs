@@ -56,9 +56,19 @@ pub enum Command {
     /// [`crate::MasterState::on_task_checked`]. Only while initialising.
     CheckTaskFinished(TaskId),
     /// `multi[check epoch, create(assignments/<worker>, data = task name)]`,
-    /// answered by [`crate::MasterState::on_assignment_created`]. Never sent
-    /// again blindly: an unknown outcome is settled by `RecoverAssignment`.
-    CreateAssignment { worker: WorkerId, task: TaskId },
+    /// with the task's payload after the name when it was read ahead (see
+    /// `zkdist_coord::assignment`), answered by
+    /// [`crate::MasterState::on_assignment_created`]. Never sent again
+    /// blindly: an unknown outcome is settled by `RecoverAssignment`.
+    CreateAssignment {
+        worker: WorkerId,
+        task: TaskId,
+        payload: Option<Vec<u8>>,
+    },
+    /// `get_data(tasks/<task>)` of a queued task, once, answered by
+    /// [`crate::MasterState::on_payload_read`]. Only with a payload
+    /// read-ahead ([`crate::MasterState::with_payload_read_ahead`]).
+    ReadPayload(TaskId),
     /// After a create whose outcome is unknown: `get_data(assignments/
     /// <worker>)`, and if it is absent, the task's status (see
     /// [`crate::TaskStatus`]). Answered by

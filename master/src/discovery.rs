@@ -21,12 +21,32 @@ pub enum TaskDiscovery {
     /// is listed once at start and once after every reconnection (the
     /// server does not replay what changed while the session was away).
     /// The default: the per-task cost does not grow with the queue.
+    ///
+    /// Beyond discovery, this mode also reads the payloads of the queue's
+    /// first tasks ahead ([`PAYLOAD_READ_AHEAD_TASKS`]) and puts small ones
+    /// inline in their assignments, which saves each worker a read on the
+    /// task's path; the founding design's mode assigns by name only.
     #[default]
     Watch,
 }
 
+/// How many of the queue's first tasks the watch mode reads ahead. Enough
+/// that the tasks the next rounds assign are read by the time they go out
+/// (a round assigns as many as there are free workers, and the reads take
+/// one round trip); small enough that the payloads held, at most this many
+/// times `zkdist_coord::MAX_INLINE_PAYLOAD_BYTES` (1 MiB), do not matter.
+pub const PAYLOAD_READ_AHEAD_TASKS: usize = 64;
+
 impl TaskDiscovery {
     pub const ALL: [TaskDiscovery; 2] = [TaskDiscovery::Listing, TaskDiscovery::Watch];
+
+    /// How many queued tasks' payloads the master reads ahead in this mode.
+    pub fn payload_read_ahead_tasks(self) -> usize {
+        match self {
+            TaskDiscovery::Listing => 0,
+            TaskDiscovery::Watch => PAYLOAD_READ_AHEAD_TASKS,
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {

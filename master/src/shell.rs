@@ -12,9 +12,9 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use zkdist_coord::retry::{until_known, until_known_within};
 use zkdist_coord::{
-    AddWatchMode, Coordinator, CreateMode, Directory, Event, EventStream, Layout,
+    AddWatchMode, AssignmentView, Coordinator, CreateMode, Directory, Event, EventStream, Layout,
     MAX_LISTING_ATTEMPTS, Op, SessionState, Stat, TaskId, Watch, WatchKind, WorkerId, ZkError,
-    ZkResult,
+    ZkResult, encode_assignment,
 };
 
 use crate::decision::{Command, MasterDecision};
@@ -78,6 +78,10 @@ enum Reply {
         worker: WorkerId,
         task: TaskId,
         result: ZkResult<ReclaimOutcome>,
+    },
+    PayloadRead {
+        task: TaskId,
+        payload: Option<Vec<u8>>,
     },
 }
 
@@ -184,7 +188,8 @@ impl<C: Coordinator> Master<C> {
                     error,
                 })?;
         }
-        let mut state = MasterState::new(self.epoch, self.discovery);
+        let mut state = MasterState::new(self.epoch, self.discovery)
+            .with_payload_read_ahead(self.discovery.payload_read_ahead_tasks());
         let mut in_flight = InFlight::new();
         let step = state.start();
         self.apply(step, &mut in_flight);
@@ -335,9 +340,9 @@ impl<C: Coordinator> Master<C> {
             }
             Reply::AssignmentRead { worker, result } => {
                 let data = match result {
-                    Ok(bytes) => match std::str::from_utf8(&bytes).map(TaskId::parse) {
-                        Ok(Ok(task)) => AssignmentData::Task(task),
-                        _ => AssignmentData::Unreadable,
+                    Ok(bytes) => match AssignmentView::decode(&bytes) {
+                        Ok(view) => AssignmentData::Task(view.task),
+                        Err(_) => AssignmentData::Unreadable,
                     },
                     Err(ZkError::NoNode { .. }) => AssignmentData::Gone,
                     Err(error) => {
@@ -392,6 +397,7 @@ impl<C: Coordinator> Master<C> {
                 })?;
                 Ok(state.on_assignment_reclaimed(worker, task, outcome))
             }
+            Reply::PayloadRead { task, payload } => Ok(state.on_payload_read(task, payload)),
         }
     }
 
@@ -484,13 +490,17 @@ impl<C: Coordinator> Master<C> {
                     }
                 });
             }
-            Command::CreateAssignment { worker, task } => {
+            Command::CreateAssignment {
+                worker,
+                task,
+                payload,
+            } => {
                 let create = FencedOps::new(
                     &self.layout,
                     self.epoch,
                     [Op::Create {
                         path: self.layout.assignment(&worker),
-                        data: task.as_str().as_bytes().to_vec(),
+                        data: encode_assignment(&task, payload.as_deref()),
                         mode: CreateMode::Persistent,
                     }],
                 );
@@ -503,6 +513,18 @@ impl<C: Coordinator> Master<C> {
                         worker,
                         task,
                         reply,
+                    }
+                });
+            }
+            Command::ReadPayload(task) => {
+                let path = self.layout.task(&task);
+                in_flight.push(async move {
+                    // One attempt: nothing waits on it, and a task whose
+                    // payload is not read ahead is assigned by name.
+                    let payload = zk.get_data(&path, Watch::No).await.ok();
+                    Reply::PayloadRead {
+                        task,
+                        payload: payload.map(|(data, _)| data),
                     }
                 });
             }
@@ -571,7 +593,9 @@ async fn recover_assignment<C: Coordinator>(
     let path = layout.assignment(worker);
     until_known(|| zk.sync(&path)).await?;
     match until_known(|| zk.get_data(&path, Watch::No)).await {
-        Ok((data, _)) if data == task.as_str().as_bytes() => Ok(AssignmentFound::Present),
+        Ok((data, _)) if AssignmentView::decode(&data).is_ok_and(|view| view.task == *task) => {
+            Ok(AssignmentFound::Present)
+        }
         // Not this master's node (only it assigns to this worker): it was
         // there before, so the create was refused.
         Ok(_) => Ok(AssignmentFound::Foreign),

@@ -14,7 +14,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc;
-use zkdist_coord::{Layout, TaskId, TaskResult};
+use zkdist_coord::{Layout, TaskId, TaskResult, assignment_label};
 use zkdist_master::{MasterDecision, MasterState};
 use zkdist_sim::{Change, Latency, SimZk};
 use zkdist_worker::WorkerDecision;
@@ -68,7 +68,7 @@ async fn watch_ground(sim: &SimZk, layout: &Layout) -> mpsc::UnboundedReceiver<G
                 let data = tree.data(path).unwrap_or_default();
                 let _ = facts.send(Ground::Assigned {
                     worker: worker.to_owned(),
-                    task: String::from_utf8_lossy(data).into_owned(),
+                    task: assignment_label(data),
                 });
             } else if path.starts_with(&tasks_prefix) && path.ends_with("/result") {
                 let _ = facts.send(Ground::ResultCreated { path: path.clone() });
@@ -79,9 +79,11 @@ async fn watch_ground(sim: &SimZk, layout: &Layout) -> mpsc::UnboundedReceiver<G
             let data = tree
                 .data(&format!("{assignments_dir}/{worker}"))
                 .unwrap_or_default();
-            if !assigned.insert(data.to_vec()) {
+            // By the task named: one copy may carry the payload inline.
+            let task = assignment_label(data);
+            if !assigned.insert(task.clone()) {
                 let _ = facts.send(Ground::TaskAssignedTwice {
-                    task: String::from_utf8_lossy(data).into_owned(),
+                    task,
                     zxid: op.zxid,
                 });
             }

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use zkdist_coord::{
-    AddWatchMode, Coordinator, CreateMode, Layout, Op, OpResult, SessionId, Stat, TaskId, Watch,
-    WorkerId, ZkError, ZkResult, path,
+    AddWatchMode, AssignmentView, Coordinator, CreateMode, Layout, Op, OpResult, SessionId, Stat,
+    Watch, WorkerId, ZkError, ZkResult, path,
 };
 
 use crate::checker::Invariant;
@@ -158,10 +158,7 @@ impl<C: Coordinator> MutantSession<C> {
     fn delayed_create(&self, path: &str, data: &[u8]) -> bool {
         self.mutant == Some(Mutant::MasterReordersCreates)
             && path::parent(path) == self.layout.assignments_dir()
-            && std::str::from_utf8(data)
-                .ok()
-                .and_then(|name| TaskId::parse(name).ok())
-                .is_some_and(|task| task.sequence() % 2 == 0)
+            && AssignmentView::decode(data).is_ok_and(|view| view.task.sequence() % 2 == 0)
     }
 }
 

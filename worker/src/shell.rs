@@ -24,8 +24,8 @@ use futures::future::join;
 use tokio::sync::mpsc::UnboundedSender;
 use zkdist_coord::retry::until_known;
 use zkdist_coord::{
-    AddWatchMode, Coordinator, CreateMode, Event, EventStream, Layout, SessionState, Stat, TaskId,
-    TaskResult, Watch, WatchKind, WorkerId, ZkError, path,
+    AddWatchMode, AssignmentView, Coordinator, CreateMode, Event, EventStream, Layout,
+    SessionState, Stat, TaskId, TaskResult, Watch, WatchKind, WorkerId, ZkError, path,
 };
 
 use crate::catch_unwind::CatchUnwind;
@@ -308,23 +308,33 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 return Err(WorkerError::request(format!("reading {assignment}"), error));
             }
         };
-        let (task, decision) = state.on_assignment_read(&data, &stat);
+        let (view, decision) = state.on_assignment_read(&data, &stat);
         self.note(decision);
-        let Some(task) = task else {
+        let Some(AssignmentView { task, payload }) = view else {
             return self.release(state, assignment).await;
         };
-        let task_path = self.layout.task(&task);
-        let payload = match until_known(|| self.zk.get_data(&task_path, Watch::No)).await {
-            Ok((payload, _)) => payload,
-            Err(ZkError::NoNode { .. }) => {
-                self.note(state.on_task_missing());
-                return self.release(state, assignment).await;
-            }
-            Err(error) => {
-                return Err(WorkerError::request(format!("reading {task_path}"), error));
+        // A payload the master put inline saves reading the task node. A
+        // task deleted meanwhile is then found by the completion, whose
+        // result create fails, as it would after a read.
+        let read_payload;
+        let payload = match payload {
+            Some(payload) => payload,
+            None => {
+                let task_path = self.layout.task(&task);
+                read_payload = match until_known(|| self.zk.get_data(&task_path, Watch::No)).await {
+                    Ok((payload, _)) => payload,
+                    Err(ZkError::NoNode { .. }) => {
+                        self.note(state.on_task_missing());
+                        return self.release(state, assignment).await;
+                    }
+                    Err(error) => {
+                        return Err(WorkerError::request(format!("reading {task_path}"), error));
+                    }
+                };
+                &read_payload[..]
             }
         };
-        let outcome = self.run_handler(state, &payload, shutdown).await?;
+        let outcome = self.run_handler(state, payload, shutdown).await?;
         let result = state.result_for(outcome);
         self.complete(state, &task, assignment, &result).await
     }

@@ -13,7 +13,7 @@
 //! abandons its task and decides nothing more (a new session means a new
 //! worker, with a new id).
 
-use zkdist_coord::{Stat, TaskId, TaskResult, WorkerId};
+use zkdist_coord::{AssignmentView, Stat, TaskId, TaskResult, WorkerId};
 
 use crate::decision::WorkerDecision;
 use crate::handler::TaskError;
@@ -190,13 +190,13 @@ impl WorkerState {
     }
 
     /// The assignment node's data and stat were read: it names the task to
-    /// run, or it is garbage (then `None`: the shell deletes the assignment
-    /// and runs nothing).
-    pub fn on_assignment_read(
+    /// run (with its payload, if the master put it inline), or it is garbage
+    /// (then `None`: the shell deletes the assignment and runs nothing).
+    pub fn on_assignment_read<'data>(
         &mut self,
-        data: &[u8],
+        data: &'data [u8],
         stat: &Stat,
-    ) -> (Option<TaskId>, WorkerDecision) {
+    ) -> (Option<AssignmentView<'data>>, WorkerDecision) {
         assert_eq!(
             self.phase,
             Phase::Idle,
@@ -205,18 +205,16 @@ impl WorkerState {
         );
         let worker = self.worker.clone();
         let assignment = AssignmentNode::of(stat);
-        match std::str::from_utf8(data).map(TaskId::parse) {
-            Ok(Ok(task)) => {
+        match AssignmentView::decode(data) {
+            Ok(view) => {
+                let task = view.task.clone();
                 self.phase = Phase::Working {
                     task: Some(task.clone()),
                     assignment,
                 };
-                (
-                    Some(task.clone()),
-                    WorkerDecision::TaskStarted { worker, task },
-                )
+                (Some(view), WorkerDecision::TaskStarted { worker, task })
             }
-            _ => {
+            Err(_) => {
                 self.phase = Phase::Working {
                     task: None,
                     assignment,
@@ -384,10 +382,30 @@ mod tests {
     }
 
     #[test]
+    fn an_inline_payload_comes_with_the_task() {
+        let mut state = registered();
+        let data = zkdist_coord::encode_assignment(&TaskId::from_sequence(9), Some(b"{}"));
+        let (view, decision) = state.on_assignment_read(&data, &assignment_stat());
+        let view = view.expect("an inline assignment names its task");
+        assert_eq!(view.task, TaskId::from_sequence(9));
+        assert_eq!(view.payload, Some(&b"{}"[..]));
+        assert!(
+            matches!(decision, WorkerDecision::TaskStarted { task, .. } if task == TaskId::from_sequence(9))
+        );
+        assert_eq!(state.current_task(), Some(&TaskId::from_sequence(9)));
+    }
+
+    #[test]
     fn a_task_goes_from_assignment_to_release() {
         let mut state = registered();
-        let (task, decision) = state.on_assignment_read(b"task-0000000004", &assignment_stat());
-        assert_eq!(task, Some(TaskId::from_sequence(4)));
+        let (view, decision) = state.on_assignment_read(b"task-0000000004", &assignment_stat());
+        assert_eq!(
+            view,
+            Some(AssignmentView {
+                task: TaskId::from_sequence(4),
+                payload: None
+            })
+        );
         assert!(matches!(decision, WorkerDecision::TaskStarted { .. }));
         let result = state.result_for(HandlerOutcome::Finished(Ok(b"out".to_vec())));
         assert_eq!(
@@ -466,8 +484,8 @@ mod tests {
         assert_eq!(state.tasks_finished(), 0, "a revoked task is not finished");
         assert_eq!(state.current_task(), None);
         // Idle again: the next assignment is taken.
-        let (task, _) = state.on_assignment_read(b"task-0000000004", &assignment_stat());
-        assert_eq!(task, Some(TaskId::from_sequence(4)));
+        let (view, _) = state.on_assignment_read(b"task-0000000004", &assignment_stat());
+        assert_eq!(view.map(|view| view.task), Some(TaskId::from_sequence(4)));
 
         // A garbage assignment can be revoked too.
         let mut state = registered();

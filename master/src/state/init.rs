@@ -83,7 +83,7 @@ impl MasterState {
                 // reclaimed: it must not be queued, now or by a later
                 // listing.
                 self.processed_tasks.insert(task.clone());
-                self.pending_tasks.remove(&task);
+                self.unqueue(&task);
                 match self.workers.get_mut(&worker) {
                     Some(slot) => {
                         assert!(
@@ -142,7 +142,7 @@ impl MasterState {
             "{task} checked but never requested"
         );
         if finished {
-            self.pending_tasks.remove(&task);
+            self.unqueue(&task);
             self.decide(MasterDecision::TaskAlreadyFinished { task });
         }
         self.finish_step()

@@ -18,6 +18,7 @@ impl MasterState {
         if !cfg!(debug_assertions) {
             return;
         }
+        self.check_read_ahead();
         // Where each task is: at most one of pending, held by a registered
         // worker, or being reclaimed from a departed one.
         let mut held: BTreeMap<&TaskId, &WorkerId> = BTreeMap::new();

@@ -166,7 +166,7 @@ impl MasterState {
             .cloned()
             .collect();
         for task in vanished {
-            self.pending_tasks.remove(&task);
+            self.unqueue(&task);
             self.decide(MasterDecision::TaskVanished { task });
         }
         // Bounded memory: a task that is gone and not held can never come

@@ -38,8 +38,8 @@
 //!
 //! This file holds the state, its accessors, start-up and the end of every
 //! step; each child module holds the inputs and decisions of one concern
-//! (`listings`, `init`, `in_doubt`, `departed`, `round`, `invariants`), and
-//! `outcomes` the types the shell feeds in.
+//! (`listings`, `task_events`, `init`, `in_doubt`, `departed`, `round`,
+//! `read_ahead`, `invariants`), and `outcomes` the types the shell feeds in.
 
 mod departed;
 mod in_doubt;
@@ -47,6 +47,9 @@ mod init;
 mod invariants;
 mod listings;
 mod outcomes;
+mod read_ahead;
+#[cfg(test)]
+mod read_ahead_tests;
 mod round;
 mod task_events;
 #[cfg(test)]
@@ -69,6 +72,7 @@ use init::Initialisation;
 pub use outcomes::{
     Assignment, AssignmentData, AssignmentFound, ReclaimOutcome, Step, TaskStatus, WriteOutcome,
 };
+use read_ahead::ReadAhead;
 
 #[derive(Debug)]
 pub struct MasterState {
@@ -90,6 +94,11 @@ pub struct MasterState {
     /// does not list at once (each failed attempt costs the connection).
     reconcile_deferred: bool,
     pending_tasks: BTreeSet<TaskId>,
+    /// Payloads of the queue's first tasks, read ahead for inline
+    /// assignments (`read_ahead`); at most `read_ahead_tasks` of them, all
+    /// of queued tasks.
+    read_ahead: BTreeMap<TaskId, ReadAhead>,
+    read_ahead_tasks: usize,
     workers: BTreeMap<WorkerId, Option<Assignment>>,
     /// Registered workers whose unconfirmed assignment is being read back
     /// after a lost create reply.
@@ -137,6 +146,8 @@ impl MasterState {
             deleted_during_listing: BTreeSet::new(),
             reconcile_deferred: false,
             pending_tasks: BTreeSet::new(),
+            read_ahead: BTreeMap::new(),
+            read_ahead_tasks: 0,
             workers: BTreeMap::new(),
             in_doubt: BTreeSet::new(),
             departed: BTreeMap::new(),
@@ -281,6 +292,7 @@ impl MasterState {
                 self.run_round(init.triggers.into_iter().collect());
             }
         }
+        self.read_payloads_ahead();
         self.check_invariants();
         std::mem::take(&mut self.step)
     }

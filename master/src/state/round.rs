@@ -32,11 +32,15 @@ impl MasterState {
                 task: task.clone(),
                 confirmed: false,
             });
+            assigned.push((worker.clone(), task));
+        }
+        for (worker, task) in &assigned {
+            let payload = self.take_inline_payload(task);
             self.step.commands.push(Command::CreateAssignment {
                 worker: worker.clone(),
                 task: task.clone(),
+                payload,
             });
-            assigned.push((worker.clone(), task));
         }
         assert!(
             self.pending_tasks.is_empty() || self.idle_workers().next().is_none(),

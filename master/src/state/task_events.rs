@@ -55,7 +55,7 @@ impl MasterState {
         if self.listing_loop(Directory::Tasks).in_flight() {
             self.deleted_during_listing.insert(task.clone());
         }
-        if self.pending_tasks.remove(&task) {
+        if self.unqueue(&task) {
             assert!(self.processed_tasks.remove(&task));
             self.decide(MasterDecision::TaskVanished { task });
         } else if self.held_tasks().contains(&task) {

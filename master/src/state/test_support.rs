@@ -1,4 +1,5 @@
-//! Helpers shared by the core's unit tests (`tests`, `watch_tests`).
+//! Helpers shared by the core's unit tests (`tests`, `watch_tests`,
+//! `read_ahead_tests`).
 
 use zkdist_coord::{TaskId, WorkerId};
 
@@ -30,7 +31,7 @@ pub(super) fn creates(step: &Step) -> Vec<(WorkerId, TaskId)> {
     step.commands
         .iter()
         .filter_map(|command| match command {
-            Command::CreateAssignment { worker, task } => Some((worker.clone(), task.clone())),
+            Command::CreateAssignment { worker, task, .. } => Some((worker.clone(), task.clone())),
             _ => None,
         })
         .collect()

@@ -139,7 +139,8 @@ fn no_round_runs_before_the_state_is_built() {
         step.commands,
         vec![Command::CreateAssignment {
             worker: w(1),
-            task: t(1)
+            task: t(1),
+            payload: None,
         }]
     );
 }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use zkdist_coord::Layout;
+use zkdist_coord::{Layout, assignment_label};
 use zkdist_sim::{Change, SimZk};
 
 /// Facts gathered so far.
@@ -33,10 +33,9 @@ pub async fn watch_ground(sim: &SimZk, layout: &Layout) -> Arc<Mutex<Ground>> {
             };
             if let Some(worker) = path.strip_prefix(&assignment_prefix) {
                 let data = tree.data(path).unwrap_or_default();
-                facts.assignments_created.push((
-                    worker.to_owned(),
-                    String::from_utf8_lossy(data).into_owned(),
-                ));
+                facts
+                    .assignments_created
+                    .push((worker.to_owned(), assignment_label(data)));
             } else if let Some(task) = path
                 .strip_prefix(&tasks_prefix)
                 .and_then(|rest| rest.strip_suffix("/result"))
@@ -49,10 +48,10 @@ pub async fn watch_ground(sim: &SimZk, layout: &Layout) -> Arc<Mutex<Ground>> {
             let data = tree
                 .data(&format!("{assignments_dir}/{worker}"))
                 .unwrap_or_default();
-            if !named.insert(data.to_vec()) {
-                facts
-                    .assigned_twice
-                    .push((op.zxid, String::from_utf8_lossy(data).into_owned()));
+            // By the task named: one copy may carry the payload inline.
+            let task = assignment_label(data);
+            if !named.insert(task.clone()) {
+                facts.assigned_twice.push((op.zxid, task));
             }
         }
     })

@@ -65,7 +65,9 @@ mod view;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use zkdist_coord::{ErrorCode, Layout, SessionId, TaskId, TaskToken, WorkerId, ZkError};
+use zkdist_coord::{
+    ErrorCode, Layout, SessionId, TaskId, TaskToken, WorkerId, ZkError, assignment_label,
+};
 use zkdist_master::{MasterDecision, MasterState, Recovery};
 use zkdist_sim::{AppliedOp, Change, Tree, TxnKind};
 use zkdist_worker::{CompletionReadBack, WorkerDecision};
@@ -458,7 +460,7 @@ impl Checker {
     ) -> Option<(Invariant, String)> {
         if let Some(name) = path.strip_prefix(&self.assignments_prefix) {
             let worker = WorkerId::parse(name).ok()?;
-            let data = String::from_utf8_lossy(tree.data(path).unwrap_or_default()).into_owned();
+            let data = assignment_label(tree.data(path).unwrap_or_default());
             let found = self.on_assignment_created(op, &worker, &data, tree);
             self.assignment_nodes.insert(worker, data);
             return found;

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use zkdist_coord::{Layout, TaskId, WorkerId};
+use zkdist_coord::{Layout, TaskId, WorkerId, assignment_label};
 use zkdist_master::MasterState;
 use zkdist_sim::Tree;
 
@@ -38,8 +38,7 @@ impl TreeFacts {
             .filter_map(|name| WorkerId::parse(name).ok())
             .map(|worker| {
                 let data = tree.data(&layout.assignment(&worker)).unwrap_or_default();
-                let data = String::from_utf8_lossy(data).into_owned();
-                (worker, data)
+                (worker, assignment_label(data))
             })
             .collect();
         let tasks = children(&layout.tasks_dir())

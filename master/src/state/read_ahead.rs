@@ -1,0 +1,140 @@
+//! Reading queued tasks' payloads ahead, so that an assignment can carry
+//! its task's payload inline (see `zkdist_coord::assignment`) and the
+//! worker runs it without reading the task node: one round trip less on
+//! every task's path while a queue is waiting.
+//!
+//! The master reads the payloads of the first tasks of the queue, a few at a
+//! time ([`MasterState::with_payload_read_ahead`]), so memory stays bounded
+//! by that window times [`MAX_INLINE_PAYLOAD_BYTES`] whatever the backlog.
+//! Nothing waits on a read: a task whose payload is not in (yet, or at all:
+//! too large, a failed read) is assigned by name, as in the founding design,
+//! and its worker reads the payload itself.
+
+use std::ops::Bound;
+
+use zkdist_coord::{MAX_INLINE_PAYLOAD_BYTES, TaskId};
+
+use super::{MasterState, Step};
+use crate::decision::Command;
+
+/// Where the read of one queued task's payload stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ReadAhead {
+    /// `Command::ReadPayload` is out.
+    Reading,
+    /// The payload, small enough to go inline.
+    Ready(Vec<u8>),
+    /// The task is assigned by name: its payload is too large, or the read
+    /// failed. Never read again while it stays queued.
+    ByName,
+}
+
+impl MasterState {
+    /// Reads ahead the payloads of up to `tasks` queued tasks, for inline
+    /// assignments. 0 (the default) reads none: every task is assigned by
+    /// name, as in the founding design.
+    pub fn with_payload_read_ahead(mut self, tasks: usize) -> MasterState {
+        assert!(
+            !self.started,
+            "the read-ahead is chosen before the master starts"
+        );
+        self.read_ahead_tasks = tasks;
+        self
+    }
+
+    /// Queued tasks whose payload is read ahead (read, or being read).
+    pub fn payloads_read_ahead(&self) -> usize {
+        self.read_ahead.len()
+    }
+
+    /// The shell's answer to `Command::ReadPayload(task)`: the payload, or
+    /// `None` when it could not be read (the task is gone, the connection
+    /// dropped). Either way nothing else changes; a task assigned or gone
+    /// meanwhile is no longer read ahead and its answer is dropped.
+    pub fn on_payload_read(&mut self, task: TaskId, payload: Option<Vec<u8>>) -> Step {
+        self.assert_not_deposed();
+        if let Some(entry) = self.read_ahead.get_mut(&task)
+            && *entry == ReadAhead::Reading
+        {
+            *entry = match payload {
+                Some(payload) if payload.len() <= MAX_INLINE_PAYLOAD_BYTES => {
+                    ReadAhead::Ready(payload)
+                }
+                _ => ReadAhead::ByName,
+            };
+        }
+        self.finish_step()
+    }
+
+    /// Takes `task` off the queue, with whatever was read ahead for it.
+    /// True if it was queued.
+    pub(super) fn unqueue(&mut self, task: &TaskId) -> bool {
+        self.read_ahead.remove(task);
+        self.pending_tasks.remove(task)
+    }
+
+    /// The payload read ahead for `task`, which is being assigned now.
+    pub(super) fn take_inline_payload(&mut self, task: &TaskId) -> Option<Vec<u8>> {
+        assert!(
+            !self.pending_tasks.contains(task),
+            "{task} is given its payload while still queued"
+        );
+        match self.read_ahead.remove(task)? {
+            ReadAhead::Ready(payload) => Some(payload),
+            ReadAhead::Reading | ReadAhead::ByName => None,
+        }
+    }
+
+    /// Sends reads for the queue's next tasks until the window is full.
+    /// The window follows the queue's head: it holds the oldest queued
+    /// tasks, and each round that assigns some makes room for the next. A
+    /// task that comes back to the queue behind the window's last is not
+    /// read ahead (it is assigned by name): keeping the window exact would
+    /// cost a scan of it on every step.
+    pub(super) fn read_payloads_ahead(&mut self) {
+        if self.read_ahead_tasks == 0 || self.deposed || !self.is_initialised() {
+            return;
+        }
+        let room = self.read_ahead_tasks.saturating_sub(self.read_ahead.len());
+        if room == 0 {
+            return;
+        }
+        let after = match self.read_ahead.last_key_value() {
+            Some((last, _)) => Bound::Excluded(last),
+            None => Bound::Unbounded,
+        };
+        let next: Vec<TaskId> = self
+            .pending_tasks
+            .range((after, Bound::Unbounded))
+            .take(room)
+            .cloned()
+            .collect();
+        for task in next {
+            self.read_ahead.insert(task.clone(), ReadAhead::Reading);
+            self.step.commands.push(Command::ReadPayload(task));
+        }
+    }
+
+    /// What must hold of the read-ahead after every step.
+    pub(super) fn check_read_ahead(&self) {
+        assert!(
+            self.read_ahead.len() <= self.read_ahead_tasks,
+            "{} payloads read ahead, over the window of {}",
+            self.read_ahead.len(),
+            self.read_ahead_tasks
+        );
+        for (task, entry) in &self.read_ahead {
+            assert!(
+                self.pending_tasks.contains(task),
+                "{task}'s payload is read ahead but the task is not queued"
+            );
+            if let ReadAhead::Ready(payload) = entry {
+                assert!(
+                    payload.len() <= MAX_INLINE_PAYLOAD_BYTES,
+                    "{task}'s payload of {} bytes is kept for an inline assignment",
+                    payload.len()
+                );
+            }
+        }
+    }
+}

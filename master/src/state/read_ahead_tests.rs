@@ -1,0 +1,199 @@
+//! The payload read-ahead, input by input: which queued tasks are read,
+//! how the window follows the queue's head, and that an assignment carries
+//! a payload only when it was read in time, was small enough, and belongs
+//! to the task assigned.
+
+use zkdist_coord::MAX_INLINE_PAYLOAD_BYTES;
+
+use super::test_support::*;
+use super::*;
+use crate::discovery::TaskDiscovery;
+
+const EPOCH: Epoch = Epoch(3);
+
+/// A started watch-discovery master reading `window` payloads ahead, with
+/// `workers` registered and idle and nothing queued.
+fn initialised(workers: &[u32], window: usize) -> MasterState {
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch).with_payload_read_ahead(window);
+    master.start();
+    master.on_workers_listed(worker_names(workers));
+    master.on_tasks_watch_added(false);
+    master.on_tasks_listed_at(vec![], 0);
+    master.on_assignments_listed(vec![]);
+    assert!(master.is_initialised());
+    master
+}
+
+fn reads(step: &Step) -> Vec<TaskId> {
+    step.commands
+        .iter()
+        .filter_map(|command| match command {
+            Command::ReadPayload(task) => Some(task.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn create_payloads(step: &Step) -> Vec<(TaskId, Option<Vec<u8>>)> {
+    step.commands
+        .iter()
+        .filter_map(|command| match command {
+            Command::CreateAssignment { task, payload, .. } => {
+                Some((task.clone(), payload.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Queues tasks `ns` (no worker idle), checking that each is read ahead
+/// while the window has room.
+fn queue(master: &mut MasterState, ns: &[i32]) -> Vec<TaskId> {
+    let mut read = Vec::new();
+    for n in ns {
+        let step = master.on_task_created(t(*n).as_str());
+        assert!(creates(&step).is_empty(), "no worker is idle");
+        read.extend(reads(&step));
+    }
+    read
+}
+
+#[test]
+fn without_a_window_nothing_is_read_and_tasks_go_by_name() {
+    let mut master = initialised(&[1], 0);
+    let step = master.on_task_created(t(0).as_str());
+    assert!(reads(&step).is_empty());
+    assert_eq!(create_payloads(&step), vec![(t(0), None)]);
+}
+
+#[test]
+fn the_window_holds_the_oldest_queued_tasks() {
+    let mut master = initialised(&[], 3);
+    assert_eq!(queue(&mut master, &[0, 1, 2, 3, 4]), vec![t(0), t(1), t(2)]);
+    assert_eq!(master.payloads_read_ahead(), 3);
+    // Answers fill it; nothing more goes out while it is full.
+    for n in 0..3 {
+        let step = master.on_payload_read(t(n), Some(format!("p{n}").into_bytes()));
+        assert!(step.commands.is_empty(), "{:?}", step.commands);
+    }
+    // A worker joins: it takes the oldest task, with its payload inline,
+    // and the window moves on to the next task not read yet.
+    master.on_watch_fired(Directory::Workers);
+    let step = master.on_workers_listed(worker_names(&[1]));
+    assert_eq!(create_payloads(&step), vec![(t(0), Some(b"p0".to_vec()))]);
+    assert_eq!(reads(&step), vec![t(3)]);
+    assert_eq!(master.payloads_read_ahead(), 3);
+}
+
+#[test]
+fn a_task_assigned_before_its_read_answers_goes_by_name() {
+    let mut master = initialised(&[], 2);
+    assert_eq!(queue(&mut master, &[0]), vec![t(0)]);
+    master.on_watch_fired(Directory::Workers);
+    let step = master.on_workers_listed(worker_names(&[1]));
+    assert_eq!(create_payloads(&step), vec![(t(0), None)]);
+    confirm(&mut master, &step);
+    // The late answer is dropped: the task is no longer queued.
+    let step = master.on_payload_read(t(0), Some(b"late".to_vec()));
+    assert_eq!(step, Step::default());
+    assert_eq!(master.payloads_read_ahead(), 0);
+}
+
+#[test]
+fn a_large_payload_or_a_failed_read_is_assigned_by_name_and_not_read_again() {
+    let mut master = initialised(&[], 4);
+    assert_eq!(queue(&mut master, &[0, 1, 2]), vec![t(0), t(1), t(2)]);
+    let large = vec![b'x'; MAX_INLINE_PAYLOAD_BYTES + 1];
+    let at_limit = vec![b'y'; MAX_INLINE_PAYLOAD_BYTES];
+    assert!(
+        master
+            .on_payload_read(t(0), Some(large))
+            .commands
+            .is_empty()
+    );
+    assert!(master.on_payload_read(t(1), None).commands.is_empty());
+    assert!(
+        master
+            .on_payload_read(t(2), Some(at_limit.clone()))
+            .commands
+            .is_empty()
+    );
+    master.on_watch_fired(Directory::Workers);
+    let step = master.on_workers_listed(worker_names(&[1, 2, 3]));
+    assert_eq!(
+        create_payloads(&step),
+        vec![(t(0), None), (t(1), None), (t(2), Some(at_limit))]
+    );
+    assert!(reads(&step).is_empty(), "nothing left to read ahead");
+}
+
+#[test]
+fn a_deleted_task_leaves_the_window_and_makes_room() {
+    let mut master = initialised(&[], 2);
+    assert_eq!(queue(&mut master, &[0, 1, 2]), vec![t(0), t(1)]);
+    master.on_payload_read(t(0), Some(b"p0".to_vec()));
+    let step = master.on_task_deleted(t(0).as_str());
+    assert_eq!(reads(&step), vec![t(2)]);
+    assert_eq!(pending(&master), vec![t(1), t(2)]);
+    // An answer for the deleted task changes nothing.
+    assert_eq!(
+        master.on_payload_read(t(0), Some(b"p0".to_vec())),
+        Step::default()
+    );
+}
+
+#[test]
+fn a_requeued_task_behind_the_window_goes_by_name() {
+    // w1 holds t0; t1..t3 are queued, t1 and t2 read ahead. w1 leaves: t0
+    // goes back to the head of the queue, behind the window's last task,
+    // and is not read (keeping the window exact would cost a scan a step).
+    let mut master = initialised(&[1], 2);
+    let step = master.on_task_created(t(0).as_str());
+    confirm(&mut master, &step);
+    assert_eq!(queue(&mut master, &[1, 2, 3]), vec![t(1), t(2)]);
+    master.on_payload_read(t(1), Some(b"p1".to_vec()));
+    master.on_payload_read(t(2), Some(b"p2".to_vec()));
+    master.on_watch_fired(Directory::Workers);
+    let step = master.on_workers_listed(vec![]);
+    assert!(reads(&step).is_empty(), "{:?}", step.commands);
+    let reclaimed = master.on_assignment_reclaimed(
+        w(1),
+        t(0),
+        ReclaimOutcome::Reclaimed {
+            deleted: true,
+            status: TaskStatus::Unfinished,
+        },
+    );
+    assert!(reads(&reclaimed).is_empty());
+    assert_eq!(pending(&master), vec![t(0), t(1), t(2), t(3)]);
+    master.on_watch_fired(Directory::Workers);
+    let step = master.on_workers_listed(worker_names(&[2, 3]));
+    assert_eq!(
+        create_payloads(&step),
+        vec![(t(0), None), (t(1), Some(b"p1".to_vec()))]
+    );
+    // t1 left the window: t3, the next after its last task, is read.
+    assert_eq!(reads(&step), vec![t(3)]);
+}
+
+#[test]
+fn nothing_is_read_before_initialisation() {
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch).with_payload_read_ahead(8);
+    let step = master.start();
+    assert!(reads(&step).is_empty());
+    master.on_workers_listed(vec![]);
+    master.on_tasks_watch_added(false);
+    let step = master.on_tasks_listed_at(task_names(&[0, 1]), 2);
+    assert!(reads(&step).is_empty(), "still initialising");
+    let step = master.on_assignments_listed(vec![]);
+    assert!(reads(&step).is_empty(), "still initialising");
+    // The tasks found at start are checked for results first.
+    assert!(reads(&master.on_task_checked(t(0), true)).is_empty());
+    let step = master.on_task_checked(t(1), false);
+    assert!(master.is_initialised());
+    assert_eq!(
+        reads(&step),
+        vec![t(1)],
+        "only the unfinished task is queued"
+    );
+}
