@@ -51,10 +51,14 @@ pub enum Mutant {
     /// back empty). The mutant also plants the loss: its first task create
     /// is applied, and answered with `ConnectionLoss`.
     ClientSubmitsBlindly,
+    /// The master drops the last byte of every payload it puts inline in an
+    /// assignment (an off-by-one in the copy): workers run a payload that is
+    /// not their task's.
+    MasterTruncatesInlinePayloads,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 8] = [
+    pub const ALL: [Mutant; 9] = [
         Mutant::MasterAssignsBusyWorkers,
         Mutant::MasterSkipsTasksDiff,
         Mutant::MasterListsIdsAsWorkers,
@@ -63,6 +67,7 @@ impl Mutant {
         Mutant::WorkerReleasesBeforeResult,
         Mutant::MasterFakesReclaims,
         Mutant::ClientSubmitsBlindly,
+        Mutant::MasterTruncatesInlinePayloads,
     ];
 
     /// Whether the master carries the bug (else every worker does).
@@ -74,6 +79,7 @@ impl Mutant {
                 | Mutant::MasterListsIdsAsWorkers
                 | Mutant::MasterReordersCreates
                 | Mutant::MasterFakesReclaims
+                | Mutant::MasterTruncatesInlinePayloads
         )
     }
 
@@ -103,6 +109,7 @@ impl Mutant {
                 Invariant::Liveness
             }
             Mutant::WorkerReleasesBeforeResult => Invariant::FinishedExactlyOnce,
+            Mutant::MasterTruncatesInlinePayloads => Invariant::InlinePayload,
         }
     }
 }
@@ -283,7 +290,17 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         }
     }
 
-    async fn multi(&self, ops: Vec<Op>) -> ZkResult<Vec<OpResult>> {
+    async fn multi(&self, mut ops: Vec<Op>) -> ZkResult<Vec<OpResult>> {
+        if self.mutant == Some(Mutant::MasterTruncatesInlinePayloads) {
+            for op in &mut ops {
+                if let Op::Create { path, data, .. } = op
+                    && path::parent(path) == self.layout.assignments_dir()
+                    && AssignmentView::decode(data).is_ok_and(|view| view.payload.is_some())
+                {
+                    data.pop();
+                }
+            }
+        }
         let delayed = ops.iter().any(|op| match op {
             Op::Create { path, data, .. } => self.delayed_create(path, data),
             _ => false,

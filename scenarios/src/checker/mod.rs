@@ -54,6 +54,9 @@
 //! - [`Invariant::Liveness`]: when the run ends (after the faults stopped,
 //!   links healed and the system was given time to recover), every task
 //!   has its result.
+//! - [`Invariant::InlinePayload`]: an assignment node that carries its
+//!   task's payload inline carries exactly the task node's data (the
+//!   worker runs it without reading the task).
 //! - [`Invariant::MasterViewMatches`]: at the end of a quiescent run, the
 //!   elected master's workers, their assignments and its pending queue
 //!   agree with ZooKeeper's tree, it has seen every task that exists, and
@@ -66,7 +69,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use zkdist_coord::{
-    ErrorCode, Layout, SessionId, TaskId, TaskToken, WorkerId, ZkError, assignment_label,
+    AssignmentView, ErrorCode, Layout, SessionId, TaskId, TaskToken, WorkerId, ZkError,
+    assignment_label,
 };
 use zkdist_master::{MasterDecision, MasterState, Recovery};
 use zkdist_sim::{AppliedOp, Change, Tree, TxnKind};
@@ -87,11 +91,12 @@ pub enum Invariant {
     FinishedExactlyOnce,
     ZombieWrite,
     Liveness,
+    InlinePayload,
     MasterViewMatches,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 10] = [
+    pub const ALL: [Invariant; 11] = [
         Invariant::TaskAssignedTwice,
         Invariant::WorkerAssignedTwice,
         Invariant::AssignedToUnregistered,
@@ -101,6 +106,7 @@ impl Invariant {
         Invariant::FinishedExactlyOnce,
         Invariant::ZombieWrite,
         Invariant::Liveness,
+        Invariant::InlinePayload,
         Invariant::MasterViewMatches,
     ];
 
@@ -115,6 +121,7 @@ impl Invariant {
             Invariant::FinishedExactlyOnce => "finished-exactly-once",
             Invariant::ZombieWrite => "zombie-write",
             Invariant::Liveness => "liveness",
+            Invariant::InlinePayload => "inline-payload",
             Invariant::MasterViewMatches => "master-view-matches",
         }
     }
@@ -460,8 +467,11 @@ impl Checker {
     ) -> Option<(Invariant, String)> {
         if let Some(name) = path.strip_prefix(&self.assignments_prefix) {
             let worker = WorkerId::parse(name).ok()?;
-            let data = assignment_label(tree.data(path).unwrap_or_default());
-            let found = self.on_assignment_created(op, &worker, &data, tree);
+            let raw = tree.data(path).unwrap_or_default();
+            let data = assignment_label(raw);
+            let found = self
+                .on_assignment_created(op, &worker, &data, tree)
+                .or_else(|| self.inline_payload_breach(&worker, raw, tree));
             self.assignment_nodes.insert(worker, data);
             return found;
         }
@@ -538,6 +548,31 @@ impl Checker {
                 op.session_name
             ),
         ))
+    }
+
+    /// Whether `worker`'s new assignment, `data`, carries a payload other
+    /// than its task's. A task deleted before the assignment was created
+    /// has no payload left to compare (its worker finds it gone).
+    fn inline_payload_breach(
+        &self,
+        worker: &WorkerId,
+        data: &[u8],
+        tree: &Tree,
+    ) -> Option<(Invariant, String)> {
+        let view = AssignmentView::decode(data).ok()?;
+        let inline = view.payload?;
+        let task_data = tree.data(&format!("{}/{}", self.tasks_dir, view.task))?;
+        (inline != task_data).then(|| {
+            (
+                Invariant::InlinePayload,
+                format!(
+                    "{worker}'s assignment carries {} bytes inline for {}, whose payload is {} other bytes",
+                    inline.len(),
+                    view.task,
+                    task_data.len()
+                ),
+            )
+        })
     }
 
     fn on_assignment_created(
