@@ -130,12 +130,29 @@ impl Layout {
     /// or `None` for any other path, a task's result included: what the
     /// master's recursive watch on `tasks/` reports is sorted out with it.
     pub fn task_name_of<'p>(&self, path: &'p str) -> Option<&'p str> {
-        let name = path
-            .strip_prefix(self.root.as_str())?
-            .strip_prefix('/')?
-            .strip_prefix(TASKS)?
-            .strip_prefix('/')?;
+        self.child_name_of(Directory::Tasks, path)
+    }
+
+    /// The name of the child of `dir` whose node is `path`
+    /// (`<root>/<dir>/<name>`), or `None` for any other path, deeper ones
+    /// included: what the master's recursive watches report is sorted out
+    /// with it.
+    pub fn child_name_of<'p>(&self, dir: Directory, path: &'p str) -> Option<&'p str> {
+        let name = self.below(dir, path)?.strip_prefix('/')?;
         (!name.is_empty() && !name.contains('/')).then_some(name)
+    }
+
+    /// Whether `path` is `dir` itself or any node below it.
+    pub fn is_in_directory(&self, dir: Directory, path: &str) -> bool {
+        self.below(dir, path)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
+
+    /// What follows `<root>/<dir>` in `path`, if it starts so.
+    fn below<'p>(&self, dir: Directory, path: &'p str) -> Option<&'p str> {
+        path.strip_prefix(self.root.as_str())?
+            .strip_prefix('/')?
+            .strip_prefix(dir.name())
     }
 
     /// The prefix a persistent-sequential create turns into a new task.
@@ -324,6 +341,43 @@ mod tests {
             "/b/zkdist/tasks/task-0000000007".to_owned(),
         ] {
             assert_eq!(layout.task_name_of(&other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn children_and_subtrees_are_told_by_directory() {
+        let layout = Layout::new("/a/zkdist").unwrap();
+        let worker = WorkerId::parse("worker-0000000003").unwrap();
+        let assignment = layout.assignment(&worker);
+        assert_eq!(
+            layout.child_name_of(Directory::Assignments, &assignment),
+            Some(worker.as_str())
+        );
+        assert_eq!(layout.child_name_of(Directory::Tasks, &assignment), None);
+        assert_eq!(
+            layout.child_name_of(Directory::Assignments, &format!("{assignment}/deeper")),
+            None
+        );
+        assert!(layout.is_in_directory(Directory::Assignments, &assignment));
+        assert!(layout.is_in_directory(Directory::Assignments, &layout.assignments_dir()));
+        assert!(
+            layout.is_in_directory(Directory::Tasks, &layout.result(&TaskId::from_sequence(1)))
+        );
+        for other in [
+            "/a/zkdist/assignmentsx".to_owned(),
+            "/a/zkdist/assignmentsx/worker-0000000003".to_owned(),
+            layout.workers_dir(),
+            layout.worker(&worker),
+        ] {
+            assert!(
+                !layout.is_in_directory(Directory::Assignments, &other),
+                "{other}"
+            );
+            assert_eq!(
+                layout.child_name_of(Directory::Assignments, &other),
+                None,
+                "{other}"
+            );
         }
     }
 

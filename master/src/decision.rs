@@ -40,15 +40,20 @@ impl Trigger {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Command {
     /// `get_children(dir, Watch::Yes)`, answered by the matching
-    /// `on_*_listed` input. With the watch discovery, `tasks/` is listed
-    /// without a watch and answered by
+    /// `on_*_listed` input. With the watch discovery, `tasks/` and
+    /// `assignments/` are listed without a watch (their recursive watch
+    /// reports every change), and `tasks/` is answered by
     /// [`crate::MasterState::on_tasks_listed_at`].
     List(Directory),
-    /// `add_watch(tasks/, PersistentRecursive)`, answered by
-    /// [`crate::MasterState::on_tasks_watch_added`]; its events by
+    /// `add_watch(<dir>/, PersistentRecursive)` on `tasks/` or
+    /// `assignments/`, answered by
+    /// [`crate::MasterState::on_recursive_watch_added`]. Its events go to
     /// [`crate::MasterState::on_task_created`] and
-    /// [`crate::MasterState::on_task_deleted`]. Watch discovery only.
-    WatchTasks,
+    /// [`crate::MasterState::on_task_deleted`] for tasks, and to
+    /// [`crate::MasterState::on_assignment_node_created`] and
+    /// [`crate::MasterState::on_assignment_node_deleted`] for assignments.
+    /// Watch discovery only.
+    WatchRecursively(Directory),
     /// `get_data(assignments/<worker>)`, answered by
     /// [`crate::MasterState::on_assignment_read`]. Only while initialising.
     ReadAssignment(WorkerId),
@@ -157,9 +162,14 @@ pub enum MasterDecision {
     },
     /// A worker that could not be given work, because an assignment node
     /// that is not this master's stood in the way (a create refused, an
-    /// unreadable node found at start-up), is idle again: a listing showed
-    /// the node gone.
+    /// unreadable node found at start-up, a foreign create), is idle again:
+    /// a listing or a `NodeDeleted` event showed the node gone.
     WorkerUnblocked { worker: WorkerId },
+    /// With the watch discovery, an assignment node appeared that this
+    /// master did not create (it assigns only to workers it holds a task
+    /// for). A registered worker without a task takes no work until the
+    /// node is gone (`WorkerUnblocked`).
+    ForeignAssignment { worker: WorkerId },
     /// An assignment round ran. `assigned` is in FIFO order, and empty when
     /// there was no idle worker or no pending task.
     Round {
@@ -271,6 +281,9 @@ impl fmt::Display for MasterDecision {
                 finished_task,
             } => write!(f, "worker-idle {worker} finished {finished_task}"),
             MasterDecision::WorkerUnblocked { worker } => write!(f, "worker-unblocked {worker}"),
+            MasterDecision::ForeignAssignment { worker } => {
+                write!(f, "foreign-assignment {worker}: not created by this master")
+            }
             MasterDecision::Round {
                 round,
                 triggers,

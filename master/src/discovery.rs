@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use zkdist_coord::Directory;
+
 /// How the master discovers tasks under `tasks/`.
 ///
 /// The founding design re-lists the whole directory on every change to it:
@@ -10,7 +12,8 @@ use std::str::FromStr;
 /// backlog), and the master stops working altogether once a listing passes
 /// the client's 1 MiB reply limit (some 29,000 tasks with zkdist's names).
 /// The watch design hears of each task by itself and lists the directory
-/// only to start and to reconcile after a disconnection.
+/// only to start and to reconcile after a disconnection; it hears of each
+/// finished assignment the same way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum TaskDiscovery {
     /// The founding design: a one-shot child watch on `tasks/`, and a full
@@ -46,6 +49,15 @@ impl TaskDiscovery {
             TaskDiscovery::Listing => 0,
             TaskDiscovery::Watch => PAYLOAD_READ_AHEAD_TASKS,
         }
+    }
+
+    /// Whether the master learns the changes under `dir` from a persistent
+    /// recursive watch, listing it only to start and to reconcile. The
+    /// watch discovery watches `assignments/` too: a worker's release then
+    /// names the worker, and its next task goes out without a listing of
+    /// the directory in between (a round trip per task).
+    pub fn watches_recursively(self, dir: Directory) -> bool {
+        self == TaskDiscovery::Watch && matches!(dir, Directory::Tasks | Directory::Assignments)
     }
 
     pub fn name(self) -> &'static str {
@@ -94,5 +106,15 @@ mod tests {
         let error = "relist".parse::<TaskDiscovery>().unwrap_err();
         assert!(error.to_string().contains("\"relist\""), "{error}");
         assert_eq!(TaskDiscovery::default(), TaskDiscovery::Watch);
+    }
+
+    #[test]
+    fn only_the_watch_discovery_watches_recursively_and_never_workers() {
+        for dir in Directory::ALL {
+            assert!(!TaskDiscovery::Listing.watches_recursively(dir));
+        }
+        assert!(TaskDiscovery::Watch.watches_recursively(Directory::Tasks));
+        assert!(TaskDiscovery::Watch.watches_recursively(Directory::Assignments));
+        assert!(!TaskDiscovery::Watch.watches_recursively(Directory::Workers));
     }
 }

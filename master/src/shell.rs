@@ -51,7 +51,8 @@ enum Reply {
         /// The listing had to be sent more than once.
         resent: bool,
     },
-    TasksWatched {
+    WatchedRecursively {
+        dir: Directory,
         result: ZkResult<()>,
         /// The request had to be sent more than once.
         resent: bool,
@@ -113,8 +114,6 @@ pub struct Master<C: Coordinator> {
     /// The epoch this session was elected in: every write checks it.
     epoch: Epoch,
     discovery: TaskDiscovery,
-    /// `layout.tasks_dir()`, kept for the recursive watch's events.
-    tasks_dir: String,
     /// Set while the session is disconnected.
     disconnected: bool,
     /// Whether `run_until` must lay the tree out first (the role lays it
@@ -140,7 +139,6 @@ impl<C: Coordinator> Master<C> {
         layout: Layout,
         epoch: Epoch,
     ) -> Master<C> {
-        let tasks_dir = layout.tasks_dir();
         Master {
             zk,
             events,
@@ -148,7 +146,6 @@ impl<C: Coordinator> Master<C> {
             observer: None,
             epoch,
             discovery: TaskDiscovery::default(),
-            tasks_dir,
             disconnected: false,
             lay_out: false,
         }
@@ -235,26 +232,30 @@ impl<C: Coordinator> Master<C> {
         match event {
             None => Err(MasterError::SessionEnded { state: None }),
             Some(Event::Watch(watch)) => {
-                if self.discovery == TaskDiscovery::Watch {
-                    // The recursive watch on `tasks/` reports every node
-                    // below it; only tasks themselves (not their results,
-                    // nor the directory's own data) matter here.
-                    if let Some(name) = self.layout.task_name_of(&watch.path) {
-                        return Ok(match watch.kind {
-                            WatchKind::NodeCreated => state.on_task_created(name),
-                            WatchKind::NodeDeleted => state.on_task_deleted(name),
-                            WatchKind::NodeDataChanged | WatchKind::NodeChildrenChanged => {
-                                Step::default()
-                            }
-                        });
+                // The recursive watches on `tasks/` and `assignments/`
+                // report every node below them; only their children (not
+                // a task's result, nor a directory's own data) matter here.
+                for dir in [Directory::Tasks, Directory::Assignments] {
+                    if !self.discovery.watches_recursively(dir) {
+                        continue;
                     }
-                    let below_tasks = watch
-                        .path
-                        .strip_prefix(self.tasks_dir.as_str())
-                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
-                    if below_tasks {
-                        return Ok(Step::default());
-                    }
+                    let Some(name) = self.layout.child_name_of(dir, &watch.path) else {
+                        if self.layout.is_in_directory(dir, &watch.path) {
+                            return Ok(Step::default());
+                        }
+                        continue;
+                    };
+                    return Ok(match (dir, watch.kind) {
+                        (Directory::Tasks, WatchKind::NodeCreated) => state.on_task_created(name),
+                        (Directory::Tasks, WatchKind::NodeDeleted) => state.on_task_deleted(name),
+                        (Directory::Assignments, WatchKind::NodeCreated) => {
+                            state.on_assignment_node_created(name)
+                        }
+                        (Directory::Assignments, WatchKind::NodeDeleted) => {
+                            state.on_assignment_node_deleted(name)
+                        }
+                        _ => Step::default(),
+                    });
                 }
                 match self.layout.watched_directory(&watch.path) {
                     Some(dir) => Ok(state.on_watch_fired(dir)),
@@ -334,9 +335,15 @@ impl<C: Coordinator> Master<C> {
                     (Directory::Assignments, _) => state.on_assignments_listed(children),
                 })
             }
-            Reply::TasksWatched { result, resent } => {
-                result.map_err(|error| failed(format!("watching {}", self.tasks_dir), error))?;
-                Ok(state.on_tasks_watch_added(resent))
+            Reply::WatchedRecursively {
+                dir,
+                result,
+                resent,
+            } => {
+                result.map_err(|error| {
+                    failed(format!("watching {}", self.layout.directory(dir)), error)
+                })?;
+                Ok(state.on_recursive_watch_added(dir, resent))
             }
             Reply::AssignmentRead { worker, result } => {
                 let data = match result {
@@ -426,16 +433,19 @@ impl<C: Coordinator> Master<C> {
         match command {
             Command::List(dir) => {
                 let path = self.layout.directory(dir);
-                // The recursive watch reports tasks: a one-shot watch on
-                // top would only add an event per change.
-                let watch = match (dir, self.discovery) {
-                    (Directory::Tasks, TaskDiscovery::Watch) => Watch::No,
-                    _ => Watch::Yes,
+                let watched_recursively = self.discovery.watches_recursively(dir);
+                // The recursive watch reports every change: a one-shot
+                // watch on top would only add an event per change.
+                let watch = if watched_recursively {
+                    Watch::No
+                } else {
+                    Watch::Yes
                 };
                 // Bounded for `tasks/`, the one directory that can outgrow
                 // the client's reply limit: such a listing fails as a lost
                 // connection every time, and must not stall the replies
-                // behind it for ever.
+                // behind it for ever. Not `assignments/`, even watched: see
+                // `state/reconcile.rs`.
                 let max_attempts = match (dir, self.discovery) {
                     (Directory::Tasks, TaskDiscovery::Watch) => WATCH_LISTING_ATTEMPTS,
                     (Directory::Tasks, TaskDiscovery::Listing) => MAX_LISTING_ATTEMPTS,
@@ -455,8 +465,8 @@ impl<C: Coordinator> Master<C> {
                     }
                 });
             }
-            Command::WatchTasks => {
-                let path = self.tasks_dir.clone();
+            Command::WatchRecursively(dir) => {
+                let path = self.layout.directory(dir);
                 in_flight.push(async move {
                     let mut attempts = 0_u32;
                     let result = until_known(|| {
@@ -464,7 +474,8 @@ impl<C: Coordinator> Master<C> {
                         zk.add_watch(&path, AddWatchMode::PersistentRecursive)
                     })
                     .await;
-                    Reply::TasksWatched {
+                    Reply::WatchedRecursively {
+                        dir,
                         result,
                         resent: attempts > 1,
                     }

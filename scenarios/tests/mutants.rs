@@ -6,6 +6,7 @@
 //! mutants that need processes to fail). Run them with
 //! `cargo test -p zkdist-scenarios mutant`.
 
+use zkdist_master::TaskDiscovery;
 use zkdist_scenarios::mutant::Mutant;
 use zkdist_scenarios::{ExploreConfig, Faults, Invariant, explore};
 
@@ -16,7 +17,20 @@ fn config(faults: Faults, mutant: Option<Mutant>) -> ExploreConfig {
     ExploreConfig {
         faults,
         mutant,
+        discovery: mutant.map_or_else(TaskDiscovery::default, discovery_for),
         ..ExploreConfig::default()
+    }
+}
+
+/// The task discovery a mutant is explored with. The busy-workers bug is
+/// an `assignments/` listing that comes back empty: the watch discovery
+/// lists that directory only to start and after a reconnection (it hears
+/// of finished workers from its recursive watch), so the bug shows with
+/// the founding loop, which lists it after every change.
+fn discovery_for(mutant: Mutant) -> TaskDiscovery {
+    match mutant {
+        Mutant::MasterAssignsBusyWorkers => TaskDiscovery::Listing,
+        _ => TaskDiscovery::default(),
     }
 }
 

@@ -25,6 +25,10 @@ impl MasterState {
         }
         if let Some(departed) = self.departed.get(&worker) {
             assert!(
+                !self.deleted_before_reply.contains(&worker),
+                "a delete of departed {worker}'s assignment is remembered"
+            );
+            assert!(
                 departed.task == task && departed.stage == DepartedStage::Creating,
                 "create of {worker}'s assignment {task} answered, but the departed worker holds {departed:?}"
             );
@@ -66,10 +70,18 @@ impl MasterState {
             "create of {worker}'s assignment {task} answered, but the worker holds {slot:?}"
         );
         let slot = slot.expect("checked above");
+        // Watch discovery: the node's `NodeDeleted` event came first.
+        let deleted_already = self.deleted_before_reply.remove(&worker);
         match outcome {
             WriteOutcome::Applied => {
                 slot.as_mut().expect("checked above").confirmed = true;
-                self.decide(MasterDecision::AssignmentCreated { worker, task });
+                self.decide(MasterDecision::AssignmentCreated {
+                    worker: worker.clone(),
+                    task,
+                });
+                if deleted_already {
+                    self.finish_assignment(worker);
+                }
             }
             WriteOutcome::Failed(error) => {
                 *slot = None;
@@ -79,9 +91,16 @@ impl MasterState {
                     task,
                     error,
                 });
-                self.block(worker);
+                // A node deleted since is no longer in the way. Should
+                // another be, the next create is refused in turn: creates
+                // never overwrite, so not blocking risks nothing.
+                if !deleted_already {
+                    self.block(worker);
+                }
                 self.trigger(Trigger::TaskRequeued);
             }
+            // The read-back is sent after the delete was applied (its event
+            // is in), so what it finds settles the create without it.
             WriteOutcome::Unknown => {
                 self.in_doubt.insert(worker.clone());
                 self.step.commands.push(Command::RecoverAssignment {
@@ -118,6 +137,10 @@ impl MasterState {
         });
         if let Some(departed) = self.departed.get(&worker) {
             assert!(
+                !self.deleted_before_reply.contains(&worker),
+                "a delete of departed {worker}'s assignment is remembered"
+            );
+            assert!(
                 departed.task == task && departed.stage == DepartedStage::Recovering,
                 "{worker}'s assignment {task} recovered, but the departed worker holds {departed:?}"
             );
@@ -145,10 +168,18 @@ impl MasterState {
             matches!(slot, Some(a) if a.task == task && !a.confirmed),
             "{worker}'s assignment {task} recovered, but the worker holds {slot:?}"
         );
+        // Watch discovery: a `NodeDeleted` event came while the read-back
+        // was in flight, perhaps of the node it found.
+        let deleted_already = self.deleted_before_reply.remove(&worker);
         match recovery {
             // Read after the create was applied, so every later listing was
             // taken after it too: absence from one now means finished.
-            Recovery::Applied => slot.as_mut().expect("checked above").confirmed = true,
+            Recovery::Applied => {
+                slot.as_mut().expect("checked above").confirmed = true;
+                if deleted_already {
+                    self.finish_assignment(worker);
+                }
+            }
             Recovery::AppliedAndFinished => {
                 *slot = None;
                 self.decide(MasterDecision::WorkerIdle {
@@ -159,7 +190,9 @@ impl MasterState {
             }
             Recovery::NotApplied => {
                 *slot = None;
-                if found == AssignmentFound::Foreign {
+                // As for a refused create: a node deleted since is no
+                // longer in the way.
+                if found == AssignmentFound::Foreign && !deleted_already {
                     self.block(worker.clone());
                 }
                 self.requeue(task, RequeueReason::AssignmentNotApplied { worker });
@@ -173,9 +206,10 @@ impl MasterState {
     }
 
     /// Gives registered `worker` no work until an `assignments/` listing
-    /// shows its node gone. No listing is asked for: the node exists now,
-    /// and the `assignments/` watch (always armed or being re-armed by a
-    /// listing in flight) fires when it is deleted.
+    /// (or, with the watch discovery, a `NodeDeleted` event) shows its node
+    /// gone. No listing is asked for: the node exists now, and the
+    /// `assignments/` watch (always armed, or being re-armed by a listing in
+    /// flight) reports when it is deleted.
     pub(super) fn block(&mut self, worker: WorkerId) {
         assert!(
             matches!(self.workers.get(&worker), Some(None)),

@@ -76,6 +76,8 @@ impl MasterState {
             init.unread_assignments.remove(&worker),
             "assignment of {worker} read but never requested"
         );
+        // Watch discovery: the node's `NodeDeleted` event came first.
+        let deleted_already = self.deleted_before_reply.remove(&worker);
         match data {
             AssignmentData::Gone => {}
             AssignmentData::Task(task) => {
@@ -94,7 +96,14 @@ impl MasterState {
                             task: task.clone(),
                             confirmed: true,
                         });
-                        self.decide(MasterDecision::TaskInProgress { worker, task });
+                        self.decide(MasterDecision::TaskInProgress {
+                            worker: worker.clone(),
+                            task,
+                        });
+                        // Deleted after the read: the worker finished it.
+                        if deleted_already {
+                            self.finish_assignment(worker);
+                        }
                     }
                     None => {
                         self.decide(MasterDecision::StaleAssignment {
@@ -102,6 +111,8 @@ impl MasterState {
                             task: Some(task.clone()),
                         });
                         // Its worker is dead: the id is never given work.
+                        // The reclaim reads the task's status after its
+                        // delete, which settles a delete already seen.
                         self.left_workers.insert(worker.clone());
                         self.step.commands.push(Command::Reclaim {
                             worker: worker.clone(),
@@ -121,7 +132,7 @@ impl MasterState {
             // Not zkdist's data: reported and left alone. A registered
             // worker cannot be given work while the node is there.
             AssignmentData::Unreadable => {
-                if self.workers.contains_key(&worker) {
+                if self.workers.contains_key(&worker) && !deleted_already {
                     self.block(worker.clone());
                 }
                 self.decide(MasterDecision::StaleAssignment { worker, task: None })

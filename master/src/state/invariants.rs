@@ -107,6 +107,20 @@ impl MasterState {
             !self.reconcile_deferred || !self.tasks_loop.in_flight(),
             "a tasks listing is in flight while the reconcile is deferred"
         );
+        for worker in &self.deleted_before_reply {
+            let awaits_create_reply = matches!(
+                self.workers.get(worker),
+                Some(Some(assignment)) if !assignment.confirmed
+            );
+            let awaits_read = self
+                .initialisation
+                .as_ref()
+                .is_some_and(|init| init.unread_assignments.contains(worker));
+            assert!(
+                awaits_create_reply || awaits_read,
+                "a delete of {worker}'s assignment is remembered, but no reply about it is awaited"
+            );
+        }
         for listing in [&self.workers_loop, &self.tasks_loop, &self.assignments_loop] {
             listing.check();
         }

@@ -50,6 +50,13 @@ impl MasterState {
         for worker in left {
             let slot = self.workers.remove(&worker).expect("listed from the map");
             let in_doubt = self.in_doubt.remove(&worker);
+            // A departed worker's assignment is settled by its reclaim,
+            // which reads the tree after deleting: an earlier delete needs
+            // no remembering. (A start-up assignment not read yet keeps
+            // its delete for the read, which finds the worker gone.)
+            if slot.is_some() {
+                self.deleted_before_reply.remove(&worker);
+            }
             self.blocked.remove(&worker);
             self.left_workers.insert(worker.clone());
             self.decide(MasterDecision::WorkerLeft {

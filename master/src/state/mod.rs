@@ -35,12 +35,23 @@
 //! - At start-up, tasks may already be finished (they have a `result`) and
 //!   workers may already be busy (their assignment exists). The core reads
 //!   both before it runs a round, so that no task runs twice.
+//! - With the watch discovery, the master hears of each finished
+//!   assignment from the `NodeDeleted` event of its node, and lists
+//!   `assignments/` only to start and to reconcile after a reconnection.
+//!   An event is always handled before the reply to any read taken after
+//!   its change, but it may overtake replies to requests sent earlier: a
+//!   worker's delete can come before the reply of the create of the very
+//!   node it deletes. Such a delete is remembered until that reply comes.
 //!
 //! This file holds the state, its accessors, start-up and the end of every
 //! step; each child module holds the inputs and decisions of one concern
-//! (`listings`, `task_events`, `init`, `in_doubt`, `departed`, `round`,
-//! `read_ahead`, `invariants`), and `outcomes` the types the shell feeds in.
+//! (`listings`, `init`, `in_doubt`, `departed`, `round`, `invariants`, and
+//! for the watch discovery `reconcile`, `task_events`, `assignment_events`
+//! and `read_ahead`), and `outcomes` the types the shell feeds in.
 
+mod assignment_events;
+#[cfg(test)]
+mod assignment_watch_tests;
 mod departed;
 mod in_doubt;
 mod init;
@@ -50,6 +61,7 @@ mod outcomes;
 mod read_ahead;
 #[cfg(test)]
 mod read_ahead_tests;
+mod reconcile;
 mod round;
 mod task_events;
 #[cfg(test)]
@@ -89,10 +101,18 @@ pub struct MasterState {
     /// not bring them back; cleared when it is handled. Bounded by the
     /// deletes during one listing's flight.
     deleted_during_listing: BTreeSet<TaskId>,
-    /// Watch discovery: a reconcile listing failed and waits for the shell's
-    /// retry ([`MasterState::on_reconcile_due`]); a reconnection meanwhile
-    /// does not list at once (each failed attempt costs the connection).
+    /// Watch discovery: a reconcile listing of `tasks/` failed and waits for
+    /// the shell's retry ([`MasterState::on_reconcile_due`]); a
+    /// reconnection meanwhile does not list it at once (each failed attempt
+    /// costs the connection).
     reconcile_deferred: bool,
+    /// Watch discovery: workers whose assignment node's `NodeDeleted` event
+    /// was handled before the reply that tells the master what the node
+    /// held: the create's (or its read-back's) for a task of this master,
+    /// the start-up read for an assignment found by the first listing.
+    /// Events can overtake replies to earlier requests; each delete is
+    /// applied when its reply comes. Bounded by the workers.
+    deleted_before_reply: BTreeSet<WorkerId>,
     pending_tasks: BTreeSet<TaskId>,
     /// Payloads of the queue's first tasks, read ahead for inline
     /// assignments (`read_ahead`); at most `read_ahead_tasks` of them, all
@@ -145,6 +165,7 @@ impl MasterState {
             deleted_while_held: BTreeSet::new(),
             deleted_during_listing: BTreeSet::new(),
             reconcile_deferred: false,
+            deleted_before_reply: BTreeSet::new(),
             pending_tasks: BTreeSet::new(),
             read_ahead: BTreeMap::new(),
             read_ahead_tasks: 0,
@@ -231,21 +252,28 @@ impl MasterState {
         self.started && self.initialisation.is_none()
     }
 
-    /// Starts the three watch loops (with the watch discovery, the
-    /// recursive watch on `tasks/` goes out before its first listing, so
-    /// that every task is either listed or reported). Called once.
+    /// Starts the three watch loops. With the watch discovery, the
+    /// recursive watches on `tasks/` and `assignments/` go out before their
+    /// first listings, so that every task and every finished assignment is
+    /// either listed or reported. Called once.
     pub fn start(&mut self) -> Step {
         assert!(!self.started, "the master starts once");
         self.started = true;
         self.initialisation = Some(Initialisation::default());
         for dir in Directory::ALL {
             assert!(self.listing_loop(dir).start());
-            if dir == Directory::Tasks && self.discovery == TaskDiscovery::Watch {
-                self.step.commands.push(Command::WatchTasks);
+            if self.is_watched_recursively(dir) {
+                self.step.commands.push(Command::WatchRecursively(dir));
             }
             self.step.commands.push(Command::List(dir));
         }
         self.finish_step()
+    }
+
+    /// Whether the master learns the changes under `dir` from a recursive
+    /// watch (and lists it only to start and to reconcile).
+    pub fn is_watched_recursively(&self, dir: Directory) -> bool {
+        self.discovery.watches_recursively(dir)
     }
 
     /// A write was fenced off: record it, and ask for nothing more.

@@ -17,8 +17,9 @@ fn initialised(workers: &[u32], window: usize) -> MasterState {
     let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch).with_payload_read_ahead(window);
     master.start();
     master.on_workers_listed(worker_names(workers));
-    master.on_tasks_watch_added(false);
+    master.on_recursive_watch_added(Directory::Tasks, false);
     master.on_tasks_listed_at(vec![], 0);
+    master.on_recursive_watch_added(Directory::Assignments, false);
     master.on_assignments_listed(vec![]);
     assert!(master.is_initialised());
     master
@@ -182,9 +183,10 @@ fn nothing_is_read_before_initialisation() {
     let step = master.start();
     assert!(reads(&step).is_empty());
     master.on_workers_listed(vec![]);
-    master.on_tasks_watch_added(false);
+    master.on_recursive_watch_added(Directory::Tasks, false);
     let step = master.on_tasks_listed_at(task_names(&[0, 1]), 2);
     assert!(reads(&step).is_empty(), "still initialising");
+    master.on_recursive_watch_added(Directory::Assignments, false);
     let step = master.on_assignments_listed(vec![]);
     assert!(reads(&step).is_empty(), "still initialising");
     // The tasks found at start are checked for results first.

@@ -15,23 +15,25 @@ fn initialised(workers: &[u32], child_creates: i64) -> MasterState {
     let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
     master.start();
     master.on_workers_listed(worker_names(workers));
-    master.on_tasks_watch_added(false);
+    master.on_recursive_watch_added(Directory::Tasks, false);
     master.on_tasks_listed_at(vec![], child_creates);
+    master.on_recursive_watch_added(Directory::Assignments, false);
     master.on_assignments_listed(vec![]);
     assert!(master.is_initialised());
     master
 }
 
 #[test]
-fn start_sets_the_recursive_watch_before_the_first_tasks_listing() {
+fn start_sets_the_recursive_watches_before_the_first_listings() {
     let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
     let step = master.start();
     assert_eq!(
         step.commands,
         vec![
             Command::List(Directory::Workers),
-            Command::WatchTasks,
+            Command::WatchRecursively(Directory::Tasks),
             Command::List(Directory::Tasks),
+            Command::WatchRecursively(Directory::Assignments),
             Command::List(Directory::Assignments),
         ]
     );
@@ -66,8 +68,7 @@ fn each_created_task_is_queued_in_order_and_assigned_without_a_listing() {
     // first) changes nothing.
     assert_eq!(master.on_task_created(t(3).as_str()), Step::default());
     // w1 finishes: it takes the oldest pending task.
-    master.on_watch_fired(Directory::Assignments);
-    let step = master.on_assignments_listed(worker_names(&[2]));
+    let step = master.on_assignment_node_deleted(w(1).as_str());
     assert_eq!(creates(&step), vec![(w(1), t(2))]);
 }
 
@@ -76,7 +77,8 @@ fn tasks_reported_before_the_first_listing_wait_for_initialisation() {
     let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
     master.start();
     master.on_workers_listed(worker_names(&[1]));
-    master.on_tasks_watch_added(false);
+    master.on_recursive_watch_added(Directory::Tasks, false);
+    master.on_recursive_watch_added(Directory::Assignments, false);
     // Created after the watch was set, before the listing was read: both
     // the event and the listing show it.
     let step = master.on_task_created(t(5).as_str());
@@ -143,8 +145,7 @@ fn a_deleted_task_leaves_the_queue_or_is_forgotten_once_released() {
     // A held one: remembered until its worker lets it go.
     master.on_task_deleted(t(0).as_str());
     assert!(master.processed_tasks().contains(&t(0)));
-    master.on_watch_fired(Directory::Assignments);
-    master.on_assignments_listed(vec![]);
+    master.on_assignment_node_deleted(w(1).as_str());
     assert!(
         master.processed_tasks().is_empty(),
         "{:?}",
@@ -153,8 +154,7 @@ fn a_deleted_task_leaves_the_queue_or_is_forgotten_once_released() {
     // A finished one that is not held is forgotten at once.
     let step = master.on_task_created(t(2).as_str());
     confirm(&mut master, &step);
-    master.on_watch_fired(Directory::Assignments);
-    master.on_assignments_listed(vec![]);
+    master.on_assignment_node_deleted(w(1).as_str());
     assert_eq!(master.processed_tasks().len(), 1);
     master.on_task_deleted(t(2).as_str());
     assert!(master.processed_tasks().is_empty());
@@ -166,7 +166,7 @@ fn a_resent_watch_lists_again_and_foreign_names_are_reported_once() {
     master.start();
     // The watch had to be sent twice: the listing already in flight may
     // have been read before the watch was set.
-    let step = master.on_tasks_watch_added(true);
+    let step = master.on_recursive_watch_added(Directory::Tasks, true);
     assert!(step.commands.is_empty(), "one listing in flight at a time");
     let step = master.on_tasks_listed_at(vec![], 0);
     assert_eq!(step.commands, vec![Command::List(Directory::Tasks)]);
@@ -183,7 +183,7 @@ fn a_resent_watch_lists_again_and_foreign_names_are_reported_once() {
 }
 
 #[test]
-#[should_panic(expected = "reached a master that lists tasks")]
+#[should_panic(expected = "reached a master that lists")]
 fn a_task_event_in_a_listing_master_is_a_bug() {
     let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
     master.start();

@@ -1,0 +1,475 @@
+//! The core with the watch discovery's recursive watch on `assignments/`,
+//! input by input: a worker's delete event frees it and sends its next
+//! task without a listing, in whatever order the event and the replies
+//! about the same node come; the reconcile listing after a reconnection
+//! (which must not undo a delete seen while it was in flight); foreign
+//! nodes; workers that leave.
+
+use super::test_support::*;
+use super::*;
+use crate::decision::{Recovery, RequeueReason, Trigger};
+use crate::discovery::TaskDiscovery;
+
+const EPOCH: Epoch = Epoch(11);
+
+/// A started watch-discovery master whose first listings are in: `workers`
+/// registered and idle, nothing else.
+fn initialised(workers: &[u32]) -> MasterState {
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
+    master.start();
+    master.on_workers_listed(worker_names(workers));
+    master.on_recursive_watch_added(Directory::Tasks, false);
+    master.on_tasks_listed_at(vec![], 0);
+    master.on_recursive_watch_added(Directory::Assignments, false);
+    master.on_assignments_listed(vec![]);
+    assert!(master.is_initialised());
+    master
+}
+
+/// `initialised(&[1])` with t0 created and assigned to w1 (the create is
+/// not answered yet) and t1 queued behind it.
+fn t0_being_assigned_to_w1() -> MasterState {
+    let mut master = initialised(&[1]);
+    let step = master.on_task_created(t(0).as_str());
+    assert_eq!(creates(&step), vec![(w(1), t(0))]);
+    master.on_task_created(t(1).as_str());
+    assert_eq!(pending(&master), vec![t(1)]);
+    master
+}
+
+fn worker_idle(worker: u32, task: i32) -> MasterDecision {
+    MasterDecision::WorkerIdle {
+        worker: w(worker),
+        finished_task: t(task),
+    }
+}
+
+/// The assignment `worker` holds, if any.
+fn holding(master: &MasterState, worker: u32) -> Option<Assignment> {
+    master.workers().get(&w(worker)).cloned().flatten()
+}
+
+fn lists(step: &Step) -> bool {
+    step.commands
+        .iter()
+        .any(|command| matches!(command, Command::List(_)))
+}
+
+#[test]
+fn a_delete_event_frees_the_worker_and_sends_its_next_task_without_a_listing() {
+    let mut master = t0_being_assigned_to_w1();
+    // The event of the master's own create, then its reply.
+    assert_eq!(
+        master.on_assignment_node_created(w(1).as_str()),
+        Step::default()
+    );
+    let step = master.on_assignment_created(w(1), t(0), WriteOutcome::Applied);
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::AssignmentCreated {
+            worker: w(1),
+            task: t(0)
+        }]
+    );
+    // w1 releases t0: its next task goes out at once.
+    let step = master.on_assignment_node_deleted(w(1).as_str());
+    assert_eq!(step.decisions[0], worker_idle(1, 0));
+    assert!(matches!(
+        &step.decisions[1],
+        MasterDecision::Round { triggers, assigned, .. }
+            if *triggers == [Trigger::WorkerIdle] && *assigned == [(w(1), t(1))]
+    ));
+    assert_eq!(
+        step.commands,
+        vec![Command::CreateAssignment {
+            worker: w(1),
+            task: t(1),
+            payload: None,
+        }]
+    );
+    assert!(!lists(&step));
+    assert!(master.processed_tasks().contains(&t(1)));
+}
+
+#[test]
+fn a_delete_handled_before_its_create_reply_takes_effect_with_the_reply() {
+    // The same node's create and delete, the delete's event handled before
+    // the create's reply (both orders must end the same).
+    let mut in_order = t0_being_assigned_to_w1();
+    let mut in_order_decisions = Vec::new();
+    for step in [
+        in_order.on_assignment_node_created(w(1).as_str()),
+        in_order.on_assignment_created(w(1), t(0), WriteOutcome::Applied),
+        in_order.on_assignment_node_deleted(w(1).as_str()),
+    ] {
+        in_order_decisions.extend(step.decisions);
+    }
+
+    let mut overtaken = t0_being_assigned_to_w1();
+    overtaken.on_assignment_node_created(w(1).as_str());
+    let early = overtaken.on_assignment_node_deleted(w(1).as_str());
+    assert_eq!(
+        early,
+        Step::default(),
+        "the worker is not free before its create is confirmed"
+    );
+    assert_eq!(
+        holding(&overtaken, 1).map(|a| a.task),
+        Some(t(0)),
+        "w1 keeps t0 until the reply"
+    );
+    let step = overtaken.on_assignment_created(w(1), t(0), WriteOutcome::Applied);
+    assert_eq!(step.decisions, in_order_decisions);
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+
+    assert_eq!(holding(&in_order, 1), holding(&overtaken, 1));
+    assert_eq!(
+        holding(&overtaken, 1),
+        Some(Assignment {
+            task: t(1),
+            confirmed: false
+        })
+    );
+    assert_eq!(pending(&overtaken), pending(&in_order));
+    // Applied once: the next create's reply is an ordinary one.
+    let step = overtaken.on_assignment_created(w(1), t(1), WriteOutcome::Applied);
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::AssignmentCreated {
+            worker: w(1),
+            task: t(1)
+        }]
+    );
+}
+
+#[test]
+fn a_refused_create_whose_blocking_node_was_seen_deleted_does_not_block() {
+    // Refused without a delete seen: the node in the way blocks w1.
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_created(w(1), t(0), WriteOutcome::Failed("node exists".into()));
+    assert!(master.blocked_workers().contains(&w(1)));
+    // Its delete unblocks w1, which takes the oldest task again.
+    let step = master.on_assignment_node_deleted(w(1).as_str());
+    assert_eq!(
+        step.decisions[0],
+        MasterDecision::WorkerUnblocked { worker: w(1) }
+    );
+    assert_eq!(creates(&step), vec![(w(1), t(0))]);
+
+    // The delete overtook the refusal: nothing is in the way any more.
+    let mut master = t0_being_assigned_to_w1();
+    assert_eq!(
+        master.on_assignment_node_deleted(w(1).as_str()),
+        Step::default()
+    );
+    let step = master.on_assignment_created(w(1), t(0), WriteOutcome::Failed("node exists".into()));
+    assert!(master.blocked_workers().is_empty());
+    assert_eq!(creates(&step), vec![(w(1), t(0))]);
+    assert_eq!(pending(&master), vec![t(1)]);
+}
+
+#[test]
+fn a_delete_before_an_unknown_create_reply_is_settled_by_the_read_back() {
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_node_created(w(1).as_str());
+    master.on_assignment_node_deleted(w(1).as_str());
+    let step = master.on_assignment_created(w(1), t(0), WriteOutcome::Unknown);
+    assert_eq!(
+        step.commands,
+        vec![Command::RecoverAssignment {
+            worker: w(1),
+            task: t(0)
+        }]
+    );
+    // The read-back went out after the delete: no node, and t0's result.
+    let step =
+        master.on_assignment_recovered(w(1), t(0), AssignmentFound::Absent(TaskStatus::Finished));
+    assert_eq!(
+        step.decisions[..2],
+        [
+            MasterDecision::AssignmentRecovered {
+                worker: w(1),
+                task: t(0),
+                recovery: Recovery::AppliedAndFinished
+            },
+            worker_idle(1, 0),
+        ]
+    );
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    // The delete was used up by the read-back: the next create's reply is
+    // an ordinary one, and w1 stays busy with t1 once it is confirmed.
+    confirm(&mut master, &step);
+    assert_eq!(
+        holding(&master, 1),
+        Some(Assignment {
+            task: t(1),
+            confirmed: true
+        })
+    );
+}
+
+#[test]
+fn a_delete_during_the_read_back_of_an_unknown_create_frees_the_worker_once() {
+    // The read-back found the node, and the worker deleted it after: its
+    // event overtook the read-back's reply.
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_created(w(1), t(0), WriteOutcome::Unknown);
+    master.on_assignment_node_created(w(1).as_str());
+    assert_eq!(
+        master.on_assignment_node_deleted(w(1).as_str()),
+        Step::default()
+    );
+    let step = master.on_assignment_recovered(w(1), t(0), AssignmentFound::Present);
+    assert_eq!(
+        step.decisions[..2],
+        [
+            MasterDecision::AssignmentRecovered {
+                worker: w(1),
+                task: t(0),
+                recovery: Recovery::Applied
+            },
+            worker_idle(1, 0),
+        ]
+    );
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+
+    // The read-back came after the delete: it finds t0 finished, and the
+    // remembered delete frees nobody a second time.
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_created(w(1), t(0), WriteOutcome::Unknown);
+    master.on_assignment_node_deleted(w(1).as_str());
+    let step =
+        master.on_assignment_recovered(w(1), t(0), AssignmentFound::Absent(TaskStatus::Finished));
+    let idle: Vec<_> = step
+        .decisions
+        .iter()
+        .filter(|d| matches!(d, MasterDecision::WorkerIdle { .. }))
+        .collect();
+    assert_eq!(idle, [&worker_idle(1, 0)]);
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    let step = master.on_assignment_created(w(1), t(1), WriteOutcome::Applied);
+    assert_eq!(step.decisions.len(), 1, "{:?}", step.decisions);
+
+    // Not applied, and the foreign node that refused it was deleted
+    // meanwhile: w1 is not blocked, and takes t0 again.
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_created(w(1), t(0), WriteOutcome::Unknown);
+    master.on_assignment_node_deleted(w(1).as_str());
+    let step = master.on_assignment_recovered(w(1), t(0), AssignmentFound::Foreign);
+    assert!(step.decisions.contains(&MasterDecision::TaskRequeued {
+        task: t(0),
+        reason: RequeueReason::AssignmentNotApplied { worker: w(1) }
+    }));
+    assert!(master.blocked_workers().is_empty());
+    assert_eq!(creates(&step), vec![(w(1), t(0))]);
+}
+
+#[test]
+fn a_delete_seen_while_a_reconcile_listing_is_in_flight_is_not_undone_by_it() {
+    let mut master = t0_being_assigned_to_w1();
+    let step = master.on_assignment_created(w(1), t(0), WriteOutcome::Applied);
+    assert!(step.commands.is_empty());
+    // A reconnection lists `assignments/`; the listing is read, then w1
+    // releases t0, whose event is handled before the listing's reply.
+    let step = master.on_watch_fired(Directory::Assignments);
+    assert_eq!(step.commands, vec![Command::List(Directory::Assignments)]);
+    let step = master.on_assignment_node_deleted(w(1).as_str());
+    assert_eq!(step.decisions[0], worker_idle(1, 0));
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    // The listing still shows w1's node: it neither frees w1 again nor
+    // takes t1 from it.
+    let step = master.on_assignments_listed(worker_names(&[1]));
+    assert_eq!(step, Step::default());
+    assert_eq!(
+        holding(&master, 1),
+        Some(Assignment {
+            task: t(1),
+            confirmed: false
+        })
+    );
+    // A listing read after the delete and before t1's create shows no node
+    // for w1; t1's create is unconfirmed, so that means nothing either.
+    master.on_watch_fired(Directory::Assignments);
+    assert_eq!(master.on_assignments_listed(vec![]), Step::default());
+    confirm(&mut master, &creates_step(1, 1));
+    assert_eq!(holding(&master, 1).map(|a| a.confirmed), Some(true));
+}
+
+/// A step holding one create, for `confirm`.
+fn creates_step(worker: u32, task: i32) -> Step {
+    Step {
+        decisions: vec![],
+        commands: vec![Command::CreateAssignment {
+            worker: w(worker),
+            task: t(task),
+            payload: None,
+        }],
+    }
+}
+
+#[test]
+fn the_reconcile_listing_finds_a_release_whose_event_was_lost() {
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_created(w(1), t(0), WriteOutcome::Applied);
+    // Disconnected: w1 released t0 and the event was lost. The
+    // reconnection's listing finds the node gone.
+    master.on_watch_fired(Directory::Assignments);
+    let step = master.on_assignments_listed(vec![]);
+    assert_eq!(step.decisions[0], worker_idle(1, 0));
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+}
+
+#[test]
+fn the_assignments_reconcile_is_not_held_back_by_a_deferred_tasks_reconcile() {
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_created(w(1), t(0), WriteOutcome::Applied);
+    // The tasks reconcile failed (over the reply limit, say) and waits for
+    // its retry; the next reconnection lists `assignments/` all the same,
+    // and finds the release whose event was lost.
+    master.on_watch_fired(Directory::Tasks);
+    master.on_tasks_listing_failed("over the limit".into(), 5_000);
+    let step = master.on_watch_fired(Directory::Assignments);
+    assert_eq!(step.commands, vec![Command::List(Directory::Assignments)]);
+    assert!(master.on_watch_fired(Directory::Tasks).commands.is_empty());
+    let step = master.on_assignments_listed(vec![]);
+    assert_eq!(step.decisions[0], worker_idle(1, 0));
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    assert!(master.is_reconcile_deferred());
+}
+
+#[test]
+fn a_foreign_assignment_blocks_an_idle_worker_until_it_is_deleted() {
+    let mut master = initialised(&[1, 2]);
+    let step = master.on_assignment_node_created(w(1).as_str());
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::ForeignAssignment { worker: w(1) }]
+    );
+    assert!(master.blocked_workers().contains(&w(1)));
+    // w1 is in the way: the task goes to w2.
+    let step = master.on_task_created(t(0).as_str());
+    assert_eq!(creates(&step), vec![(w(2), t(0))]);
+    master.on_task_created(t(1).as_str());
+    let step = master.on_assignment_node_deleted(w(1).as_str());
+    assert_eq!(
+        step.decisions[0],
+        MasterDecision::WorkerUnblocked { worker: w(1) }
+    );
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    // A node of a worker the master does not know is reported, and
+    // blocks no one.
+    let step = master.on_assignment_node_created(w(9).as_str());
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::ForeignAssignment { worker: w(9) }]
+    );
+    assert!(master.blocked_workers().is_empty());
+    // A name that is no worker id is reported once; its delete is ignored.
+    let bad = "bad\u{1}name";
+    let step = master.on_assignment_node_created(bad);
+    assert!(matches!(
+        step.decisions.as_slice(),
+        [MasterDecision::IgnoredNode { dir: Directory::Assignments, name, .. }] if name == bad
+    ));
+    assert!(master.on_assignment_node_created(bad).decisions.is_empty());
+    assert_eq!(master.on_assignment_node_deleted(bad), Step::default());
+    // A delete of a node no one holds changes nothing.
+    assert_eq!(
+        master.on_assignment_node_deleted(w(9).as_str()),
+        Step::default()
+    );
+}
+
+#[test]
+fn a_startup_assignment_deleted_before_its_read_is_finished_when_read() {
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
+    master.start();
+    master.on_workers_listed(worker_names(&[1]));
+    master.on_recursive_watch_added(Directory::Tasks, false);
+    master.on_tasks_listed_at(task_names(&[0, 1]), 2);
+    master.on_recursive_watch_added(Directory::Assignments, false);
+    let step = master.on_assignments_listed(worker_names(&[1]));
+    assert_eq!(step.commands, vec![Command::ReadAssignment(w(1))]);
+    // The read found t0; w1 released it after, and that event came first.
+    assert_eq!(
+        master.on_assignment_node_deleted(w(1).as_str()),
+        Step::default()
+    );
+    let step = master.on_assignment_read(w(1), AssignmentData::Task(t(0)));
+    assert_eq!(
+        step.decisions,
+        vec![
+            MasterDecision::TaskInProgress {
+                worker: w(1),
+                task: t(0)
+            },
+            worker_idle(1, 0),
+        ]
+    );
+    // Only t1 is checked and assigned, once initialised.
+    assert_eq!(step.commands, vec![Command::CheckTaskFinished(t(1))]);
+    let step = master.on_task_checked(t(1), false);
+    assert!(master.is_initialised());
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+}
+
+#[test]
+fn a_worker_that_leaves_after_its_delete_was_seen_is_settled_by_the_reclaim() {
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_node_created(w(1).as_str());
+    master.on_assignment_node_deleted(w(1).as_str());
+    // w1 leaves before the create's reply.
+    master.on_watch_fired(Directory::Workers);
+    master.on_workers_listed(vec![]);
+    let step = master.on_assignment_created(w(1), t(0), WriteOutcome::Applied);
+    assert_eq!(
+        step.commands,
+        vec![Command::Reclaim {
+            worker: w(1),
+            task: t(0)
+        }]
+    );
+    // Its reclaim's delete (or any other) event changes nothing: the
+    // reclaim's reply settles the task.
+    assert_eq!(
+        master.on_assignment_node_deleted(w(1).as_str()),
+        Step::default()
+    );
+    let step = master.on_assignment_reclaimed(
+        w(1),
+        t(0),
+        ReclaimOutcome::Reclaimed {
+            deleted: false,
+            status: TaskStatus::Finished,
+        },
+    );
+    assert!(
+        step.decisions
+            .contains(&MasterDecision::ReclaimedTaskFinished {
+                worker: w(1),
+                task: t(0)
+            })
+    );
+    assert_eq!(pending(&master), vec![t(1)]);
+}
+
+#[test]
+fn a_resent_assignments_watch_lists_again() {
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
+    master.start();
+    master.on_workers_listed(vec![]);
+    master.on_tasks_listed_at(vec![], 0);
+    // The watch may have been set after the listing in flight was read.
+    let step = master.on_recursive_watch_added(Directory::Assignments, true);
+    assert!(step.commands.is_empty(), "one listing in flight at a time");
+    let step = master.on_assignments_listed(vec![]);
+    assert_eq!(step.commands, vec![Command::List(Directory::Assignments)]);
+}
+
+#[test]
+#[should_panic(expected = "reached a master that lists")]
+fn an_assignment_event_in_a_listing_master_is_a_bug() {
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
+    master.start();
+    master.on_assignment_node_deleted(w(1).as_str());
+}
