@@ -70,6 +70,15 @@ impl Trace {
         self.ends.len()
     }
 
+    /// Line number `index` (0-based).
+    pub(crate) fn line(&self, index: usize) -> &str {
+        let start = match index {
+            0 => 0,
+            n => self.ends[n - 1],
+        };
+        &self.text[start..self.ends[index]]
+    }
+
     /// The lines from number `start` (0-based) on.
     pub(crate) fn lines_from(&self, start: usize) -> impl Iterator<Item = &str> {
         let first = match start {
@@ -136,6 +145,11 @@ mod tests {
             ["[      2.000ms] deliver b reply 7"]
         );
         assert_eq!(trace.lines_from(2).count(), 0);
+        assert_eq!(
+            trace.line(0),
+            "[      1.001ms] deliver a event NodeCreated /x"
+        );
+        assert_eq!(trace.line(1), "[      2.000ms] deliver b reply 7");
         assert_eq!(
             trace.record(3_000, "empty line next"),
             "[      3.000ms] empty line next"
