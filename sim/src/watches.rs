@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rustc_hash::FxHashMap;
 use zkdist_coord::{AddWatchMode, SessionId, WatchEvent, WatchKind, path};
 
 use crate::tree::Trigger;
@@ -62,12 +63,16 @@ impl ClientWatch {
     }
 }
 
+/// The tables are keyed by path and hashed: every change looks its path
+/// up in each (and every ancestor's in the recursive one). Nothing depends
+/// on their hash order: the sessions told of a change are sorted, and
+/// whatever walks a whole table only checks it.
 #[derive(Debug, Default)]
 pub(crate) struct Watches {
-    data: BTreeMap<String, BTreeSet<SessionId>>,
-    child: BTreeMap<String, BTreeSet<SessionId>>,
-    persistent: BTreeMap<String, BTreeSet<SessionId>>,
-    recursive: BTreeMap<String, BTreeSet<SessionId>>,
+    data: FxHashMap<String, BTreeSet<SessionId>>,
+    child: FxHashMap<String, BTreeSet<SessionId>>,
+    persistent: FxHashMap<String, BTreeSet<SessionId>>,
+    recursive: FxHashMap<String, BTreeSet<SessionId>>,
     /// The same registrations, by session, to drop a session's watches
     /// without scanning every path.
     by_session: BTreeMap<SessionId, BTreeSet<(WatchTable, String)>>,
@@ -107,11 +112,9 @@ impl Watches {
         };
         let mut told = BTreeSet::new();
         for &table in tables {
-            for session in self.take(table, path) {
-                told.insert(session);
-            }
+            told.append(&mut self.take(table, path));
         }
-        told.extend(self.persistent_watchers(kind, path));
+        self.add_persistent_watchers(kind, path, &mut told);
         told.into_iter()
             .map(|session| {
                 (
@@ -125,25 +128,32 @@ impl Watches {
             .collect()
     }
 
-    /// The sessions whose persistent watches report a change of `kind` on
-    /// `changed`: a persistent watch on the node itself (any kind), and a
-    /// recursive one on the node or any ancestor (any kind but
+    /// Adds to `sessions` those whose persistent watches report a change
+    /// of `kind` on `changed`: a persistent watch on the node itself (any
+    /// kind), and a recursive one on the node or any ancestor (any kind but
     /// `NodeChildrenChanged`).
-    fn persistent_watchers(&self, kind: WatchKind, changed: &str) -> BTreeSet<SessionId> {
-        let mut sessions = self.persistent.get(changed).cloned().unwrap_or_default();
-        if kind != WatchKind::NodeChildrenChanged {
-            let mut node = changed;
-            loop {
-                if let Some(watchers) = self.recursive.get(node) {
-                    sessions.extend(watchers);
-                }
-                if node == "/" {
-                    break;
-                }
-                node = path::parent(node);
-            }
+    fn add_persistent_watchers(
+        &self,
+        kind: WatchKind,
+        changed: &str,
+        sessions: &mut BTreeSet<SessionId>,
+    ) {
+        if let Some(watchers) = self.persistent.get(changed) {
+            sessions.extend(watchers);
         }
-        sessions
+        if kind == WatchKind::NodeChildrenChanged || self.recursive.is_empty() {
+            return;
+        }
+        let mut node = changed;
+        loop {
+            if let Some(watchers) = self.recursive.get(node) {
+                sessions.extend(watchers);
+            }
+            if node == "/" {
+                break;
+            }
+            node = path::parent(node);
+        }
     }
 
     /// Drops every watch of a session (its connection closed, or it ended).
@@ -196,7 +206,7 @@ impl Watches {
         sessions
     }
 
-    fn table_mut(&mut self, table: WatchTable) -> &mut BTreeMap<String, BTreeSet<SessionId>> {
+    fn table_mut(&mut self, table: WatchTable) -> &mut FxHashMap<String, BTreeSet<SessionId>> {
         match table {
             WatchTable::Data => &mut self.data,
             WatchTable::Child => &mut self.child,
