@@ -9,6 +9,11 @@ use zkdist_coord::{AddWatchMode, SessionId, WatchEvent, WatchKind, path};
 
 use crate::tree::Trigger;
 
+/// Up to this many paths under a recursive watch, a change finds its
+/// recursive watchers by checking each path rather than by looking up each
+/// of its ancestors.
+const RECURSIVE_SCAN_MAX_WATCHED: usize = 4;
+
 /// The server's watch tables. `Data` holds the watches left by `get_data`
 /// and by `exists` (on a present or a missing node); `Child` those left by
 /// `get_children`; `Persistent` and `Recursive` those left by `add_watch`.
@@ -142,6 +147,17 @@ impl Watches {
             sessions.extend(watchers);
         }
         if kind == WatchKind::NodeChildrenChanged || self.recursive.is_empty() {
+            return;
+        }
+        if self.recursive.len() <= RECURSIVE_SCAN_MAX_WATCHED {
+            // Few recursive watches (one per master, say): checking each
+            // against the changed path costs less than hashing every
+            // ancestor of it. The set sorts the sessions either way.
+            for (watched, watchers) in &self.recursive {
+                if path::is_same_or_descendant(changed, watched) {
+                    sessions.extend(watchers);
+                }
+            }
             return;
         }
         let mut node = changed;
@@ -363,6 +379,49 @@ mod tests {
         assert!(
             fire(&mut watches, Trigger::DataChanged("/ab".into()))
                 == [(B, NodeDataChanged, "/ab".into())]
+        );
+    }
+
+    /// Past `RECURSIVE_SCAN_MAX_WATCHED` watched paths, the recursive
+    /// watchers are found by walking the ancestors instead of checking each
+    /// watched path: both ways tell the same sessions.
+    #[test]
+    fn recursive_watchers_are_the_same_found_either_way() {
+        let watched = ["/", "/a", "/a/b", "/ab", "/x", "/a/b/c"];
+        assert!(watched.len() > RECURSIVE_SCAN_MAX_WATCHED);
+        let changes = ["/a/b", "/a/b/c/d", "/ab/c", "/x", "/a"];
+        let told = |watches: &Watches, changed: &str| {
+            let mut sessions = BTreeSet::new();
+            watches.add_persistent_watchers(NodeDataChanged, changed, &mut sessions);
+            sessions
+        };
+        let mut walked = Watches::default();
+        for (n, path) in watched.iter().enumerate() {
+            walked.add(WatchTable::Recursive, path, SessionId(n as i64 + 1));
+        }
+        let mut scanned = Watches::default();
+        for (n, path) in watched.iter().enumerate().take(RECURSIVE_SCAN_MAX_WATCHED) {
+            scanned.add(WatchTable::Recursive, path, SessionId(n as i64 + 1));
+        }
+        // The sessions on the paths the scanned table lacks.
+        let extra: BTreeSet<SessionId> = (RECURSIVE_SCAN_MAX_WATCHED..watched.len())
+            .map(|n| SessionId(n as i64 + 1))
+            .collect();
+        for changed in changes {
+            let by_walk = told(&walked, changed);
+            let by_scan = told(&scanned, changed);
+            let expected: BTreeSet<SessionId> = watched
+                .iter()
+                .enumerate()
+                .filter(|(_, path)| path::is_same_or_descendant(changed, path))
+                .map(|(n, _)| SessionId(n as i64 + 1))
+                .collect();
+            assert_eq!(by_walk, expected, "{changed}");
+            assert_eq!(by_scan, &expected - &extra, "{changed}");
+        }
+        assert_eq!(
+            told(&walked, "/a/b/c/d"),
+            [1, 2, 3, 6].map(SessionId).into()
         );
     }
 
