@@ -1,15 +1,24 @@
 //! A request reaches the server: it is applied atomically at that instant,
 //! and its watch events and reply start back over the links.
 
+use std::fmt::Write as _;
+
 use rand::seq::SliceRandom;
 use zkdist_coord::SessionId;
 
 use crate::applied::{AppliedOp, TxnKind, changes_of};
 use crate::engine::Engine;
 use crate::link::Delivery;
-use crate::request::{Request, Response, outcome};
+use crate::request::{Request, Response, write_outcome};
 use crate::server::{Applied, Ending};
 use crate::tree::Trigger;
+
+/// Appends each piece of a trace line in turn.
+pub(crate) fn push_words(line: &mut String, words: &[&str]) {
+    for word in words {
+        line.push_str(word);
+    }
+}
 
 /// `deleted [/a, /b]` for the ephemerals a session took with it.
 pub(crate) fn deleted_list(triggers: &[Trigger]) -> String {
@@ -79,23 +88,29 @@ impl Engine {
         // Only a transaction's line goes on to the observers.
         let line = match applied.zxid {
             Some(zxid) => {
-                match (&kind, &applied.result) {
-                    (Some(TxnKind::CloseSession), Ok(_)) => self.record(format_args!(
-                        "zxid=0x{zxid:x} {name} {summary} -> {}",
-                        deleted_list(&applied.triggers)
-                    )),
-                    _ => self.record(format_args!(
-                        "zxid=0x{zxid:x} {name} {summary} -> {}",
-                        outcome(&applied.result)
-                    )),
-                }
+                let closed = matches!(
+                    (&kind, &applied.result),
+                    (Some(TxnKind::CloseSession), Ok(_))
+                );
+                // `zxid=0x{zxid:x} {name} {summary} -> {outcome}`.
+                self.record_with(|line| {
+                    write!(line, "zxid=0x{zxid:x} ").expect("writing to a String cannot fail");
+                    push_words(line, &[&name, " ", summary, " -> "]);
+                    if closed {
+                        line.push_str(&deleted_list(&applied.triggers));
+                    } else {
+                        write_outcome(line, &applied.result)
+                            .expect("writing to a String cannot fail");
+                    }
+                });
                 Some(self.trace.len() - 1)
             }
             None => {
-                self.record(format_args!(
-                    "read {name} {summary} -> {}",
-                    outcome(&applied.result)
-                ));
+                // `read {name} {summary} -> {outcome}`.
+                self.record_with(|line| {
+                    push_words(line, &["read ", &name, " ", summary, " -> "]);
+                    write_outcome(line, &applied.result).expect("writing to a String cannot fail");
+                });
                 None
             }
         };

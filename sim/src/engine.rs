@@ -151,6 +151,11 @@ impl Engine {
         self.trace.record(self.now_us, text);
     }
 
+    /// [`Engine::record`] for the busiest lines: `write` appends the text.
+    pub(crate) fn record_with(&mut self, write: impl FnOnce(&mut String)) {
+        self.trace.record_with(self.now_us, write);
+    }
+
     /// The session's name, as the trace shows it.
     pub(crate) fn name(&self, session: SessionId) -> Arc<str> {
         self.peers.get(&session).map_or_else(

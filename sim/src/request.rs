@@ -261,29 +261,35 @@ struct Outcome<'a>(&'a ZkResult<Response>);
 
 impl fmt::Display for Outcome<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let stat = |f: &mut fmt::Formatter<'_>, s: &Stat| {
-            write!(f, "v{} mzxid=0x{:x}", s.version, s.mzxid)
-        };
-        match self.0 {
-            Err(error) => write!(f, "{}", ErrorName(error)),
-            Ok(Response::SessionCreated) => f.write_str("ok"),
-            Ok(Response::Created(path)) => f.write_str(path),
-            Ok(Response::Deleted) => f.write_str("ok"),
-            Ok(Response::Exists(None)) => f.write_str("none"),
-            Ok(Response::Exists(Some(s))) => stat(f, s),
-            Ok(Response::Data(data, s)) => {
-                write!(f, "{}B ", data.len())?;
-                stat(f, s)
-            }
-            Ok(Response::DataSet(s)) => stat(f, s),
-            Ok(Response::Children(names, s)) => {
-                write!(f, "{} children pzxid=0x{:x}", names.len(), s.pzxid)
-            }
-            Ok(Response::Multi(results)) => write!(f, "ok {} ops", results.len()),
-            Ok(Response::Synced) => f.write_str("ok"),
-            Ok(Response::WatchAdded) => f.write_str("ok"),
-            Ok(Response::Closed) => f.write_str("ok"),
+        write_outcome(f, self.0)
+    }
+}
+
+/// Writes what [`outcome`] shows. Generic over the writer so that a trace
+/// line appends the text pieces straight to its `String` (`write_str`),
+/// leaving the formatting machinery to the numbers.
+pub(crate) fn write_outcome(out: &mut impl fmt::Write, result: &ZkResult<Response>) -> fmt::Result {
+    let stat =
+        |out: &mut dyn fmt::Write, s: &Stat| write!(out, "v{} mzxid=0x{:x}", s.version, s.mzxid);
+    match result {
+        Err(error) => write!(out, "{}", ErrorName(error)),
+        Ok(Response::SessionCreated) => out.write_str("ok"),
+        Ok(Response::Created(path)) => out.write_str(path),
+        Ok(Response::Deleted) => out.write_str("ok"),
+        Ok(Response::Exists(None)) => out.write_str("none"),
+        Ok(Response::Exists(Some(s))) => stat(out, s),
+        Ok(Response::Data(data, s)) => {
+            write!(out, "{}B ", data.len())?;
+            stat(out, s)
         }
+        Ok(Response::DataSet(s)) => stat(out, s),
+        Ok(Response::Children(names, s)) => {
+            write!(out, "{} children pzxid=0x{:x}", names.len(), s.pzxid)
+        }
+        Ok(Response::Multi(results)) => write!(out, "ok {} ops", results.len()),
+        Ok(Response::Synced) => out.write_str("ok"),
+        Ok(Response::WatchAdded) => out.write_str("ok"),
+        Ok(Response::Closed) => out.write_str("ok"),
     }
 }
 
