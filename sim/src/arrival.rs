@@ -1,12 +1,11 @@
 //! A request reaches the server: it is applied atomically at that instant,
 //! and its watch events and reply start back over the links.
 
-use std::fmt::Write as _;
-
 use rand::seq::SliceRandom;
 use zkdist_coord::SessionId;
 
 use crate::applied::{AppliedOp, TxnKind, changes_of};
+use crate::digits::hex;
 use crate::engine::Engine;
 use crate::link::Delivery;
 use crate::request::{Request, Response, write_outcome};
@@ -94,8 +93,11 @@ impl Engine {
                 );
                 // `zxid=0x{zxid:x} {name} {summary} -> {outcome}`.
                 self.record_with(|line| {
-                    write!(line, "zxid=0x{zxid:x} ").expect("writing to a String cannot fail");
-                    push_words(line, &[&name, " ", summary, " -> "]);
+                    let zxid = hex(zxid);
+                    push_words(
+                        line,
+                        &["zxid=0x", zxid.as_str(), " ", &name, " ", summary, " -> "],
+                    );
                     if closed {
                         line.push_str(&deleted_list(&applied.triggers));
                     } else {

@@ -12,6 +12,8 @@ use std::fmt;
 use rustc_hash::FxHashMap;
 use zkdist_coord::{CreateMode, SessionId, Stat, ZkError, ZkResult, path};
 
+use crate::digits::decimal_010;
+
 /// Nodes a ZooKeeper server creates itself and refuses to delete
 /// (`ZKDatabase.isSpecialPath`).
 const SYSTEM_PATHS: [&str; 4] = ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"];
@@ -312,7 +314,7 @@ impl Tree {
         let created = if mode.is_sequential() {
             // The suffix is the parent's cversion before this create, as
             // Java's `%010d` renders it (negatives keep their sign).
-            format!("{target}{:010}", parent.stat.cversion)
+            [target, decimal_010(parent.stat.cversion).as_str()].concat()
         } else {
             target.to_owned()
         };
