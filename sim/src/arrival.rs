@@ -4,18 +4,27 @@
 use rand::seq::SliceRandom;
 use zkdist_coord::SessionId;
 
-use crate::applied::{AppliedOp, Change, TxnKind};
+use crate::applied::{AppliedOp, TxnKind, changes_of};
+use crate::digits::hex;
 use crate::engine::Engine;
 use crate::link::Delivery;
-use crate::request::{Request, Response, outcome};
+use crate::request::{Request, Response, write_outcome};
 use crate::server::{Applied, Ending};
+use crate::tree::Trigger;
+
+/// Appends each piece of a trace line in turn.
+pub(crate) fn push_words(line: &mut String, words: &[&str]) {
+    for word in words {
+        line.push_str(word);
+    }
+}
 
 /// `deleted [/a, /b]` for the ephemerals a session took with it.
-pub(crate) fn deleted_list(changes: &[Change]) -> String {
-    let paths: Vec<&str> = changes
+pub(crate) fn deleted_list(triggers: &[Trigger]) -> String {
+    let paths: Vec<&str> = triggers
         .iter()
-        .filter_map(|change| match change {
-            Change::Deleted(path) => Some(path.as_str()),
+        .filter_map(|trigger| match trigger {
+            Trigger::Deleted(path) => Some(path.as_str()),
             _ => None,
         })
         .collect();
@@ -78,23 +87,32 @@ impl Engine {
         // Only a transaction's line goes on to the observers.
         let line = match applied.zxid {
             Some(zxid) => {
-                let line = match (&kind, &applied.result) {
-                    (Some(TxnKind::CloseSession), Ok(_)) => self.record_line(format_args!(
-                        "zxid=0x{zxid:x} {name} {summary} -> {}",
-                        deleted_list(&applied.changes)
-                    )),
-                    _ => self.record_line(format_args!(
-                        "zxid=0x{zxid:x} {name} {summary} -> {}",
-                        outcome(&applied.result)
-                    )),
-                };
-                Some(line)
+                let closed = matches!(
+                    (&kind, &applied.result),
+                    (Some(TxnKind::CloseSession), Ok(_))
+                );
+                // `zxid=0x{zxid:x} {name} {summary} -> {outcome}`.
+                self.record_with(|line| {
+                    let zxid = hex(zxid);
+                    push_words(
+                        line,
+                        &["zxid=0x", zxid.as_str(), " ", &name, " ", summary, " -> "],
+                    );
+                    if closed {
+                        line.push_str(&deleted_list(&applied.triggers));
+                    } else {
+                        write_outcome(line, &applied.result)
+                            .expect("writing to a String cannot fail");
+                    }
+                });
+                Some(self.trace.len() - 1)
             }
             None => {
-                self.record(format_args!(
-                    "read {name} {summary} -> {}",
-                    outcome(&applied.result)
-                ));
+                // `read {name} {summary} -> {outcome}`.
+                self.record_with(|line| {
+                    push_words(line, &["read ", &name, " ", summary, " -> "]);
+                    write_outcome(line, &applied.result).expect("writing to a String cannot fail");
+                });
                 None
             }
         };
@@ -107,7 +125,7 @@ impl Engine {
             .result
             .as_ref()
             .err()
-            .filter(|_| kind.is_some())
+            .filter(|_| kind.is_some() && !self.hooks.is_empty())
             .cloned();
         if creates_session {
             self.send_to_client(session, Delivery::Connected);
@@ -123,17 +141,17 @@ impl Engine {
             );
         }
         if let (Some(zxid), Some(kind), Some(line)) = (applied.zxid, kind, line) {
-            let op = AppliedOp {
+            let triggers = applied.triggers;
+            self.after_txn(zxid, |engine| AppliedOp {
                 zxid,
                 session,
                 session_name: name.to_string(),
                 kind,
-                changes: applied.changes,
+                changes: changes_of(&triggers),
                 error,
-                elapsed: self.elapsed(),
-                trace_line: line,
-            };
-            self.after_txn(op);
+                elapsed: engine.elapsed(),
+                trace_line: engine.trace.line(line).to_owned(),
+            });
         }
     }
 
@@ -147,25 +165,26 @@ impl Engine {
         };
         let zxid = applied.zxid.expect("ending a session is a transaction");
         let name = self.name(session);
-        let line = self.record_line(format_args!(
+        self.record(format_args!(
             "zxid=0x{zxid:x} {name} expire ({why}) -> {}",
-            deleted_list(&applied.changes)
+            deleted_list(&applied.triggers)
         ));
+        let line = self.trace.len() - 1;
         for (target, event) in applied.events {
             self.send_to_client(target, Delivery::Event(event));
         }
-        let op = AppliedOp {
+        debug_assert!(applied.result.is_ok(), "ending a session cannot fail");
+        let triggers = applied.triggers;
+        self.after_txn(zxid, |engine| AppliedOp {
             zxid,
             session,
             session_name: name.to_string(),
             kind: TxnKind::ExpireSession,
-            changes: applied.changes,
-            error: applied.result.err(),
-            elapsed: self.elapsed(),
-            trace_line: line,
-        };
-        debug_assert!(op.error.is_none(), "ending a session cannot fail");
-        self.after_txn(op);
+            changes: changes_of(&triggers),
+            error: None,
+            elapsed: engine.elapsed(),
+            trace_line: engine.trace.line(line).to_owned(),
+        });
         true
     }
 

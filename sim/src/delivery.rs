@@ -3,13 +3,25 @@
 //! the stream).
 
 use zkdist_coord::validate::{check_children_reply, children_reply_bytes};
-use zkdist_coord::{MAX_REPLY_BYTES, SessionId, SessionState, ZkError, ZkResult};
+use zkdist_coord::{MAX_REPLY_BYTES, SessionId, SessionState, WatchKind, ZkError, ZkResult};
 
+use crate::arrival::push_words;
 use crate::client::ClientState;
 use crate::engine::Engine;
 use crate::faults::DownCause;
 use crate::link::Delivery;
-use crate::request::{Response, outcome};
+use crate::request::{Response, write_outcome};
+
+/// A watch event's kind as the trace shows it: its `Debug` name, without
+/// the formatting machinery.
+fn kind_name(kind: WatchKind) -> &'static str {
+    match kind {
+        WatchKind::NodeCreated => "NodeCreated",
+        WatchKind::NodeDeleted => "NodeDeleted",
+        WatchKind::NodeDataChanged => "NodeDataChanged",
+        WatchKind::NodeChildrenChanged => "NodeChildrenChanged",
+    }
+}
 
 impl Engine {
     /// The head of the session's inbound queue reaches the client.
@@ -35,10 +47,21 @@ impl Engine {
                 } else {
                     " (no watch held: dropped)"
                 };
-                self.record(format_args!(
-                    "deliver {name} event {:?} {}{dropped}",
-                    event.kind, event.path
-                ));
+                // `deliver {name} event {kind:?} {path}{dropped}`.
+                self.record_with(|line| {
+                    push_words(
+                        line,
+                        &[
+                            "deliver ",
+                            &name,
+                            " event ",
+                            kind_name(event.kind),
+                            " ",
+                            &event.path,
+                            dropped,
+                        ],
+                    );
+                });
                 if claimed {
                     self.peer_mut(session).client.emit_watch_event(event);
                 }
@@ -114,17 +137,37 @@ impl Engine {
         if closed {
             client.state = ClientState::Closed;
         }
-        self.record(format_args!(
-            "deliver {name} reply {} -> {}",
-            pending.summary,
-            outcome(&result)
-        ));
+        // `deliver {name} reply {summary} -> {outcome}`.
+        self.record_with(|line| {
+            push_words(
+                line,
+                &["deliver ", &name, " reply ", &pending.summary, " -> "],
+            );
+            write_outcome(line, &result).expect("writing to a String cannot fail");
+        });
         let _ = pending.reply.send(result);
         if closed {
             let client = &mut self.peer_mut(session).client;
             client.announce(SessionState::Closed);
             client.end_stream();
             self.shut_link(session);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_names_are_the_debug_names() {
+        for kind in [
+            WatchKind::NodeCreated,
+            WatchKind::NodeDeleted,
+            WatchKind::NodeDataChanged,
+            WatchKind::NodeChildrenChanged,
+        ] {
+            assert_eq!(kind_name(kind), format!("{kind:?}"));
         }
     }
 }

@@ -104,11 +104,11 @@ pub(crate) struct Engine {
     pub(crate) server: Server,
     pub(crate) peers: Peers,
     pub(crate) schedule: Schedule,
-    trace: Trace,
+    pub(crate) trace: Trace,
     paused: bool,
     next_request_id: u64,
     waiters: Vec<(Predicate, Done)>,
-    hooks: Vec<ApplyHook>,
+    pub(crate) hooks: Vec<ApplyHook>,
     /// Where request summaries are written before they are shared.
     scratch: String,
 }
@@ -151,9 +151,9 @@ impl Engine {
         self.trace.record(self.now_us, text);
     }
 
-    /// [`Engine::record`], returning a copy of the line.
-    pub(crate) fn record_line(&mut self, text: impl fmt::Display) -> String {
-        self.trace.record(self.now_us, text).to_owned()
+    /// [`Engine::record`] for the busiest lines: `write` appends the text.
+    pub(crate) fn record_with(&mut self, write: impl FnOnce(&mut String)) {
+        self.trace.record_with(self.now_us, write);
     }
 
     /// The session's name, as the trace shows it.
@@ -558,21 +558,31 @@ impl Engine {
         }
     }
 
-    /// Tells observers about a transaction, then wakes the `run_until`
-    /// callers whose predicate now holds.
-    pub(crate) fn after_txn(&mut self, op: AppliedOp) {
+    /// Tells observers about transaction `zxid`, then wakes the
+    /// `run_until` callers whose predicate now holds. The observers' view
+    /// of it is built only if a hook is there to read it: it copies the
+    /// trace line, the session's name and every changed path.
+    pub(crate) fn after_txn(&mut self, zxid: i64, op: impl FnOnce(&Engine) -> AppliedOp) {
         // The full check is O(nodes): after every transaction while the
         // tree is small, and after one in `SAMPLED_CHECK_EVERY` once it is
         // large, so that a test of a big backlog is not quadratic.
         let check_due =
-            self.server.tree().len() <= FULL_CHECK_MAX_NODES || op.zxid % SAMPLED_CHECK_EVERY == 0;
+            self.server.tree().len() <= FULL_CHECK_MAX_NODES || zxid % SAMPLED_CHECK_EVERY == 0;
         if cfg!(debug_assertions) && check_due {
             self.server.check_invariants();
         }
-        let tree = self.server.tree();
-        for hook in &mut self.hooks {
-            hook(&op, tree);
+        if !self.hooks.is_empty() {
+            let op = op(self);
+            debug_assert_eq!(op.zxid, zxid, "the observers hear of this transaction");
+            let tree = self.server.tree();
+            for hook in &mut self.hooks {
+                hook(&op, tree);
+            }
         }
+        if self.waiters.is_empty() {
+            return;
+        }
+        let tree = self.server.tree();
         for (mut predicate, done) in std::mem::take(&mut self.waiters) {
             if done.is_closed() {
                 continue;

@@ -35,6 +35,7 @@ mod config;
 mod connector;
 mod control;
 mod delivery;
+mod digits;
 mod driver;
 mod engine;
 mod faults;

@@ -1,12 +1,13 @@
 //! What travels between a session and the server, and how the trace names
 //! it.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::sync::Arc;
 
 use zkdist_coord::{AddWatchMode, CreateMode, Op, OpResult, Stat, ZkError, ZkResult};
 
 use crate::applied::TxnKind;
+use crate::digits::{Digits, decimal, hex};
 
 /// A request as the server receives it. Client-side checks (paths, sizes,
 /// versions) have already passed.
@@ -128,7 +129,7 @@ impl Request {
     /// One stable, readable description for the trace.
     pub(crate) fn summary(&self) -> String {
         let mut text = String::with_capacity(64);
-        write!(text, "{}", Summary(self)).expect("writing to a String cannot fail");
+        write_summary(&mut text, self).expect("writing to a String cannot fail");
         text
     }
 
@@ -136,57 +137,112 @@ impl Request {
     /// so that the only allocation is the shared one.
     pub(crate) fn shared_summary(&self, scratch: &mut String) -> Arc<str> {
         scratch.clear();
-        write!(scratch, "{}", Summary(self)).expect("writing to a String cannot fail");
+        write_summary(scratch, self).expect("writing to a String cannot fail");
         Arc::from(scratch.as_str())
     }
 }
 
 /// [`Request::summary`], written without intermediate strings.
-struct Summary<'a>(&'a Request);
+/// Appends each piece in turn.
+fn write_words(out: &mut impl fmt::Write, words: &[&str]) -> fmt::Result {
+    words.iter().try_for_each(|word| out.write_str(word))
+}
 
-impl fmt::Display for Summary<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let watch = |w: bool| if w { " watch" } else { "" };
-        match self.0 {
-            Request::CreateSession => f.write_str("create_session"),
-            Request::Create { path, data, mode } => {
-                write!(f, "create {path} {} {}B", mode_name(*mode), data.len())
-            }
-            Request::Delete { path, version } => {
-                write!(f, "delete {path} {}", VersionName(*version))
-            }
-            Request::Exists { path, watch: w } => write!(f, "exists {path}{}", watch(*w)),
-            Request::GetData { path, watch: w } => write!(f, "get_data {path}{}", watch(*w)),
-            Request::SetData {
-                path,
-                data,
-                version,
-            } => write!(
-                f,
-                "set_data {path} {}B {}",
-                data.len(),
-                VersionName(*version)
-            ),
-            Request::GetChildren { path, watch: w } => {
-                write!(f, "get_children {path}{}", watch(*w))
-            }
-            Request::Multi { ops } => {
-                f.write_str("multi [")?;
-                for (index, op) in ops.iter().enumerate() {
-                    if index > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{}", OpSummary(op))?;
-                }
-                f.write_str("]")
-            }
-            Request::Sync { path } => write!(f, "sync {path}"),
-            Request::AddWatch { path, mode } => {
-                write!(f, "add_watch {path} {}", mode.name())
-            }
-            Request::Close => f.write_str("close"),
+/// Writes a request's summary, as the trace shows it, with `write_str` for the pieces (every
+/// request's summary is written once, when it is sent).
+fn write_summary(out: &mut impl fmt::Write, request: &Request) -> fmt::Result {
+    let watch = |w: bool| if w { " watch" } else { "" };
+    match request {
+        Request::CreateSession => out.write_str("create_session"),
+        Request::Create { path, data, mode } => write_create(out, path, data, *mode),
+        Request::Delete { path, version } => write_delete(out, path, *version),
+        Request::Exists { path, watch: w } => write_words(out, &["exists ", path, watch(*w)]),
+        Request::GetData { path, watch: w } => write_words(out, &["get_data ", path, watch(*w)]),
+        Request::SetData {
+            path,
+            data,
+            version,
+        } => write_set_data(out, path, data, *version),
+        Request::GetChildren { path, watch: w } => {
+            write_words(out, &["get_children ", path, watch(*w)])
         }
+        Request::Multi { ops } => {
+            out.write_str("multi [")?;
+            for (index, op) in ops.iter().enumerate() {
+                if index > 0 {
+                    out.write_str(", ")?;
+                }
+                write_op(out, op)?;
+            }
+            out.write_str("]")
+        }
+        Request::Sync { path } => write_words(out, &["sync ", path]),
+        Request::AddWatch { path, mode } => {
+            write_words(out, &["add_watch ", path, " ", mode.name()])
+        }
+        Request::Close => out.write_str("close"),
     }
+}
+
+/// One op of a multi, as the trace shows it.
+fn write_op(out: &mut impl fmt::Write, op: &Op) -> fmt::Result {
+    match op {
+        Op::Create { path, data, mode } => write_create(out, path, data, *mode),
+        Op::Delete { path, version } => write_delete(out, path, *version),
+        Op::SetData {
+            path,
+            data,
+            version,
+        } => write_set_data(out, path, data, *version),
+        Op::Check { path, version } => write_words(
+            out,
+            &["check ", path, " v", decimal((*version).into()).as_str()],
+        ),
+    }
+}
+
+/// `create {path} {mode} {length}B`.
+fn write_create(
+    out: &mut impl fmt::Write,
+    path: &str,
+    data: &[u8],
+    mode: CreateMode,
+) -> fmt::Result {
+    let length = byte_count(data);
+    write_words(
+        out,
+        &[
+            "create ",
+            path,
+            " ",
+            mode_name(mode),
+            " ",
+            length.as_str(),
+            "B",
+        ],
+    )
+}
+
+/// `delete {path} {version}`.
+fn write_delete(out: &mut impl fmt::Write, path: &str, version: Option<i32>) -> fmt::Result {
+    write_words(out, &["delete ", path, " "])?;
+    write_version(out, version)
+}
+
+/// `set_data {path} {length}B {version}`.
+fn write_set_data(
+    out: &mut impl fmt::Write,
+    path: &str,
+    data: &[u8],
+    version: Option<i32>,
+) -> fmt::Result {
+    let length = byte_count(data);
+    write_words(out, &["set_data ", path, " ", length.as_str(), "B "])?;
+    write_version(out, version)
+}
+
+fn byte_count(data: &[u8]) -> Digits {
+    decimal(i64::try_from(data.len()).expect("a length fits an i64"))
 }
 
 fn mode_name(mode: CreateMode) -> &'static str {
@@ -199,39 +255,10 @@ fn mode_name(mode: CreateMode) -> &'static str {
 }
 
 /// An expected version as the trace shows it: `v3`, or `v*` for any.
-struct VersionName(Option<i32>);
-
-impl fmt::Display for VersionName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(v) => write!(f, "v{v}"),
-            None => f.write_str("v*"),
-        }
-    }
-}
-
-/// One op of a multi, as the trace shows it.
-struct OpSummary<'a>(&'a Op);
-
-impl fmt::Display for OpSummary<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Op::Create { path, data, mode } => {
-                write!(f, "create {path} {} {}B", mode_name(*mode), data.len())
-            }
-            Op::Delete { path, version } => write!(f, "delete {path} {}", VersionName(*version)),
-            Op::SetData {
-                path,
-                data,
-                version,
-            } => write!(
-                f,
-                "set_data {path} {}B {}",
-                data.len(),
-                VersionName(*version)
-            ),
-            Op::Check { path, version } => write!(f, "check {path} v{version}"),
-        }
+fn write_version(out: &mut impl fmt::Write, version: Option<i32>) -> fmt::Result {
+    match version {
+        Some(v) => write_words(out, &["v", decimal(v.into()).as_str()]),
+        None => out.write_str("v*"),
     }
 }
 
@@ -261,29 +288,48 @@ struct Outcome<'a>(&'a ZkResult<Response>);
 
 impl fmt::Display for Outcome<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let stat = |f: &mut fmt::Formatter<'_>, s: &Stat| {
-            write!(f, "v{} mzxid=0x{:x}", s.version, s.mzxid)
-        };
-        match self.0 {
-            Err(error) => write!(f, "{}", ErrorName(error)),
-            Ok(Response::SessionCreated) => f.write_str("ok"),
-            Ok(Response::Created(path)) => f.write_str(path),
-            Ok(Response::Deleted) => f.write_str("ok"),
-            Ok(Response::Exists(None)) => f.write_str("none"),
-            Ok(Response::Exists(Some(s))) => stat(f, s),
-            Ok(Response::Data(data, s)) => {
-                write!(f, "{}B ", data.len())?;
-                stat(f, s)
-            }
-            Ok(Response::DataSet(s)) => stat(f, s),
-            Ok(Response::Children(names, s)) => {
-                write!(f, "{} children pzxid=0x{:x}", names.len(), s.pzxid)
-            }
-            Ok(Response::Multi(results)) => write!(f, "ok {} ops", results.len()),
-            Ok(Response::Synced) => f.write_str("ok"),
-            Ok(Response::WatchAdded) => f.write_str("ok"),
-            Ok(Response::Closed) => f.write_str("ok"),
+        write_outcome(f, self.0)
+    }
+}
+
+/// Writes what [`outcome`] shows. Generic over the writer so that a trace
+/// line appends the text pieces straight to its `String` (`write_str`),
+/// leaving the formatting machinery to the numbers.
+pub(crate) fn write_outcome(out: &mut impl fmt::Write, result: &ZkResult<Response>) -> fmt::Result {
+    let mut words = |words: &[&str]| words.iter().try_for_each(|word| out.write_str(word));
+    // `v{version} mzxid=0x{mzxid:x}`.
+    let stat = |s: &Stat| [decimal(s.version.into()), hex(s.mzxid)];
+    let count = |items: usize| decimal(i64::try_from(items).expect("a count fits an i64"));
+    match result {
+        Err(error) => write!(out, "{}", ErrorName(error)),
+        Ok(Response::SessionCreated) => words(&["ok"]),
+        Ok(Response::Created(path)) => words(&[path]),
+        Ok(Response::Deleted) => words(&["ok"]),
+        Ok(Response::Exists(None)) => words(&["none"]),
+        Ok(Response::Exists(Some(s)) | Response::DataSet(s)) => {
+            let [version, mzxid] = stat(s);
+            words(&["v", version.as_str(), " mzxid=0x", mzxid.as_str()])
         }
+        Ok(Response::Data(data, s)) => {
+            let [version, mzxid] = stat(s);
+            let length = count(data.len());
+            words(&[
+                length.as_str(),
+                "B v",
+                version.as_str(),
+                " mzxid=0x",
+                mzxid.as_str(),
+            ])
+        }
+        Ok(Response::Children(names, s)) => {
+            let (listed, pzxid) = (count(names.len()), hex(s.pzxid));
+            words(&[listed.as_str(), " children pzxid=0x", pzxid.as_str()])
+        }
+        Ok(Response::Multi(results)) => {
+            let applied = count(results.len());
+            words(&["ok ", applied.as_str(), " ops"])
+        }
+        Ok(Response::Synced | Response::WatchAdded | Response::Closed) => words(&["ok"]),
     }
 }
 
@@ -333,5 +379,40 @@ mod tests {
             },
         ));
         assert_eq!(outcome(&data).to_string(), "3B v2 mzxid=0x1f");
+    }
+
+    /// Every outcome reads as the format strings it replaced say.
+    #[test]
+    fn outcomes_read_as_their_format_strings() {
+        let stat = Stat {
+            version: -3,
+            mzxid: 0x1_0000_00ab,
+            pzxid: 0x2c,
+            ..Stat::default()
+        };
+        let shown = |response: Response| outcome(&Ok(response)).to_string();
+        assert_eq!(shown(Response::SessionCreated), "ok");
+        assert_eq!(shown(Response::Created("/a/b".into())), "/a/b");
+        assert_eq!(shown(Response::Deleted), "ok");
+        assert_eq!(shown(Response::Exists(None)), "none");
+        let stat_text = format!("v{} mzxid=0x{:x}", stat.version, stat.mzxid);
+        assert_eq!(stat_text, "v-3 mzxid=0x1000000ab");
+        assert_eq!(shown(Response::Exists(Some(stat))), stat_text);
+        assert_eq!(shown(Response::DataSet(stat)), stat_text);
+        assert_eq!(
+            shown(Response::Data(vec![0; 1_234], stat)),
+            format!("1234B {stat_text}")
+        );
+        assert_eq!(
+            shown(Response::Children(vec!["x".into(), "y".into()], stat)),
+            "2 children pzxid=0x2c"
+        );
+        assert_eq!(
+            shown(Response::Multi(vec![OpResult::Checked; 12])),
+            "ok 12 ops"
+        );
+        for done in [Response::Synced, Response::WatchAdded, Response::Closed] {
+            assert_eq!(shown(done), "ok");
+        }
     }
 }

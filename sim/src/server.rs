@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use zkdist_coord::{SessionId, WatchEvent, WatchKind, ZkError, ZkResult};
 
-use crate::applied::{Change, changes_of};
 use crate::multi::apply_multi;
 use crate::request::{Request, Response};
 use crate::tree::{Journal, Tree, Trigger};
@@ -20,7 +19,10 @@ pub(crate) struct Applied {
     pub result: ZkResult<Response>,
     /// Watch events, in the order the server fired them.
     pub events: Vec<(SessionId, WatchEvent)>,
-    pub changes: Vec<Change>,
+    /// What fired them, in order. The node-level changes are derived from
+    /// them only when an observer is there to hear of them: each change
+    /// copies a path.
+    pub triggers: Vec<Trigger>,
 }
 
 /// How a session ends.
@@ -152,7 +154,7 @@ impl Server {
         Applied {
             zxid,
             events: self.fire(&journal.triggers),
-            changes: changes_of(&journal.triggers),
+            triggers: journal.triggers,
             result,
         }
     }
@@ -182,7 +184,7 @@ impl Server {
             zxid: Some(zxid),
             result: Ok(Response::Closed),
             events,
-            changes: changes_of(&journal.triggers),
+            triggers: journal.triggers,
         })
     }
 
@@ -278,6 +280,7 @@ impl Server {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::applied::{Change, changes_of};
     use zkdist_coord::CreateMode;
 
     const A: SessionId = SessionId(1);
@@ -323,7 +326,7 @@ mod tests {
         );
         let failed = create(&mut server, A, "/missing/x", CreateMode::Persistent);
         assert_eq!(failed.zxid, Some(3));
-        assert!(failed.result.is_err() && failed.changes.is_empty());
+        assert!(failed.result.is_err() && changes_of(&failed.triggers).is_empty());
         let read = server.apply(
             A,
             Request::Exists {
@@ -436,7 +439,7 @@ mod tests {
         let ended = end(&mut server, A, Ending::Expire).unwrap();
         assert_eq!(ended.zxid, Some(before + 1));
         assert_eq!(
-            ended.changes,
+            changes_of(&ended.triggers),
             [Change::Deleted("/e1".into()), Change::Deleted("/e2".into())]
         );
         // Only B hears: A's connection, and its watches, went first.

@@ -5,9 +5,14 @@
 //! to undo itself (so that a failed `multi` leaves no trace) and reports the
 //! watch triggers it caused; the caller decides who hears about them.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
+use rustc_hash::FxHashMap;
 use zkdist_coord::{CreateMode, SessionId, Stat, ZkError, ZkResult, path};
+
+use crate::digits::decimal_010;
 
 /// Nodes a ZooKeeper server creates itself and refuses to delete
 /// (`ZKDatabase.isSpecialPath`).
@@ -133,9 +138,13 @@ impl Journal {
 
 /// The read-only view of the simulated server's data that tests, predicates
 /// and invariant checkers get.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Tree {
-    nodes: BTreeMap<String, Node>,
+    /// By path, hashed: every request looks up a node or two, and a sorted
+    /// map compares whole paths (long shared prefixes) at every level. A
+    /// fixed hasher, and no iteration in hash order: whatever is listed is
+    /// sorted first ([`Tree::paths`]), so the order never depends on it.
+    nodes: FxHashMap<String, Node>,
     zxid: i64,
     /// Every session's ephemeral nodes, kept equal to the owners recorded in
     /// the nodes' stats.
@@ -164,11 +173,35 @@ impl Default for Tree {
     }
 }
 
+/// The nodes in path order, whatever order the map keeps them in.
+impl fmt::Debug for Tree {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut nodes: Vec<(&String, &Node)> = self.nodes.iter().collect();
+        nodes.sort_unstable_by_key(|&(path, _)| path);
+        let mut tree = f.debug_struct("Tree");
+        tree.field("nodes", &NodesInOrder(&nodes))
+            .field("zxid", &self.zxid)
+            .field("ephemerals", &self.ephemerals);
+        #[cfg(debug_assertions)]
+        tree.field("sequential_issued", &self.sequential_issued);
+        tree.field("counters_overridden", &self.counters_overridden)
+            .finish()
+    }
+}
+
+struct NodesInOrder<'a>(&'a [(&'a String, &'a Node)]);
+
+impl fmt::Debug for NodesInOrder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.0.iter().copied()).finish()
+    }
+}
+
 impl Tree {
     /// A fresh server's tree: the root, `/zookeeper`, and its `quota` and
     /// `config` children, all with zeroed stats as the server builds them.
     pub fn new() -> Tree {
-        let mut nodes = BTreeMap::new();
+        let mut nodes = FxHashMap::default();
         for path in SYSTEM_PATHS {
             nodes.insert(path.to_owned(), Node::new(Vec::new(), Stat::default()));
         }
@@ -215,9 +248,11 @@ impl Tree {
         self.nodes.get(path).map(|node| node.children().collect())
     }
 
-    /// Every path, sorted, system nodes included.
+    /// Every path, sorted, system nodes included. Sorts them: O(n log n).
     pub fn paths(&self) -> impl Iterator<Item = &str> {
-        self.nodes.keys().map(String::as_str)
+        let mut paths: Vec<&str> = self.nodes.keys().map(String::as_str).collect();
+        paths.sort_unstable();
+        paths.into_iter()
     }
 
     /// The ephemeral nodes `session` owns, sorted.
@@ -279,48 +314,57 @@ impl Tree {
         let created = if mode.is_sequential() {
             // The suffix is the parent's cversion before this create, as
             // Java's `%010d` renders it (negatives keep their sign).
-            format!("{target}{:010}", parent.stat.cversion)
+            [target, decimal_010(parent.stat.cversion).as_str()].concat()
         } else {
             target.to_owned()
         };
-        if self.nodes.contains_key(&created) {
-            return Err(ZkError::NodeExists { path: created });
+        let parent_is_ephemeral = parent.is_ephemeral();
+        // One lookup checks the name and keeps the slot for the new node.
+        let slot = match self.nodes.entry(created) {
+            Entry::Occupied(existing) => {
+                return Err(ZkError::NodeExists {
+                    path: existing.key().clone(),
+                });
+            }
+            Entry::Vacant(slot) => slot,
+        };
+        if parent_is_ephemeral {
+            return Err(ZkError::NoChildrenForEphemerals {
+                path: slot.into_key(),
+            });
         }
-        if parent.is_ephemeral() {
-            return Err(ZkError::NoChildrenForEphemerals { path: created });
-        }
+        let created = slot.key().clone();
+        let ephemeral_owner = if mode.is_ephemeral() { owner.0 } else { 0 };
+        assert!(
+            !mode.is_ephemeral() || ephemeral_owner != 0,
+            "session id 0 cannot own an ephemeral node"
+        );
+        slot.insert(Node::new(
+            data.to_vec(),
+            Stat {
+                czxid: zxid,
+                mzxid: zxid,
+                pzxid: zxid,
+                version: 0,
+                cversion: 0,
+                aversion: 0,
+                ephemeral_owner,
+                data_length: data.len() as i32,
+                num_children: 0,
+            },
+        ));
 
-        let parent_path = parent_path.to_owned();
-        let parent = self.nodes.get_mut(&parent_path).expect("parent checked");
+        let parent = self.nodes.get_mut(parent_path).expect("parent checked");
         let stat = parent.stat;
         journal.push_undo(|| Undo::RestoreStat {
-            path: parent_path.clone(),
+            path: parent_path.to_owned(),
             stat,
         });
         // The counter moves on every child create, sequential or not, and
         // wraps as Java's int does.
         parent.stat.cversion = parent.stat.cversion.wrapping_add(1);
         parent.stat.pzxid = zxid;
-
-        let ephemeral_owner = if mode.is_ephemeral() { owner.0 } else { 0 };
-        assert!(
-            !mode.is_ephemeral() || ephemeral_owner != 0,
-            "session id 0 cannot own an ephemeral node"
-        );
-        let stat = Stat {
-            czxid: zxid,
-            mzxid: zxid,
-            pzxid: zxid,
-            version: 0,
-            cversion: 0,
-            aversion: 0,
-            ephemeral_owner,
-            data_length: data.len() as i32,
-            num_children: 0,
-        };
-        self.nodes
-            .insert(created.clone(), Node::new(data.to_vec(), stat));
-        self.link_child(&created);
+        Self::link_child_of(parent, &created);
         if mode.is_ephemeral() {
             self.ephemerals
                 .entry(owner)
@@ -331,7 +375,7 @@ impl Tree {
         if mode.is_sequential() {
             let fresh = self.sequential_issued.insert(created.clone());
             assert!(
-                fresh || self.counters_overridden.contains(&parent_path),
+                fresh || self.counters_overridden.contains(parent_path),
                 "sequential name {created} issued twice"
             );
         }
@@ -340,7 +384,9 @@ impl Tree {
             sequential: mode.is_sequential(),
         });
         journal.triggers.push(Trigger::Created(created.clone()));
-        journal.triggers.push(Trigger::ChildrenChanged(parent_path));
+        journal
+            .triggers
+            .push(Trigger::ChildrenChanged(parent_path.to_owned()));
         Ok(created)
     }
 
@@ -516,27 +562,29 @@ impl Tree {
 
     /// Removes a childless node under `zxid`, updating its parent.
     fn remove(&mut self, zxid: i64, target: &str, journal: &mut Journal) {
-        let parent_path = path::parent(target).to_owned();
-        let parent = self.nodes.get_mut(&parent_path).expect("parent of a node");
+        let parent_path = path::parent(target);
+        let parent = self.nodes.get_mut(parent_path).expect("parent of a node");
         let stat = parent.stat;
         journal.push_undo(|| Undo::RestoreStat {
-            path: parent_path.clone(),
+            path: parent_path.to_owned(),
             stat,
         });
         // Deletes never move the counter; only pzxid records the change.
         if zxid > parent.stat.pzxid {
             parent.stat.pzxid = zxid;
         }
+        Self::unlink_child_of(parent, target);
         let node = self.nodes.remove(target).expect("node to remove");
         assert!(node.children.is_empty(), "removing {target} with children");
-        self.unlink_child(target);
         self.forget_ephemeral(target, &node);
         journal.push_undo(|| Undo::Reinsert {
             path: target.to_owned(),
             node,
         });
         journal.triggers.push(Trigger::Deleted(target.to_owned()));
-        journal.triggers.push(Trigger::ChildrenChanged(parent_path));
+        journal
+            .triggers
+            .push(Trigger::ChildrenChanged(parent_path.to_owned()));
     }
 
     fn link_child(&mut self, child: &str) {
@@ -544,6 +592,11 @@ impl Tree {
             .nodes
             .get_mut(path::parent(child))
             .expect("parent of a new child");
+        Self::link_child_of(parent, child);
+    }
+
+    /// Lists `child` under `parent`, which the caller has looked up.
+    fn link_child_of(parent: &mut Node, child: &str) {
         let added = parent.children.insert(path::name(child).to_owned());
         assert!(added, "{child} linked twice");
         parent.stat.num_children = parent.children.len() as i32;
@@ -554,6 +607,12 @@ impl Tree {
             .nodes
             .get_mut(path::parent(child))
             .expect("parent of a removed child");
+        Self::unlink_child_of(parent, child);
+    }
+
+    /// Takes `child` off the list of `parent`, which the caller has looked
+    /// up.
+    fn unlink_child_of(parent: &mut Node, child: &str) {
         let removed = parent.children.remove(path::name(child));
         assert!(removed, "{child} unlinked but was not linked");
         parent.stat.num_children = parent.children.len() as i32;
@@ -629,6 +688,13 @@ mod tests {
     use CreateMode::*;
 
     const OWNER: SessionId = SessionId(7);
+
+    /// Every node, data and stat and children, in path order.
+    fn nodes_in_order(tree: &Tree) -> String {
+        let mut nodes: Vec<_> = tree.nodes.iter().collect();
+        nodes.sort_unstable_by_key(|&(path, _)| path);
+        format!("{nodes:?}")
+    }
 
     /// Runs one write as its own transaction, as the server does.
     fn create(tree: &mut Tree, target: &str, mode: CreateMode) -> ZkResult<String> {
@@ -855,7 +921,7 @@ mod tests {
         let mut tree = Tree::new();
         create(&mut tree, "/q", Persistent).unwrap();
         create(&mut tree, "/q/old", Ephemeral).unwrap();
-        let before = format!("{:?}", tree.nodes);
+        let before = nodes_in_order(&tree);
         let zxid = tree.next_zxid();
         let mut journal = Journal::default();
         tree.create(zxid, OWNER, "/q/s-", b"", EphemeralSequential, &mut journal)
@@ -865,7 +931,7 @@ mod tests {
         tree.delete(zxid, "/q/old", None, &mut journal).unwrap();
         tree.rollback(journal.undo);
         tree.check_invariants();
-        assert_eq!(format!("{:?}", tree.nodes), before);
+        assert_eq!(nodes_in_order(&tree), before);
         assert_eq!(tree.ephemerals(OWNER), ["/q/old"]);
         // The rolled-back sequential name is free again.
         assert_eq!(
@@ -894,10 +960,7 @@ mod tests {
             tree.delete(zxid, "/q/old", None, journal).unwrap();
             tree.check_invariants();
         }
-        assert_eq!(
-            format!("{:?}", with_undo.nodes),
-            format!("{:?}", without.nodes)
-        );
+        assert_eq!(nodes_in_order(&with_undo), nodes_in_order(&without));
         let [kept, skipped] = journals;
         assert_eq!(kept.triggers, skipped.triggers);
         assert_eq!(kept.triggers.len(), 5);

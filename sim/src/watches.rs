@@ -4,9 +4,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rustc_hash::FxHashMap;
 use zkdist_coord::{AddWatchMode, SessionId, WatchEvent, WatchKind, path};
 
 use crate::tree::Trigger;
+
+/// Up to this many paths under a recursive watch, a change finds its
+/// recursive watchers by checking each path rather than by looking up each
+/// of its ancestors.
+const RECURSIVE_SCAN_MAX_WATCHED: usize = 4;
 
 /// The server's watch tables. `Data` holds the watches left by `get_data`
 /// and by `exists` (on a present or a missing node); `Child` those left by
@@ -62,12 +68,16 @@ impl ClientWatch {
     }
 }
 
+/// The tables are keyed by path and hashed: every change looks its path
+/// up in each (and every ancestor's in the recursive one). Nothing depends
+/// on their hash order: the sessions told of a change are sorted, and
+/// whatever walks a whole table only checks it.
 #[derive(Debug, Default)]
 pub(crate) struct Watches {
-    data: BTreeMap<String, BTreeSet<SessionId>>,
-    child: BTreeMap<String, BTreeSet<SessionId>>,
-    persistent: BTreeMap<String, BTreeSet<SessionId>>,
-    recursive: BTreeMap<String, BTreeSet<SessionId>>,
+    data: FxHashMap<String, BTreeSet<SessionId>>,
+    child: FxHashMap<String, BTreeSet<SessionId>>,
+    persistent: FxHashMap<String, BTreeSet<SessionId>>,
+    recursive: FxHashMap<String, BTreeSet<SessionId>>,
     /// The same registrations, by session, to drop a session's watches
     /// without scanning every path.
     by_session: BTreeMap<SessionId, BTreeSet<(WatchTable, String)>>,
@@ -107,11 +117,9 @@ impl Watches {
         };
         let mut told = BTreeSet::new();
         for &table in tables {
-            for session in self.take(table, path) {
-                told.insert(session);
-            }
+            told.append(&mut self.take(table, path));
         }
-        told.extend(self.persistent_watchers(kind, path));
+        self.add_persistent_watchers(kind, path, &mut told);
         told.into_iter()
             .map(|session| {
                 (
@@ -125,25 +133,43 @@ impl Watches {
             .collect()
     }
 
-    /// The sessions whose persistent watches report a change of `kind` on
-    /// `changed`: a persistent watch on the node itself (any kind), and a
-    /// recursive one on the node or any ancestor (any kind but
+    /// Adds to `sessions` those whose persistent watches report a change
+    /// of `kind` on `changed`: a persistent watch on the node itself (any
+    /// kind), and a recursive one on the node or any ancestor (any kind but
     /// `NodeChildrenChanged`).
-    fn persistent_watchers(&self, kind: WatchKind, changed: &str) -> BTreeSet<SessionId> {
-        let mut sessions = self.persistent.get(changed).cloned().unwrap_or_default();
-        if kind != WatchKind::NodeChildrenChanged {
-            let mut node = changed;
-            loop {
-                if let Some(watchers) = self.recursive.get(node) {
+    fn add_persistent_watchers(
+        &self,
+        kind: WatchKind,
+        changed: &str,
+        sessions: &mut BTreeSet<SessionId>,
+    ) {
+        if let Some(watchers) = self.persistent.get(changed) {
+            sessions.extend(watchers);
+        }
+        if kind == WatchKind::NodeChildrenChanged || self.recursive.is_empty() {
+            return;
+        }
+        if self.recursive.len() <= RECURSIVE_SCAN_MAX_WATCHED {
+            // Few recursive watches (one per master, say): checking each
+            // against the changed path costs less than hashing every
+            // ancestor of it. The set sorts the sessions either way.
+            for (watched, watchers) in &self.recursive {
+                if path::is_same_or_descendant(changed, watched) {
                     sessions.extend(watchers);
                 }
-                if node == "/" {
-                    break;
-                }
-                node = path::parent(node);
             }
+            return;
         }
-        sessions
+        let mut node = changed;
+        loop {
+            if let Some(watchers) = self.recursive.get(node) {
+                sessions.extend(watchers);
+            }
+            if node == "/" {
+                break;
+            }
+            node = path::parent(node);
+        }
     }
 
     /// Drops every watch of a session (its connection closed, or it ended).
@@ -196,7 +222,7 @@ impl Watches {
         sessions
     }
 
-    fn table_mut(&mut self, table: WatchTable) -> &mut BTreeMap<String, BTreeSet<SessionId>> {
+    fn table_mut(&mut self, table: WatchTable) -> &mut FxHashMap<String, BTreeSet<SessionId>> {
         match table {
             WatchTable::Data => &mut self.data,
             WatchTable::Child => &mut self.child,
@@ -353,6 +379,49 @@ mod tests {
         assert!(
             fire(&mut watches, Trigger::DataChanged("/ab".into()))
                 == [(B, NodeDataChanged, "/ab".into())]
+        );
+    }
+
+    /// Past `RECURSIVE_SCAN_MAX_WATCHED` watched paths, the recursive
+    /// watchers are found by walking the ancestors instead of checking each
+    /// watched path: both ways tell the same sessions.
+    #[test]
+    fn recursive_watchers_are_the_same_found_either_way() {
+        let watched = ["/", "/a", "/a/b", "/ab", "/x", "/a/b/c"];
+        assert!(watched.len() > RECURSIVE_SCAN_MAX_WATCHED);
+        let changes = ["/a/b", "/a/b/c/d", "/ab/c", "/x", "/a"];
+        let told = |watches: &Watches, changed: &str| {
+            let mut sessions = BTreeSet::new();
+            watches.add_persistent_watchers(NodeDataChanged, changed, &mut sessions);
+            sessions
+        };
+        let mut walked = Watches::default();
+        for (n, path) in watched.iter().enumerate() {
+            walked.add(WatchTable::Recursive, path, SessionId(n as i64 + 1));
+        }
+        let mut scanned = Watches::default();
+        for (n, path) in watched.iter().enumerate().take(RECURSIVE_SCAN_MAX_WATCHED) {
+            scanned.add(WatchTable::Recursive, path, SessionId(n as i64 + 1));
+        }
+        // The sessions on the paths the scanned table lacks.
+        let extra: BTreeSet<SessionId> = (RECURSIVE_SCAN_MAX_WATCHED..watched.len())
+            .map(|n| SessionId(n as i64 + 1))
+            .collect();
+        for changed in changes {
+            let by_walk = told(&walked, changed);
+            let by_scan = told(&scanned, changed);
+            let expected: BTreeSet<SessionId> = watched
+                .iter()
+                .enumerate()
+                .filter(|(_, path)| path::is_same_or_descendant(changed, path))
+                .map(|(n, _)| SessionId(n as i64 + 1))
+                .collect();
+            assert_eq!(by_walk, expected, "{changed}");
+            assert_eq!(by_scan, &expected - &extra, "{changed}");
+        }
+        assert_eq!(
+            told(&walked, "/a/b/c/d"),
+            [1, 2, 3, 6].map(SessionId).into()
         );
     }
 

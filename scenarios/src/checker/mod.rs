@@ -410,11 +410,14 @@ impl Checker {
             return self.violate(Invariant::WorkerAssignedTwice, detail, step());
         }
         // The assignments as they were before this transaction: a result
-        // and the release of its assignment may come in one `multi`.
-        let assignments_before = self.assignment_nodes.clone();
+        // and the release of its assignment may come in one `multi`. A
+        // single change sees them as they were without a copy.
+        let assignments_before = (op.changes.len() > 1).then(|| self.assignment_nodes.clone());
         for change in &op.changes {
             let found = match change {
-                Change::Created(path) => self.on_created(op, path, tree, &assignments_before),
+                Change::Created(path) => {
+                    self.on_created(op, path, tree, assignments_before.as_ref())
+                }
                 Change::Deleted(path) => self.on_deleted(op, path, tree),
                 Change::DataChanged(_) => None,
             };
@@ -463,7 +466,7 @@ impl Checker {
         op: &AppliedOp,
         path: &str,
         tree: &Tree,
-        assignments_before: &BTreeMap<WorkerId, String>,
+        assignments_before: Option<&BTreeMap<WorkerId, String>>,
     ) -> Option<(Invariant, String)> {
         if let Some(name) = path.strip_prefix(&self.assignments_prefix) {
             let worker = WorkerId::parse(name).ok()?;
@@ -501,7 +504,10 @@ impl Checker {
                     format!("the result of {task} was created {count} times"),
                 ));
             }
-            return self.zombie_write(op, &task, assignments_before);
+            // Without a copy, the transaction's only change is this one:
+            // the assignments have not moved yet.
+            let before = assignments_before.unwrap_or(&self.assignment_nodes);
+            return self.zombie_write(op, &task, before);
         }
         if let Ok(task) = TaskId::parse(rest) {
             let twin = task
