@@ -38,6 +38,9 @@ pub enum TaskDiscovery {
 /// (a round assigns as many as there are free workers, and the reads take
 /// one round trip); small enough that the payloads held, at most this many
 /// times `zkdist_coord::MAX_INLINE_PAYLOAD_BYTES` (1 MiB), do not matter.
+/// Payloads over that size are read too (a `get_data` cannot ask for the
+/// size first without another round trip) and dropped on arrival: with
+/// large tasks in the queue up to this many of them can be in flight.
 pub const PAYLOAD_READ_AHEAD_TASKS: usize = 64;
 
 impl TaskDiscovery {

@@ -314,8 +314,10 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             return self.release(state, assignment).await;
         };
         // A payload the master put inline saves reading the task node. A
-        // task deleted meanwhile is then found by the completion, whose
-        // result create fails, as it would after a read.
+        // task its client deleted (cancelled) after the assignment was
+        // made then still runs, as it would if the deletion came after a
+        // read; the completion's result create finds it gone and nothing
+        // is written. Only the read closed that window a little earlier.
         let read_payload;
         let payload = match payload {
             Some(payload) => payload,

@@ -558,7 +558,8 @@ impl Checker {
 
     /// Whether `worker`'s new assignment, `data`, carries a payload other
     /// than its task's. A task deleted before the assignment was created
-    /// has no payload left to compare (its worker finds it gone).
+    /// has no payload left to compare (its worker runs the inline copy,
+    /// and its result's create then fails on the missing task).
     fn inline_payload_breach(
         &self,
         worker: &WorkerId,

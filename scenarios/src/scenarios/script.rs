@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use zkdist_coord::{TaskId, WorkerId};
+use zkdist_coord::{AssignmentView, TaskId, WorkerId};
 use zkdist_master::TaskDiscovery;
 use zkdist_sim::{Latency, Tree};
 
@@ -119,8 +119,13 @@ pub(crate) fn assignment_holds(
     task: &TaskId,
 ) -> impl FnMut(&Tree) -> bool + Send + 'static {
     let path = h.layout().assignment(worker);
-    let task = task.as_str().as_bytes().to_vec();
-    move |tree| tree.data(&path) == Some(task.as_slice())
+    let task = task.clone();
+    // Decoded: with the watch discovery the payload may follow the name.
+    move |tree| {
+        tree.data(&path)
+            .and_then(|data| AssignmentView::decode(data).ok())
+            .is_some_and(|view| view.task == task)
+    }
 }
 
 /// The index of the first line at or after `from` containing `needle`.
