@@ -88,6 +88,25 @@ pub trait Progress {
     fn finish(&mut self);
 }
 
+/// Reports a phase to `inner` under another name: a stream run as a
+/// warm-up shows as one.
+pub struct RenamedPhase<'p> {
+    pub inner: &'p mut dyn Progress,
+    pub phase: &'static str,
+}
+
+impl Progress for RenamedPhase<'_> {
+    fn start(&mut self, _phase: &str, total: u64) {
+        self.inner.start(self.phase, total);
+    }
+    fn advance(&mut self, done: u64) {
+        self.inner.advance(done);
+    }
+    fn finish(&mut self) {
+        self.inner.finish();
+    }
+}
+
 /// Reports nothing.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoProgress;

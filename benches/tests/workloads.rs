@@ -153,6 +153,7 @@ fn small_config() -> BenchConfig {
         backlog: 25,
         discovery: TaskDiscovery::default(),
         in_flight: 6,
+        warmup_tasks: 10,
         raw_nodes: 100,
         raw_in_flight: 16,
     }
@@ -211,9 +212,13 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
         );
         assert_eq!(
             progress.phases,
-            vec![("backlog".to_owned(), 25), ("tasks".to_owned(), 60)]
+            vec![
+                ("backlog".to_owned(), 25),
+                ("warm-up".to_owned(), 10),
+                ("tasks".to_owned(), 60)
+            ]
         );
-        assert_eq!(progress.finished, 2);
+        assert_eq!(progress.finished, 3);
 
         let (root_left, parent_left) = sim
             .inspect(|tree| (tree.exists("/bench/run"), tree.exists("/bench")))

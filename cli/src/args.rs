@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use zkdist_benches::ensemble::DEFAULT_WARMUP_TASKS;
 use zkdist_master::TaskDiscovery;
 
 #[derive(Debug, Parser)]
@@ -174,6 +175,10 @@ pub struct BenchArgs {
     /// times --workers].
     #[arg(long)]
     pub in_flight: Option<u64>,
+    /// Tasks streamed before the measured stream, and not measured: a
+    /// freshly started server is slower until its JIT has compiled.
+    #[arg(long, default_value_t = DEFAULT_WARMUP_TASKS)]
+    pub warmup_tasks: u64,
     /// Nodes the raw ceiling creates, then deletes.
     #[arg(long, default_value_t = 10_000)]
     pub raw_nodes: u64,

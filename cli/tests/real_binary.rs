@@ -693,6 +693,8 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
         "3",
         "--backlog",
         "100",
+        "--warmup-tasks",
+        "50",
         "--raw-nodes",
         "500",
     ]);

@@ -30,6 +30,7 @@ pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         in_flight: args
             .in_flight
             .unwrap_or_else(|| DEFAULT_IN_FLIGHT_PER_WORKER * args.workers as u64),
+        warmup_tasks: args.warmup_tasks,
         raw_nodes: args.raw_nodes,
         raw_in_flight: args.raw_in_flight,
     };
@@ -140,12 +141,13 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
     };
     writeln!(
         out,
-        "zkdist bench on {} under {}: {} workers, {} tasks ({} in flight), {backlog}, {} discovery",
+        "zkdist bench on {} under {}: {} workers, {} tasks ({} in flight, after {} unmeasured), {backlog}, {} discovery",
         args.connect.zk,
         args.connect.root,
         config.workers,
         config.tasks,
         config.in_flight,
+        config.warmup_tasks,
         config.discovery
     )
     .unwrap();
@@ -260,6 +262,7 @@ fn json(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> serde_j
         "root": args.connect.root,
         "workers": config.workers,
         "in_flight": config.in_flight,
+        "warmup_tasks": config.warmup_tasks,
         "discovery": config.discovery.name(),
         "raw": raw_json(report.raw()),
         "raw_before": raw_json(&report.raw_before),
