@@ -15,15 +15,7 @@ const EPOCH: Epoch = Epoch(11);
 /// A started watch-discovery master whose first listings are in: `workers`
 /// registered and idle, nothing else.
 fn initialised(workers: &[u32]) -> MasterState {
-    let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
-    master.start();
-    master.on_workers_listed(worker_names(workers));
-    master.on_recursive_watch_added(Directory::Tasks, false);
-    master.on_tasks_listed_at(vec![], 0);
-    master.on_recursive_watch_added(Directory::Assignments, false);
-    master.on_assignments_listed(vec![]);
-    assert!(master.is_initialised());
-    master
+    start_watch_master(MasterState::new(EPOCH, TaskDiscovery::Watch), workers, 0)
 }
 
 /// `initialised(&[1])` with t0 created and assigned to w1 (the create is

@@ -14,15 +14,8 @@ const EPOCH: Epoch = Epoch(3);
 /// A started watch-discovery master reading `window` payloads ahead, with
 /// `workers` registered and idle and nothing queued.
 fn initialised(workers: &[u32], window: usize) -> MasterState {
-    let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch).with_payload_read_ahead(window);
-    master.start();
-    master.on_workers_listed(worker_names(workers));
-    master.on_recursive_watch_added(Directory::Tasks, false);
-    master.on_tasks_listed_at(vec![], 0);
-    master.on_recursive_watch_added(Directory::Assignments, false);
-    master.on_assignments_listed(vec![]);
-    assert!(master.is_initialised());
-    master
+    let master = MasterState::new(EPOCH, TaskDiscovery::Watch).with_payload_read_ahead(window);
+    start_watch_master(master, workers, 0)
 }
 
 fn reads(step: &Step) -> Vec<TaskId> {

@@ -1,7 +1,7 @@
 //! Helpers shared by the core's unit tests (`tests`, `watch_tests`,
-//! `read_ahead_tests`).
+//! `assignment_watch_tests`, `read_ahead_tests`).
 
-use zkdist_coord::{TaskId, WorkerId};
+use zkdist_coord::{Directory, TaskId, WorkerId};
 
 use super::{MasterState, Step, WriteOutcome};
 use crate::decision::{Command, MasterDecision};
@@ -35,6 +35,24 @@ pub(super) fn creates(step: &Step) -> Vec<(WorkerId, TaskId)> {
             _ => None,
         })
         .collect()
+}
+
+/// Starts `master` (a watch-discovery core, not started yet) and answers
+/// its first requests: `workers` registered and idle, `tasks/` empty with
+/// `child_creates` creates so far, no assignment.
+pub(super) fn start_watch_master(
+    mut master: MasterState,
+    workers: &[u32],
+    child_creates: i64,
+) -> MasterState {
+    master.start();
+    master.on_workers_listed(worker_names(workers));
+    master.on_recursive_watch_added(Directory::Tasks, false);
+    master.on_tasks_listed_at(vec![], child_creates);
+    master.on_recursive_watch_added(Directory::Assignments, false);
+    master.on_assignments_listed(vec![]);
+    assert!(master.is_initialised());
+    master
 }
 
 /// Confirms every create of a step.

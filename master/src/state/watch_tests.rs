@@ -12,15 +12,11 @@ const EPOCH: Epoch = Epoch(9);
 /// A started watch-discovery master whose first listings are in: `workers`
 /// registered and idle, `tasks/` empty with `child_creates` creates so far.
 fn initialised(workers: &[u32], child_creates: i64) -> MasterState {
-    let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
-    master.start();
-    master.on_workers_listed(worker_names(workers));
-    master.on_recursive_watch_added(Directory::Tasks, false);
-    master.on_tasks_listed_at(vec![], child_creates);
-    master.on_recursive_watch_added(Directory::Assignments, false);
-    master.on_assignments_listed(vec![]);
-    assert!(master.is_initialised());
-    master
+    start_watch_master(
+        MasterState::new(EPOCH, TaskDiscovery::Watch),
+        workers,
+        child_creates,
+    )
 }
 
 #[test]
