@@ -16,6 +16,7 @@
 //! [`WorkerError::SessionEnded`]; [`crate::run_worker_role`] then starts over
 //! on a new session.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::{Pin, pin};
@@ -318,27 +319,30 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         // made then still runs, as it would if the deletion came after a
         // read; the completion's result create finds it gone and nothing
         // is written. Only the read closed that window a little earlier.
-        let read_payload;
         let payload = match payload {
-            Some(payload) => payload,
-            None => {
-                let task_path = self.layout.task(&task);
-                read_payload = match until_known(|| self.zk.get_data(&task_path, Watch::No)).await {
-                    Ok((payload, _)) => payload,
-                    Err(ZkError::NoNode { .. }) => {
-                        self.note(state.on_task_missing());
-                        return self.release(state, assignment).await;
-                    }
-                    Err(error) => {
-                        return Err(WorkerError::request(format!("reading {task_path}"), error));
-                    }
-                };
-                &read_payload[..]
-            }
+            Some(inline) => Cow::Borrowed(inline),
+            None => match self.read_task(&task).await? {
+                Some(read) => Cow::Owned(read),
+                None => {
+                    self.note(state.on_task_missing());
+                    return self.release(state, assignment).await;
+                }
+            },
         };
-        let outcome = self.run_handler(state, payload, shutdown).await?;
+        let outcome = self.run_handler(state, &payload, shutdown).await?;
         let result = state.result_for(outcome);
         self.complete(state, &task, assignment, &result).await
+    }
+
+    /// The payload of `task`, or `None` if its node is gone (its client
+    /// deleted it).
+    async fn read_task(&self, task: &TaskId) -> Result<Option<Vec<u8>>, WorkerError> {
+        let task_path = self.layout.task(task);
+        match until_known(|| self.zk.get_data(&task_path, Watch::No)).await {
+            Ok((payload, _)) => Ok(Some(payload)),
+            Err(ZkError::NoNode { .. }) => Ok(None),
+            Err(error) => Err(WorkerError::request(format!("reading {task_path}"), error)),
+        }
     }
 
     /// Writes `result` and deletes the assignment, atomically, and only if
