@@ -32,19 +32,44 @@ pub fn count_steps(trace: &[String]) -> u64 {
     trace.iter().filter(|line| is_step(line)).count() as u64
 }
 
-/// FNV-1a over the lines and their separators: a stable fingerprint of a
-/// whole trace, the same on every platform and toolchain.
+/// A stable fingerprint of a whole trace, the same on every platform and
+/// toolchain: each line's length, then its bytes eight at a time
+/// (little-endian, the last word padded with zeros), each word folded into
+/// the state by a 64-by-64-bit multiply whose two halves are xored (the
+/// mixing step of wyhash and foldhash), and the line count last. The
+/// length prefix keeps line breaks significant. A word at a time matters:
+/// the explorer digests every trace it runs, and a byte-at-a-time hash
+/// (FNV-1a, which this replaced) took a tenth of its time.
 pub fn digest(trace: &[String]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut hash = OFFSET;
+    let mut state = DIGEST_SEED;
     for line in trace {
-        for byte in line.bytes().chain(std::iter::once(b'\n')) {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(PRIME);
+        state = fold(state, line.len() as u64);
+        let mut words = line.as_bytes().chunks_exact(8);
+        for word in &mut words {
+            let word: [u8; 8] = word.try_into().expect("chunks of eight bytes");
+            state = fold(state, u64::from_le_bytes(word));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut word = [0_u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            state = fold(state, u64::from_le_bytes(word));
         }
     }
-    hash
+    fold(state, trace.len() as u64)
+}
+
+/// The digest's starting state and multiplier: odd 64-bit constants with
+/// well-spread bits (the fractional digits of pi and of the golden ratio).
+const DIGEST_SEED: u64 = 0x243f_6a88_85a3_08d3;
+const DIGEST_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// One mixing step of [`digest`]. The constant added before the multiply
+/// keeps a word equal to the state from zeroing it.
+fn fold(state: u64, word: u64) -> u64 {
+    let product =
+        u128::from((state ^ word).wrapping_add(DIGEST_SEED)) * u128::from(DIGEST_MULTIPLIER);
+    (product as u64) ^ ((product >> 64) as u64)
 }
 
 /// The last [`EXCERPT_LINES`] lines up to and including line `index`
@@ -86,6 +111,19 @@ mod tests {
         assert_ne!(
             digest(&["ab".to_owned(), "c".to_owned()]),
             digest(&["a".to_owned(), "bc".to_owned()])
+        );
+        // Every byte counts, wherever it falls in a word.
+        for position in 0..17 {
+            let line: String = "x".repeat(17);
+            let mut changed = line.clone().into_bytes();
+            changed[position] = b'y';
+            let changed = String::from_utf8(changed).expect("ASCII");
+            assert_ne!(digest(&[line]), digest(&[changed]), "byte {position}");
+        }
+        // A trailing empty line is a line.
+        assert_ne!(
+            digest(&trace),
+            digest(&[trace.clone(), vec![String::new()]].concat())
         );
         assert_eq!(excerpt(&trace, 1), trace[..2].to_vec());
         let long: Vec<String> = (0..50).map(|i| i.to_string()).collect();
