@@ -18,6 +18,7 @@ pub mod layout;
 pub mod names;
 mod op;
 pub mod path;
+pub mod registration;
 pub mod retry;
 mod types;
 pub mod validate;
@@ -36,6 +37,7 @@ pub use event::{Event, EventSender, EventStream, SessionState, WatchEvent, Watch
 pub use layout::{DEFAULT_ROOT, Directory, Layout};
 pub use names::{InvalidName, TaskId, TaskToken, WorkerId};
 pub use op::{Op, OpResult};
+pub use registration::{INLINE_PAYLOAD_FEATURE, reads_inline_payloads, registration_data};
 pub use types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
 pub use validate::{
     MAX_DATA_BYTES, MAX_REPLY_BYTES, MAX_REQUEST_BYTES, validate_data, validate_version,

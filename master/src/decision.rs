@@ -74,6 +74,10 @@ pub enum Command {
     /// [`crate::MasterState::on_payload_read`]. Only with a payload
     /// read-ahead ([`crate::MasterState::with_payload_read_ahead`]).
     ReadPayload(TaskId),
+    /// `get_data(workers/<worker>)` of a worker that just joined, once,
+    /// answered by [`crate::MasterState::on_registration_read`]: whether
+    /// it reads inline payloads. Only with a payload read-ahead.
+    ReadRegistration(WorkerId),
     /// After a create whose outcome is unknown: `get_data(assignments/
     /// <worker>)`, and if it is absent, the task's status (see
     /// [`crate::TaskStatus`]). Answered by

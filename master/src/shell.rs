@@ -84,6 +84,10 @@ enum Reply {
         task: TaskId,
         payload: Option<Vec<u8>>,
     },
+    RegistrationRead {
+        worker: WorkerId,
+        data: Option<Vec<u8>>,
+    },
 }
 
 enum Input {
@@ -405,6 +409,9 @@ impl<C: Coordinator> Master<C> {
                 Ok(state.on_assignment_reclaimed(worker, task, outcome))
             }
             Reply::PayloadRead { task, payload } => Ok(state.on_payload_read(task, payload)),
+            Reply::RegistrationRead { worker, data } => {
+                Ok(state.on_registration_read(worker, data))
+            }
         }
     }
 
@@ -536,6 +543,20 @@ impl<C: Coordinator> Master<C> {
                     Reply::PayloadRead {
                         task,
                         payload: payload.map(|(data, _)| data),
+                    }
+                });
+            }
+            Command::ReadRegistration(worker) => {
+                let path = self.layout.worker(&worker);
+                in_flight.push(async move {
+                    // Sent again after a connection loss: a worker whose
+                    // answer is lost would go without inline payloads for
+                    // its whole session. Any other error (the worker left)
+                    // leaves it reading by name.
+                    let data = until_known(|| zk.get_data(&path, Watch::No)).await.ok();
+                    Reply::RegistrationRead {
+                        worker,
+                        data: data.map(|(data, _)| data),
                     }
                 });
             }

@@ -27,6 +27,7 @@ use zkdist_coord::retry::until_known;
 use zkdist_coord::{
     AddWatchMode, AssignmentView, Coordinator, CreateMode, Event, EventStream, Layout,
     SessionState, Stat, TaskId, TaskResult, Watch, WatchKind, WorkerId, ZkError, path,
+    registration_data,
 };
 
 use crate::catch_unwind::CatchUnwind;
@@ -191,8 +192,15 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         state.on_watch_armed();
         let registration = self.layout.worker(&worker);
         // Sent again after a connection loss; `NodeExists` then means the
-        // first create was applied (the id is this session's alone).
-        match until_known(|| self.zk.create(&registration, b"", CreateMode::Ephemeral)).await {
+        // first create was applied (the id is this session's alone). The
+        // data says which assignment formats this worker reads.
+        let features = registration_data();
+        match until_known(|| {
+            self.zk
+                .create(&registration, &features, CreateMode::Ephemeral)
+        })
+        .await
+        {
             Ok(_) | Err(ZkError::NodeExists { .. }) => {}
             Err(error) => {
                 return Err(WorkerError::request(

@@ -49,6 +49,7 @@ impl MasterState {
             .collect();
         for worker in left {
             let slot = self.workers.remove(&worker).expect("listed from the map");
+            self.inline_readers.remove(&worker);
             let in_doubt = self.in_doubt.remove(&worker);
             // A departed worker's assignment is settled by its reclaim,
             // which reads the tree after deleting: an earlier delete needs
@@ -104,6 +105,7 @@ impl MasterState {
             assert!(!self.departed.contains_key(&worker), "a departed id left");
             if !self.workers.contains_key(&worker) {
                 self.workers.insert(worker.clone(), None);
+                self.ask_reads_inline(&worker);
                 self.decide(MasterDecision::WorkerJoined { worker });
                 joined = true;
             }

@@ -119,6 +119,10 @@ pub struct MasterState {
     /// of queued tasks.
     read_ahead: BTreeMap<TaskId, ReadAhead>,
     read_ahead_tasks: usize,
+    /// Registered workers whose registration says they read inline
+    /// payloads (see `zkdist_coord::registration`): only they are given
+    /// one. Read once per worker, with a payload read-ahead only.
+    inline_readers: BTreeSet<WorkerId>,
     workers: BTreeMap<WorkerId, Option<Assignment>>,
     /// Registered workers whose unconfirmed assignment is being read back
     /// after a lost create reply.
@@ -169,6 +173,7 @@ impl MasterState {
             pending_tasks: BTreeSet::new(),
             read_ahead: BTreeMap::new(),
             read_ahead_tasks: 0,
+            inline_readers: BTreeSet::new(),
             workers: BTreeMap::new(),
             in_doubt: BTreeSet::new(),
             departed: BTreeMap::new(),

@@ -12,7 +12,7 @@
 
 use std::ops::Bound;
 
-use zkdist_coord::{MAX_INLINE_PAYLOAD_BYTES, TaskId};
+use zkdist_coord::{MAX_INLINE_PAYLOAD_BYTES, TaskId, WorkerId, reads_inline_payloads};
 
 use super::{MasterState, Step};
 use crate::decision::Command;
@@ -73,16 +73,53 @@ impl MasterState {
         self.pending_tasks.remove(task)
     }
 
-    /// The payload read ahead for `task`, which is being assigned now.
-    pub(super) fn take_inline_payload(&mut self, task: &TaskId) -> Option<Vec<u8>> {
+    /// The payload read ahead for `task`, which is being assigned to
+    /// `worker` now, if that worker reads inline payloads. Either way the
+    /// task leaves the read-ahead.
+    pub(super) fn take_inline_payload(
+        &mut self,
+        task: &TaskId,
+        worker: &WorkerId,
+    ) -> Option<Vec<u8>> {
         assert!(
             !self.pending_tasks.contains(task),
             "{task} is given its payload while still queued"
         );
-        match self.read_ahead.remove(task)? {
+        let read = self.read_ahead.remove(task)?;
+        if !self.inline_readers.contains(worker) {
+            return None;
+        }
+        match read {
             ReadAhead::Ready(payload) => Some(payload),
             ReadAhead::Reading | ReadAhead::ByName => None,
         }
+    }
+
+    /// Asks what `worker`, which just joined, reads: until its answer, it
+    /// is assigned by name, which every worker reads.
+    pub(super) fn ask_reads_inline(&mut self, worker: &WorkerId) {
+        assert!(
+            !self.inline_readers.contains(worker),
+            "{worker} joined twice"
+        );
+        if self.read_ahead_tasks > 0 && !self.deposed {
+            self.step
+                .commands
+                .push(Command::ReadRegistration(worker.clone()));
+        }
+    }
+
+    /// The shell's answer to `Command::ReadRegistration(worker)`: the
+    /// registration node's data, or `None` when it could not be read (the
+    /// worker is gone). A worker that left meanwhile is not given work
+    /// again, so its answer is dropped.
+    pub fn on_registration_read(&mut self, worker: WorkerId, data: Option<Vec<u8>>) -> Step {
+        self.assert_not_deposed();
+        if self.workers.contains_key(&worker) && data.as_deref().is_some_and(reads_inline_payloads)
+        {
+            self.inline_readers.insert(worker);
+        }
+        self.finish_step()
     }
 
     /// Sends reads for the queue's next tasks until the window is full.
@@ -117,6 +154,16 @@ impl MasterState {
 
     /// What must hold of the read-ahead after every step.
     pub(super) fn check_read_ahead(&self) {
+        for worker in &self.inline_readers {
+            assert!(
+                self.workers.contains_key(worker),
+                "{worker} is counted as reading inline payloads but is not registered"
+            );
+        }
+        assert!(
+            self.read_ahead_tasks > 0 || self.inline_readers.is_empty(),
+            "workers' formats were read without a payload read-ahead"
+        );
         assert!(
             self.read_ahead.len() <= self.read_ahead_tasks,
             "{} payloads read ahead, over the window of {}",

@@ -52,6 +52,25 @@ fn queue(master: &mut MasterState, ns: &[i32]) -> Vec<TaskId> {
     read
 }
 
+/// A started master reading `window` payloads ahead whose workers `ns`
+/// read inline payloads and are busy, worker n with task 100 + n: tasks
+/// queued now wait until one is freed (see [`free`]).
+fn busy(ns: &[u32], window: usize) -> MasterState {
+    let mut master = initialised(ns, window);
+    for n in ns {
+        let step = master.on_task_created(t(100 + *n as i32).as_str());
+        assert_eq!(creates(&step), vec![(w(*n), t(100 + *n as i32))]);
+        confirm(&mut master, &step);
+    }
+    master
+}
+
+/// Worker `n` finishes (its assignment node deleted): the step in which it
+/// takes its next task.
+fn free(master: &mut MasterState, n: u32) -> Step {
+    master.on_assignment_node_deleted(w(n).as_str())
+}
+
 #[test]
 fn without_a_window_nothing_is_read_and_tasks_go_by_name() {
     let mut master = initialised(&[1], 0);
@@ -62,7 +81,7 @@ fn without_a_window_nothing_is_read_and_tasks_go_by_name() {
 
 #[test]
 fn the_window_holds_the_oldest_queued_tasks() {
-    let mut master = initialised(&[], 3);
+    let mut master = busy(&[1], 3);
     assert_eq!(queue(&mut master, &[0, 1, 2, 3, 4]), vec![t(0), t(1), t(2)]);
     assert_eq!(master.payloads_read_ahead(), 3);
     // Answers fill it; nothing more goes out while it is full.
@@ -70,13 +89,68 @@ fn the_window_holds_the_oldest_queued_tasks() {
         let step = master.on_payload_read(t(n), Some(format!("p{n}").into_bytes()));
         assert!(step.commands.is_empty(), "{:?}", step.commands);
     }
-    // A worker joins: it takes the oldest task, with its payload inline,
-    // and the window moves on to the next task not read yet.
-    master.on_watch_fired(Directory::Workers);
-    let step = master.on_workers_listed(worker_names(&[1]));
+    // The worker is freed: it takes the oldest task, with its payload
+    // inline, and the window moves on to the next task not read yet.
+    let step = free(&mut master, 1);
     assert_eq!(create_payloads(&step), vec![(t(0), Some(b"p0".to_vec()))]);
     assert_eq!(reads(&step), vec![t(3)]);
     assert_eq!(master.payloads_read_ahead(), 3);
+}
+
+#[test]
+fn a_worker_that_does_not_say_it_reads_inline_payloads_is_given_names() {
+    // w1 (this build) and w2 (an older worker: empty registration data)
+    // are busy; w3 joins and its answer is not in yet. Each is asked once,
+    // when it joins.
+    let mut master = initialised(&[], 4);
+    master.on_watch_fired(Directory::Workers);
+    let step = master.on_workers_listed(worker_names(&[1, 2]));
+    assert_eq!(registration_reads(&step), vec![w(1), w(2)]);
+    master.on_registration_read(w(1), Some(zkdist_coord::registration_data()));
+    master.on_registration_read(w(2), Some(Vec::new()));
+    for n in [1, 2] {
+        let step = master.on_task_created(t(100 + n).as_str());
+        confirm(&mut master, &step);
+    }
+    assert_eq!(queue(&mut master, &[0, 1, 2]), vec![t(0), t(1), t(2)]);
+    for n in 0..3 {
+        master.on_payload_read(t(n), Some(format!("p{n}").into_bytes()));
+    }
+    let step = free(&mut master, 2);
+    assert_eq!(create_payloads(&step), vec![(t(0), None)], "w2 reads names");
+    assert!(registration_reads(&step).is_empty(), "w2 was asked already");
+    let step = free(&mut master, 1);
+    assert_eq!(create_payloads(&step), vec![(t(1), Some(b"p1".to_vec()))]);
+    master.on_watch_fired(Directory::Workers);
+    let step = master.on_workers_listed(worker_names(&[1, 2, 3]));
+    assert_eq!(registration_reads(&step), vec![w(3)]);
+    assert_eq!(
+        create_payloads(&step),
+        vec![(t(2), None)],
+        "w3 has not answered yet"
+    );
+}
+
+#[test]
+fn an_answer_for_a_worker_that_left_is_dropped() {
+    let mut master = initialised(&[], 2);
+    master.on_watch_fired(Directory::Workers);
+    let step = master.on_workers_listed(worker_names(&[1]));
+    assert_eq!(registration_reads(&step), vec![w(1)]);
+    master.on_watch_fired(Directory::Workers);
+    master.on_workers_listed(vec![]);
+    // The invariants (checked on every step) hold that only registered
+    // workers count as reading inline payloads.
+    let step = master.on_registration_read(w(1), Some(zkdist_coord::registration_data()));
+    assert_eq!(step, Step::default());
+}
+
+#[test]
+fn without_a_window_no_worker_is_asked() {
+    let mut master = initialised(&[], 0);
+    master.on_watch_fired(Directory::Workers);
+    let step = master.on_workers_listed(worker_names(&[1, 2]));
+    assert!(registration_reads(&step).is_empty(), "{:?}", step.commands);
 }
 
 #[test]
@@ -95,7 +169,7 @@ fn a_task_assigned_before_its_read_answers_goes_by_name() {
 
 #[test]
 fn a_large_payload_or_a_failed_read_is_assigned_by_name_and_not_read_again() {
-    let mut master = initialised(&[], 4);
+    let mut master = busy(&[1, 2, 3], 4);
     assert_eq!(queue(&mut master, &[0, 1, 2]), vec![t(0), t(1), t(2)]);
     let large = vec![b'x'; MAX_INLINE_PAYLOAD_BYTES + 1];
     let at_limit = vec![b'y'; MAX_INLINE_PAYLOAD_BYTES];
@@ -112,13 +186,16 @@ fn a_large_payload_or_a_failed_read_is_assigned_by_name_and_not_read_again() {
             .commands
             .is_empty()
     );
-    master.on_watch_fired(Directory::Workers);
-    let step = master.on_workers_listed(worker_names(&[1, 2, 3]));
+    let mut assigned = Vec::new();
+    for n in [1, 2, 3] {
+        let step = free(&mut master, n);
+        assert!(reads(&step).is_empty(), "nothing left to read ahead");
+        assigned.extend(create_payloads(&step));
+    }
     assert_eq!(
-        create_payloads(&step),
+        assigned,
         vec![(t(0), None), (t(1), None), (t(2), Some(at_limit))]
     );
-    assert!(reads(&step).is_empty(), "nothing left to read ahead");
 }
 
 #[test]
@@ -138,17 +215,21 @@ fn a_deleted_task_leaves_the_window_and_makes_room() {
 
 #[test]
 fn a_requeued_task_behind_the_window_goes_by_name() {
-    // w1 holds t0; t1..t3 are queued, t1 and t2 read ahead. w1 leaves: t0
-    // goes back to the head of the queue, behind the window's last task,
-    // and is not read (keeping the window exact would cost a scan a step).
-    let mut master = initialised(&[1], 2);
+    // w1 holds t0 and w2 task 102; t1..t3 are queued, t1 and t2 read ahead.
+    // w1 leaves: t0 goes back to the head of the queue, behind the
+    // window's last task, and is not read (keeping the window exact would
+    // cost a scan a step).
+    let mut master = initialised(&[1, 2], 2);
     let step = master.on_task_created(t(0).as_str());
+    assert_eq!(creates(&step), vec![(w(1), t(0))]);
+    confirm(&mut master, &step);
+    let step = master.on_task_created(t(102).as_str());
     confirm(&mut master, &step);
     assert_eq!(queue(&mut master, &[1, 2, 3]), vec![t(1), t(2)]);
     master.on_payload_read(t(1), Some(b"p1".to_vec()));
     master.on_payload_read(t(2), Some(b"p2".to_vec()));
     master.on_watch_fired(Directory::Workers);
-    let step = master.on_workers_listed(vec![]);
+    let step = master.on_workers_listed(worker_names(&[2]));
     assert!(reads(&step).is_empty(), "{:?}", step.commands);
     let reclaimed = master.on_assignment_reclaimed(
         w(1),
@@ -160,12 +241,12 @@ fn a_requeued_task_behind_the_window_goes_by_name() {
     );
     assert!(reads(&reclaimed).is_empty());
     assert_eq!(pending(&master), vec![t(0), t(1), t(2), t(3)]);
-    master.on_watch_fired(Directory::Workers);
-    let step = master.on_workers_listed(worker_names(&[2, 3]));
-    assert_eq!(
-        create_payloads(&step),
-        vec![(t(0), None), (t(1), Some(b"p1".to_vec()))]
-    );
+    let step = free(&mut master, 2);
+    assert_eq!(create_payloads(&step), vec![(t(0), None)]);
+    assert!(reads(&step).is_empty(), "t0 was not in the window");
+    confirm(&mut master, &step);
+    let step = free(&mut master, 2);
+    assert_eq!(create_payloads(&step), vec![(t(1), Some(b"p1".to_vec()))]);
     // t1 left the window: t3, the next after its last task, is read.
     assert_eq!(reads(&step), vec![t(3)]);
 }

@@ -35,7 +35,7 @@ impl MasterState {
             assigned.push((worker.clone(), task));
         }
         for (worker, task) in &assigned {
-            let payload = self.take_inline_payload(task);
+            let payload = self.take_inline_payload(task, worker);
             self.step.commands.push(Command::CreateAssignment {
                 worker: worker.clone(),
                 task: task.clone(),

@@ -27,6 +27,17 @@ pub(super) fn task_names(ns: &[i32]) -> Vec<String> {
     ns.iter().map(|n| t(*n).to_string()).collect()
 }
 
+/// The workers whose registration a step asks to read.
+pub(super) fn registration_reads(step: &Step) -> Vec<WorkerId> {
+    step.commands
+        .iter()
+        .filter_map(|command| match command {
+            Command::ReadRegistration(worker) => Some(worker.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 pub(super) fn creates(step: &Step) -> Vec<(WorkerId, TaskId)> {
     step.commands
         .iter()
@@ -38,15 +49,19 @@ pub(super) fn creates(step: &Step) -> Vec<(WorkerId, TaskId)> {
 }
 
 /// Starts `master` (a watch-discovery core, not started yet) and answers
-/// its first requests: `workers` registered and idle, `tasks/` empty with
-/// `child_creates` creates so far, no assignment.
+/// its first requests: `workers` registered and idle (and reading inline
+/// payloads, if the master asks), `tasks/` empty with `child_creates`
+/// creates so far, no assignment.
 pub(super) fn start_watch_master(
     mut master: MasterState,
     workers: &[u32],
     child_creates: i64,
 ) -> MasterState {
     master.start();
-    master.on_workers_listed(worker_names(workers));
+    let step = master.on_workers_listed(worker_names(workers));
+    for worker in registration_reads(&step) {
+        master.on_registration_read(worker, Some(zkdist_coord::registration_data()));
+    }
     master.on_recursive_watch_added(Directory::Tasks, false);
     master.on_tasks_listed_at(vec![], child_creates);
     master.on_recursive_watch_added(Directory::Assignments, false);
