@@ -8,11 +8,13 @@
 //! ├── epoch                       persistent: its *version* is the current
 //! │                               master's epoch, bumped by each new master;
 //! │                               every master write checks it (fencing)
-//! ├── workers/<worker-id>         ephemeral: one per live worker
+//! ├── workers/<worker-id>         ephemeral: one per live worker (data = the
+//! │                               assignment formats it reads, see `registration`)
 //! ├── tasks/task-NNNNNNNNNN       persistent sequential: the task payload
 //! │   └── result                  persistent: the task's result
-//! ├── assignments/<worker-id>     persistent: data = the task's name; created
-//! │                               by the master, deleted by the worker when done
+//! ├── assignments/<worker-id>     persistent: data = the task's name (and maybe
+//! │                               its payload, see `assignment`); created by the
+//! │                               master, deleted by the worker when done
 //! └── ids/worker-NNNNNNNNNN       ephemeral sequential: where a worker gets its
 //!                                 unique id without the master hearing of it
 //! ```

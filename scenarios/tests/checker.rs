@@ -727,3 +727,28 @@ fn two_tasks_from_one_submission_token_are_caught() {
         "{first}"
     );
 }
+
+#[test]
+fn an_inline_payload_for_a_worker_that_does_not_read_them_is_caught() {
+    // The payload is the task's own: only the worker's registration (empty,
+    // as a worker older than inline payloads writes it) breaks the rule.
+    let report = caught(async |h| {
+        let rogue = rogue(h).await;
+        let (_old, id) = rogue_worker(h, "old").await;
+        let task = t(h, 0);
+        let (payload, _) = rogue
+            .get_data(
+                &zkdist_coord::path::join(&h.layout().tasks_dir(), &task),
+                zkdist_coord::Watch::No,
+            )
+            .await
+            .unwrap();
+        let data = format!("{task}\n{}", String::from_utf8(payload).unwrap());
+        create(&rogue, &h.layout().assignment(&id), &data).await;
+    });
+    check_report(
+        &report,
+        Invariant::InlinePayload,
+        "but its registration does not say it reads inline payloads",
+    );
+}

@@ -56,7 +56,8 @@
 //!   has its result.
 //! - [`Invariant::InlinePayload`]: an assignment node that carries its
 //!   task's payload inline carries exactly the task node's data (the
-//!   worker runs it without reading the task).
+//!   worker runs it without reading the task), and goes to a worker whose
+//!   registration says it reads inline payloads.
 //! - [`Invariant::MasterViewMatches`]: at the end of a quiescent run, the
 //!   elected master's workers, their assignments and its pending queue
 //!   agree with ZooKeeper's tree, it has seen every task that exists, and
@@ -568,6 +569,20 @@ impl Checker {
     ) -> Option<(Invariant, String)> {
         let view = AssignmentView::decode(data).ok()?;
         let inline = view.payload?;
+        // Only a worker whose registration names the format may be given
+        // one (a worker gone already is the master's to reclaim from).
+        if let Some(registration) = tree.data(&format!("{}/{worker}", self.workers_dir))
+            && !zkdist_coord::reads_inline_payloads(registration)
+        {
+            return Some((
+                Invariant::InlinePayload,
+                format!(
+                    "{worker}'s assignment carries {} bytes inline for {}, but its registration does not say it reads inline payloads",
+                    inline.len(),
+                    view.task
+                ),
+            ));
+        }
         let task_data = tree.data(&format!("{}/{}", self.tasks_dir, view.task))?;
         (inline != task_data).then(|| {
             (
