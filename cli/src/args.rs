@@ -75,6 +75,11 @@ pub struct ConnectArgs {
     /// Digest credentials, USER:PASSWORD.
     #[arg(long, env = "ZKDIST_AUTH")]
     pub auth: Option<String>,
+    /// The largest listing reply to accept, in bytes (a Java client's
+    /// jute.maxbuffer). The default, 1 MiB, holds some 29,000 task names:
+    /// raise it for a master to start on, or reconcile, a larger tasks/.
+    #[arg(long, env = "ZKDIST_MAX_REPLY_BYTES", default_value_t = zkdist_coord::MAX_REPLY_BYTES)]
+    pub max_reply_bytes: usize,
 }
 
 /// How a master candidate works.

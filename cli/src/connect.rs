@@ -16,7 +16,8 @@ pub fn layout(args: &ConnectArgs) -> anyhow::Result<Layout> {
 pub fn config(args: &ConnectArgs) -> anyhow::Result<ZkConfig> {
     let mut config = ZkConfig::new(args.zk.clone())
         .with_session_timeout_ms(args.session_timeout_ms)
-        .with_connect_timeout_ms(args.connect_timeout_ms);
+        .with_connect_timeout_ms(args.connect_timeout_ms)
+        .with_max_reply_bytes(args.max_reply_bytes);
     if let Some(auth) = &args.auth {
         let Some((user, password)) = auth.split_once(':') else {
             bail!("--auth must be USER:PASSWORD");
@@ -99,6 +100,7 @@ mod tests {
             session_timeout_ms: 10_000,
             connect_timeout_ms: 10_000,
             auth: auth.map(str::to_owned),
+            max_reply_bytes: zkdist_coord::MAX_REPLY_BYTES,
         }
     }
 

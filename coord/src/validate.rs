@@ -23,9 +23,10 @@
 //!   the wire;
 //! - [`children_reply_bytes`]`(names) -> usize`: the size of a
 //!   `getChildren2` reply on the wire;
-//! - [`check_children_reply`]`(path, names) -> ZkResult<()>`: a listing over
-//!   [`MAX_REPLY_BYTES`] is `ConnectionLoss`, as a client that refuses the
-//!   frame reports it.
+//! - [`check_children_reply`]`(path, names, limit_bytes) -> ZkResult<()>`: a
+//!   listing over the session's reply limit ([`MAX_REPLY_BYTES`] unless
+//!   configured) is `ConnectionLoss`, as a client that refuses the frame
+//!   reports it.
 
 use crate::error::{ZkError, ZkResult};
 use crate::op::Op;
@@ -38,10 +39,18 @@ use crate::types::CreateMode;
 /// payloads with the same error.
 pub const MAX_DATA_BYTES: usize = 1024 * 1024 - 1024;
 
-/// The largest reply a client accepts (`jute.maxbuffer` on the client). A
-/// `get_children` listing whose encoding passes it fails with connection
-/// loss, as it does on real clients.
+/// The largest reply a client accepts by default (`jute.maxbuffer` on a
+/// Java client). A `get_children` listing whose encoding passes the
+/// session's limit fails with connection loss, as it does on Java clients.
+/// The server sends replies of any size, so a session may raise its limit
+/// (`ZkConfig::with_max_reply_bytes`, `SimConfig::max_reply_bytes`,
+/// `--max-reply-bytes`): a master then lists, and starts on, a `tasks/`
+/// directory larger than some 29,000 tasks.
 pub const MAX_REPLY_BYTES: usize = 1024 * 1024;
+
+/// The smallest reply limit a session may set: a listing of a few children
+/// must always fit.
+pub const MIN_REPLY_BYTES: usize = 4 * 1024;
 
 /// The largest multi request zkdist sends, as counted by
 /// [`multi_request_bytes`]. The server drops the connection on a request
@@ -207,14 +216,14 @@ pub fn children_reply_bytes(names: &[String]) -> usize {
 }
 
 /// Refuses a `get_children` listing of `path` whose reply is over
-/// [`MAX_REPLY_BYTES`]: a Java client drops such a frame as corrupt and
-/// reports a connection loss, and so do both backends.
-pub fn check_children_reply(path: &str, names: &[String]) -> ZkResult<()> {
+/// `limit_bytes`: a Java client drops such a frame as corrupt and reports
+/// a connection loss, and so do both backends.
+pub fn check_children_reply(path: &str, names: &[String], limit_bytes: usize) -> ZkResult<()> {
     let reply_bytes = children_reply_bytes(names);
-    if reply_bytes > MAX_REPLY_BYTES {
+    if reply_bytes > limit_bytes {
         return Err(ZkError::ConnectionLoss {
             reason: format!(
-                "the reply to get_children {path} is {reply_bytes} bytes, over the client's {MAX_REPLY_BYTES}-byte limit (jute.maxbuffer)"
+                "the reply to get_children {path} is {reply_bytes} bytes, over the client's {limit_bytes}-byte limit (jute.maxbuffer; --max-reply-bytes raises it)"
             ),
         });
     }
@@ -343,11 +352,26 @@ mod tests {
         );
         let fits: Vec<String> = vec!["x".repeat(MAX_REPLY_BYTES - 88 - 4)];
         assert_eq!(children_reply_bytes(&fits), MAX_REPLY_BYTES);
-        assert_eq!(check_children_reply("/big", &fits), Ok(()));
+        assert_eq!(check_children_reply("/big", &fits, MAX_REPLY_BYTES), Ok(()));
         let over: Vec<String> = vec!["x".repeat(MAX_REPLY_BYTES - 88 - 3)];
-        match check_children_reply("/big", &over) {
+        match check_children_reply("/big", &over, MAX_REPLY_BYTES) {
             Err(ZkError::ConnectionLoss { reason }) => {
                 assert!(reason.contains("/big") && reason.contains(&MAX_REPLY_BYTES.to_string()))
+            }
+            other => panic!("{other:?}"),
+        }
+        // A raised limit takes the larger reply; a lowered one refuses the
+        // smaller, naming its own figure.
+        assert_eq!(
+            check_children_reply("/big", &over, 2 * MAX_REPLY_BYTES),
+            Ok(())
+        );
+        match check_children_reply("/big", &fits, 1000) {
+            Err(ZkError::ConnectionLoss { reason }) => {
+                assert!(
+                    reason.contains("over the client's 1000-byte limit"),
+                    "{reason}"
+                )
             }
             other => panic!("{other:?}"),
         }

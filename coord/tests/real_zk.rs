@@ -18,8 +18,8 @@ use libtest_mimic::{Arguments, Trial};
 use zkdist_coord::zk::testing::KazooOp;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{
-    AddWatchMode, Coordinator, CreateMode, Event, EventStream, Layout, Op, SessionState, Watch,
-    WatchEvent, WatchKind, ZkError,
+    AddWatchMode, Coordinator, CreateMode, Event, EventStream, Layout, MAX_REPLY_BYTES, Op,
+    SessionState, Watch, WatchEvent, WatchKind, ZkError,
 };
 
 /// How long a test waits for an event that must come.
@@ -67,6 +67,7 @@ tests![
     Nothing CurrentThread malformed_connect_strings_fail_at_once_naming_the_fault,
     Nothing CurrentThread an_unreachable_server_fails_with_connection_loss_naming_it,
     Server CurrentThread a_missing_chroot_is_named,
+    Server MultiThread a_listing_over_the_default_reply_limit_is_read_once_the_limit_is_raised,
     Server CurrentThread a_chroot_that_exists_roots_every_path,
     Server CurrentThread wrong_digest_credentials_read_but_cannot_write,
     Server CurrentThread a_layout_made_with_credentials_is_read_by_all_and_changed_by_its_owner_alone,
@@ -313,6 +314,44 @@ async fn an_unreachable_server_fails_with_connection_loss_naming_it(_env: Env) {
         Err(other) => panic!("expected ConnectionLoss, got {other:?}"),
         Ok(_) => panic!("connected to a port nobody listens on"),
     }
+}
+
+/// The server sends a listing of any size; the 1 MiB default is the
+/// client's (a Java client's `jute.maxbuffer`), and a session configured
+/// with a larger limit reads the listing.
+async fn a_listing_over_the_default_reply_limit_is_read_once_the_limit_is_raised(env: Env) {
+    let root = fresh_root(&env, "reply-limit").await;
+    let (writer, _writer_events) = connect(&common::config(&env.connect)).await;
+    // 30,000 names of 32 bytes: some 1.08 MB on the wire.
+    let prefix = format!("{root}/task-00000000000000aa-");
+    const CHILDREN: usize = 30_000;
+    for chunk in 0..CHILDREN / 1_000 {
+        let created = futures::future::join_all(
+            (0..1_000).map(|_| writer.create(&prefix, b"", CreateMode::PersistentSequential)),
+        )
+        .await;
+        for path in created {
+            path.unwrap_or_else(|e| panic!("chunk {chunk}: {e}"));
+        }
+    }
+    match writer.get_children(&root, Watch::No).await {
+        Err(ZkError::ConnectionLoss { reason }) => assert!(
+            reason.contains("over the client's 1048576-byte limit"),
+            "{reason}"
+        ),
+        other => panic!(
+            "a listing over 1 MiB with the default limit: {:?}",
+            other.map(|(names, _)| names.len())
+        ),
+    }
+    let raised = common::config(&env.connect).with_max_reply_bytes(4 * MAX_REPLY_BYTES);
+    let (reader, _reader_events) = connect(&raised).await;
+    let (names, stat) = reader
+        .get_children(&root, Watch::No)
+        .await
+        .expect("the raised limit takes the listing");
+    assert_eq!(names.len(), CHILDREN);
+    assert_eq!(stat.num_children, CHILDREN as i32);
 }
 
 async fn a_missing_chroot_is_named(env: Env) {

@@ -117,6 +117,7 @@ async fn cut_during_reclaim(seed: u64) -> bool {
             max_us: 3_000,
         },
         session_timeout_ms: 2_000,
+        ..zkdist_sim::SimConfig::default()
     });
     let layout = Layout::default();
     let ground = watch_ground(&sim, &layout).await;

@@ -133,6 +133,7 @@ async fn failover(seed: u64, fault: MasterFault) {
             max_us: 2_000,
         },
         session_timeout_ms: SESSION_TIMEOUT_MS,
+        ..SimConfig::default()
     });
     let layout = Layout::default();
     let ground = watch_ground(&sim, &layout).await;
@@ -293,6 +294,7 @@ fn a_dead_workers_task_is_requeued_and_finishes_on_another_worker() {
                 max_us: 1_000,
             },
             session_timeout_ms: SESSION_TIMEOUT_MS,
+            ..SimConfig::default()
         });
         let layout = Layout::default();
         let ground = watch_ground(&sim, &layout).await;

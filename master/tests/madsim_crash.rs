@@ -154,6 +154,7 @@ async fn kill_mid_task_then_restart(seed: u64) {
             max_us: 3_000,
         },
         session_timeout_ms: SESSION_TIMEOUT_MS,
+        ..SimConfig::default()
     });
     let layout = Layout::default();
     let mut client = client(&sim, &layout).await;

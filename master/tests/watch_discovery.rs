@@ -193,3 +193,65 @@ fn a_reconcile_over_the_reply_limit_is_deferred_until_it_fits() {
         assert_eq!(state.pending_tasks().last(), Some(&missed));
     });
 }
+
+/// A master elected while `tasks/` holds 30,000 tasks (a listing of over
+/// 1 MiB, the default reply limit) must list them all to start: with the
+/// default limit it cannot, and says so; with the limit raised it starts
+/// and queues every one.
+#[test]
+fn a_master_starts_on_a_backlog_over_the_default_reply_limit_once_it_is_raised() {
+    for raised in [false, true] {
+        run_sim(5, async {
+            let mut config = sim_config(5, Latency::Zero);
+            if raised {
+                config.max_reply_bytes = 4 * zkdist_coord::MAX_REPLY_BYTES;
+            }
+            let sim = SimZk::start(config);
+            let layout = Layout::default();
+            let (client, _client_events) = sim.connect("client").await.unwrap();
+            for dir in [layout.root().to_owned(), layout.tasks_dir()] {
+                client
+                    .create(&dir, b"", CreateMode::Persistent)
+                    .await
+                    .unwrap();
+            }
+            let queued = create_tasks(&client, &layout, 30_000).await;
+            let master = start_master(&sim, "master", &layout).await;
+            if raised {
+                let (master, decisions) = wait_for(master, "initialisation", |d| {
+                    matches!(d, MasterDecision::Initialised { .. })
+                })
+                .await;
+                assert!(
+                    matches!(
+                        decisions.last(),
+                        Some(MasterDecision::Initialised {
+                            pending_tasks: 30_000,
+                            ..
+                        })
+                    ),
+                    "{:?}",
+                    decisions.last()
+                );
+                let (state, _) = master.stop().await;
+                let state = state.expect("the master ran");
+                assert_eq!(state.pending_tasks().first(), queued.first());
+                assert_eq!(state.pending_tasks().last(), queued.last());
+            } else {
+                let (outcome, decisions) = tokio::time::timeout(HANG_GUARD, master.outcome())
+                    .await
+                    .expect("the master gives up in time");
+                let error = outcome
+                    .expect_err("the master cannot list tasks/")
+                    .to_string();
+                assert!(error.contains("1048576"), "{error}");
+                assert!(
+                    !decisions
+                        .iter()
+                        .any(|d| matches!(d, MasterDecision::Initialised { .. })),
+                    "the master initialised on a listing it cannot read"
+                );
+            }
+        });
+    }
+}

@@ -147,6 +147,7 @@ impl Harness {
             seed: config.seed,
             latency: config.latency,
             session_timeout_ms: config.session_timeout_ms,
+            ..SimConfig::default()
         });
         let layout = Layout::default();
         let (violated_tx, violated) = watch::channel(false);

@@ -15,6 +15,11 @@ pub struct SimConfig {
     /// How long the server keeps a session whose link is down before it
     /// expires it (deleting its ephemerals).
     pub session_timeout_ms: u64,
+    /// The largest `get_children` reply every session accepts, in bytes
+    /// (see `zkdist_coord::MAX_REPLY_BYTES`, the default): a listing over
+    /// it is refused and the session's connection dropped, as a client
+    /// with that `jute.maxbuffer` does.
+    pub max_reply_bytes: usize,
 }
 
 impl Default for SimConfig {
@@ -23,6 +28,7 @@ impl Default for SimConfig {
             seed: 0,
             latency: Latency::Zero,
             session_timeout_ms: 10_000,
+            max_reply_bytes: zkdist_coord::MAX_REPLY_BYTES,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! the stream).
 
 use zkdist_coord::validate::{check_children_reply, children_reply_bytes};
-use zkdist_coord::{MAX_REPLY_BYTES, SessionId, SessionState, WatchKind, ZkError, ZkResult};
+use zkdist_coord::{SessionId, SessionState, WatchKind, ZkError, ZkResult};
 
 use crate::arrival::push_words;
 use crate::client::ClientState;
@@ -105,20 +105,22 @@ impl Engine {
         zxid: i64,
     ) {
         let name = self.name(session);
+        let max_reply_bytes = self.max_reply_bytes;
         let client = &mut self.peer_mut(session).client;
         let pending = client
             .pending
             .remove(&request_id)
             .expect("a reply answers a pending request");
         if let (Some(path), Ok(Response::Children(names, _))) = (&pending.listed_path, &result)
-            && let Err(error) = check_children_reply(path, names)
+            && let Err(error) = check_children_reply(path, names, max_reply_bytes)
         {
             // The client library refuses a packet over its buffer size and
             // drops the connection; the read's watch is never recorded.
             self.record(format!(
-                "deliver {name} reply {} -> refused: {}B over the {MAX_REPLY_BYTES}B limit, connection dropped",
+                "deliver {name} reply {} -> refused: {}B over the {}B limit, connection dropped",
                 pending.summary,
                 children_reply_bytes(names),
+                max_reply_bytes,
             ));
             let _ = pending.reply.send(Err(error));
             let reconnect_after_us = self.latency.sample_us(&mut self.rng);

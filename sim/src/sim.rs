@@ -27,7 +27,16 @@ pub struct SimZk {
 impl SimZk {
     /// Starts the simulation's driver task on the current tokio runtime
     /// (call it from within one). Simulated time starts now.
+    ///
+    /// # Panics
+    /// If `config.max_reply_bytes` is under `zkdist_coord::MIN_REPLY_BYTES`.
     pub fn start(config: SimConfig) -> SimZk {
+        assert!(
+            config.max_reply_bytes >= zkdist_coord::MIN_REPLY_BYTES,
+            "max_reply_bytes {} is under {}: even a short listing would be refused",
+            config.max_reply_bytes,
+            zkdist_coord::MIN_REPLY_BYTES
+        );
         let (commands, receiver) = mpsc::unbounded_channel();
         tokio::spawn(driver::run(Engine::new(config), receiver, Instant::now()));
         SimZk { commands }

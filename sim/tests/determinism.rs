@@ -153,6 +153,7 @@ fn workload_trace(seed: u64) -> Vec<String> {
                 tail_max_us: 30_000,
             },
             session_timeout_ms: 300,
+            ..SimConfig::default()
         });
         let (setup, _events) = sim.connect("setup").await.expect("setup");
         for path in ["/w", "/w/a", "/w/b", "/w/q"] {

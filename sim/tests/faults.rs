@@ -22,6 +22,7 @@ fn config(seed: u64, latency: Latency, session_timeout_ms: u64) -> SimConfig {
         seed,
         latency,
         session_timeout_ms,
+        ..SimConfig::default()
     }
 }
 

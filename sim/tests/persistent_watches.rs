@@ -33,6 +33,7 @@ fn heavy_tail(seed: u64) -> SimConfig {
             tail_max_us: 30_000,
         },
         session_timeout_ms: 10_000,
+        ..SimConfig::default()
     }
 }
 

@@ -25,6 +25,11 @@ pub struct ZkConfig {
     /// everyone may read it. Without them, nodes are open to everyone
     /// (`OPEN_ACL_UNSAFE`).
     pub auth: Option<(String, String)>,
+    /// The largest `get_children` reply this session accepts, in bytes
+    /// (see [`crate::MAX_REPLY_BYTES`], the default). The server sends
+    /// larger ones; raising it lets a master list, and start on, a
+    /// `tasks/` directory of more than some 29,000 tasks.
+    pub max_reply_bytes: usize,
 }
 
 impl ZkConfig {
@@ -36,6 +41,7 @@ impl ZkConfig {
             session_timeout_ms: 10_000,
             connect_timeout_ms: 10_000,
             auth: None,
+            max_reply_bytes: crate::MAX_REPLY_BYTES,
         }
     }
 
@@ -46,6 +52,11 @@ impl ZkConfig {
 
     pub fn with_connect_timeout_ms(mut self, connect_timeout_ms: u64) -> ZkConfig {
         self.connect_timeout_ms = connect_timeout_ms;
+        self
+    }
+
+    pub fn with_max_reply_bytes(mut self, max_reply_bytes: usize) -> ZkConfig {
+        self.max_reply_bytes = max_reply_bytes;
         self
     }
 
@@ -79,6 +90,13 @@ impl ZkConfig {
                 self.session_timeout_ms
             )));
         }
+        if self.max_reply_bytes < crate::MIN_REPLY_BYTES {
+            return Err(bad(format!(
+                "max_reply_bytes {} is under {}: even a short listing would be refused",
+                self.max_reply_bytes,
+                crate::MIN_REPLY_BYTES
+            )));
+        }
         if self.connect_timeout_ms == 0 {
             return Err(bad(
                 "connect_timeout_ms is 0: connect would give up before trying".into(),
@@ -105,6 +123,7 @@ impl std::fmt::Debug for ZkConfig {
             .field("connect", &self.connect)
             .field("session_timeout_ms", &self.session_timeout_ms)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("max_reply_bytes", &self.max_reply_bytes)
             .field(
                 "auth",
                 &self.auth.as_ref().map(|(user, _)| (user, "<redacted>")),
@@ -289,6 +308,18 @@ mod tests {
         assert!(ok.clone().with_connect_timeout_ms(0).validate().is_err());
         assert!(ok.clone().with_digest_auth("", "p").validate().is_err());
         assert!(ok.clone().with_digest_auth("a:b", "p").validate().is_err());
+        match ok.clone().with_max_reply_bytes(100).validate() {
+            Err(ZkError::BadArguments { reason }) => {
+                assert!(reason.contains("max_reply_bytes 100"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            ok.clone()
+                .with_max_reply_bytes(crate::MIN_REPLY_BYTES)
+                .validate()
+                .is_ok()
+        );
         assert!(ok.with_digest_auth("user", "p:w").validate().is_ok());
     }
 

@@ -146,6 +146,7 @@ pub(crate) fn stat_of(stat: &zkc::Stat) -> Stat {
 pub(crate) async fn run(
     client: &zkc::Client,
     acls: zkc::Acls<'static>,
+    max_reply_bytes: usize,
     request: Request,
 ) -> Outcome {
     let no_watch = |result| Outcome {
@@ -262,7 +263,7 @@ pub(crate) async fn run(
             match result {
                 Err(e) => no_watch(Err(map_error(e, &context))),
                 Ok((children, stat)) => {
-                    if let Err(error) = check_children_reply(&path, &children) {
+                    if let Err(error) = check_children_reply(&path, &children, max_reply_bytes) {
                         return no_watch(Err(error));
                     }
                     Outcome {

@@ -128,6 +128,8 @@ pub(crate) struct Pump {
     /// makes the client send closeSession.
     client: Option<zkc::Client>,
     acls: zkc::Acls<'static>,
+    /// The largest listing reply accepted (`ZkConfig::max_reply_bytes`).
+    max_reply_bytes: usize,
     /// `None` once the session ended, which ends the stream.
     events: Option<EventSender>,
     inflight: FuturesUnordered<BoxFuture<'static, Completion>>,
@@ -244,9 +246,15 @@ pub(crate) fn terminal_error(state: SessionState) -> ZkError {
 impl Pump {
     /// A pump for a connected client. The caller has already written the
     /// first `Connected` to `events`.
-    pub(crate) fn new(client: zkc::Client, acls: zkc::Acls<'static>, events: EventSender) -> Pump {
+    pub(crate) fn new(
+        client: zkc::Client,
+        acls: zkc::Acls<'static>,
+        max_reply_bytes: usize,
+        events: EventSender,
+    ) -> Pump {
         let mut pump = Pump {
             acls,
+            max_reply_bytes,
             events: Some(events),
             inflight: FuturesUnordered::new(),
             requests_in_flight: 0,
@@ -466,12 +474,13 @@ impl Pump {
             _ => None,
         };
         let acls = self.acls;
+        let max_reply_bytes = self.max_reply_bytes;
         self.requests_in_flight += 1;
         // Lazy: the request is sent on the first poll, after this future
         // is in the ready queue; and its reply is taken from a later poll
         // only (see the module docs).
         let run = async move {
-            let outcome = Box::new(ops::run(&client, acls, request).await);
+            let outcome = Box::new(ops::run(&client, acls, max_reply_bytes, request).await);
             drop(client);
             Completion::Replied {
                 outcome,

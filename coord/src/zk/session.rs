@@ -74,7 +74,9 @@ impl ZkSession {
             .send(Event::Session(SessionState::Connected))
             .expect("the receiver is held here");
         let (commands, command_receiver) = mpsc::unbounded_channel();
-        tokio::spawn(Pump::new(client, acls, event_sender).run(command_receiver));
+        tokio::spawn(
+            Pump::new(client, acls, config.max_reply_bytes, event_sender).run(command_receiver),
+        );
         let session = ZkSession {
             inner: Arc::new(Inner {
                 commands,

@@ -93,6 +93,14 @@ impl<T, D> Running<T, D> {
         (outcome, drain(self.decisions))
     }
 
+    /// Waits for the actor to end on its own (it is not asked to stop), and
+    /// returns its outcome and every decision it took.
+    pub async fn outcome(self) -> (T, Vec<D>) {
+        let outcome = self.handle.await.expect("the actor does not panic");
+        drop(self.stop);
+        (outcome, drain(self.decisions))
+    }
+
     /// Ends the actor at once, as a process that dies: none of its code
     /// runs again.
     pub fn abort(&self) {
