@@ -78,6 +78,7 @@ pub struct ConnectArgs {
     /// The largest listing reply to accept, in bytes (a Java client's
     /// jute.maxbuffer). The default, 1 MiB, holds some 29,000 task names:
     /// raise it for a master to start on, or reconcile, a larger tasks/.
+    /// It cannot be lowered.
     #[arg(long, env = "ZKDIST_MAX_REPLY_BYTES", default_value_t = zkdist_coord::MAX_REPLY_BYTES)]
     pub max_reply_bytes: usize,
 }
@@ -88,7 +89,8 @@ pub struct MasterOptions {
     /// How the master learns of tasks: `watch` (a persistent recursive
     /// watch on tasks/, listed only at start and after a reconnection) or
     /// `listing` (the founding design: the whole of tasks/ listed again on
-    /// every change, which stops working past some 29,000 tasks).
+    /// every change, which stops working past some 29,000 tasks with the
+    /// default --max-reply-bytes).
     #[arg(long, default_value_t = TaskDiscovery::default())]
     pub discovery: TaskDiscovery,
 }

@@ -16,8 +16,8 @@
 pub const INLINE_PAYLOAD_FEATURE: &str = "inline-payload";
 
 /// The registration data this build's workers write.
-pub fn registration_data() -> Vec<u8> {
-    INLINE_PAYLOAD_FEATURE.as_bytes().to_vec()
+pub fn registration_data() -> &'static [u8] {
+    INLINE_PAYLOAD_FEATURE.as_bytes()
 }
 
 /// Whether a worker whose registration node holds `data` reads inline
@@ -33,7 +33,7 @@ mod tests {
 
     #[test]
     fn features_are_read_by_name() {
-        assert!(reads_inline_payloads(&registration_data()));
+        assert!(reads_inline_payloads(registration_data()));
         assert!(reads_inline_payloads(b"future-thing inline-payload\n"));
         assert!(!reads_inline_payloads(b""));
         assert!(!reads_inline_payloads(b"inline-payloads"));

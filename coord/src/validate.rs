@@ -48,9 +48,11 @@ pub const MAX_DATA_BYTES: usize = 1024 * 1024 - 1024;
 /// directory larger than some 29,000 tasks.
 pub const MAX_REPLY_BYTES: usize = 1024 * 1024;
 
-/// The smallest reply limit a session may set: a listing of a few children
-/// must always fit.
-pub const MIN_REPLY_BYTES: usize = 4 * 1024;
+/// The smallest reply limit a session may set: the default. The limit is
+/// there to be raised; a lower one would refuse listings of `workers/` or
+/// `assignments/` that a Java client reads, and the master retries those
+/// without end.
+pub const MIN_REPLY_BYTES: usize = MAX_REPLY_BYTES;
 
 /// The largest multi request zkdist sends, as counted by
 /// [`multi_request_bytes`]. The server drops the connection on a request

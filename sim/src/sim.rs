@@ -33,7 +33,7 @@ impl SimZk {
     pub fn start(config: SimConfig) -> SimZk {
         assert!(
             config.max_reply_bytes >= zkdist_coord::MIN_REPLY_BYTES,
-            "max_reply_bytes {} is under {}: even a short listing would be refused",
+            "max_reply_bytes {} is under {}, a Java client's default: the limit may only be raised",
             config.max_reply_bytes,
             zkdist_coord::MIN_REPLY_BYTES
         );

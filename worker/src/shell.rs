@@ -197,7 +197,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         let features = registration_data();
         match until_known(|| {
             self.zk
-                .create(&registration, &features, CreateMode::Ephemeral)
+                .create(&registration, features, CreateMode::Ephemeral)
         })
         .await
         {

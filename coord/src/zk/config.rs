@@ -92,7 +92,7 @@ impl ZkConfig {
         }
         if self.max_reply_bytes < crate::MIN_REPLY_BYTES {
             return Err(bad(format!(
-                "max_reply_bytes {} is under {}: even a short listing would be refused",
+                "max_reply_bytes {} is under {}, a Java client's default: the limit may only be raised",
                 self.max_reply_bytes,
                 crate::MIN_REPLY_BYTES
             )));
@@ -316,7 +316,13 @@ mod tests {
         }
         assert!(
             ok.clone()
-                .with_max_reply_bytes(crate::MIN_REPLY_BYTES)
+                .with_max_reply_bytes(crate::MIN_REPLY_BYTES - 1)
+                .validate()
+                .is_err()
+        );
+        assert!(
+            ok.clone()
+                .with_max_reply_bytes(64 * crate::MIN_REPLY_BYTES)
                 .validate()
                 .is_ok()
         );

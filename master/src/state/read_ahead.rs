@@ -132,6 +132,12 @@ impl MasterState {
         if self.read_ahead_tasks == 0 || self.deposed || !self.is_initialised() {
             return;
         }
+        // Payloads nobody can be given inline are not worth reading: before
+        // the first worker's registration is read, or while every worker
+        // is older than the format (a rolling upgrade's start).
+        if self.inline_readers.is_empty() {
+            return;
+        }
         let room = self.read_ahead_tasks.saturating_sub(self.read_ahead.len());
         if room == 0 {
             return;

@@ -106,7 +106,7 @@ fn a_worker_that_does_not_say_it_reads_inline_payloads_is_given_names() {
     master.on_watch_fired(Directory::Workers);
     let step = master.on_workers_listed(worker_names(&[1, 2]));
     assert_eq!(registration_reads(&step), vec![w(1), w(2)]);
-    master.on_registration_read(w(1), Some(zkdist_coord::registration_data()));
+    master.on_registration_read(w(1), Some(zkdist_coord::registration_data().to_vec()));
     master.on_registration_read(w(2), Some(Vec::new()));
     for n in [1, 2] {
         let step = master.on_task_created(t(100 + n).as_str());
@@ -141,7 +141,7 @@ fn an_answer_for_a_worker_that_left_is_dropped() {
     master.on_workers_listed(vec![]);
     // The invariants (checked on every step) hold that only registered
     // workers count as reading inline payloads.
-    let step = master.on_registration_read(w(1), Some(zkdist_coord::registration_data()));
+    let step = master.on_registration_read(w(1), Some(zkdist_coord::registration_data().to_vec()));
     assert_eq!(step, Step::default());
 }
 
@@ -155,10 +155,9 @@ fn without_a_window_no_worker_is_asked() {
 
 #[test]
 fn a_task_assigned_before_its_read_answers_goes_by_name() {
-    let mut master = initialised(&[], 2);
+    let mut master = busy(&[1], 2);
     assert_eq!(queue(&mut master, &[0]), vec![t(0)]);
-    master.on_watch_fired(Directory::Workers);
-    let step = master.on_workers_listed(worker_names(&[1]));
+    let step = free(&mut master, 1);
     assert_eq!(create_payloads(&step), vec![(t(0), None)]);
     confirm(&mut master, &step);
     // The late answer is dropped: the task is no longer queued.
@@ -200,7 +199,7 @@ fn a_large_payload_or_a_failed_read_is_assigned_by_name_and_not_read_again() {
 
 #[test]
 fn a_deleted_task_leaves_the_window_and_makes_room() {
-    let mut master = initialised(&[], 2);
+    let mut master = busy(&[1], 2);
     assert_eq!(queue(&mut master, &[0, 1, 2]), vec![t(0), t(1)]);
     master.on_payload_read(t(0), Some(b"p0".to_vec()));
     let step = master.on_task_deleted(t(0).as_str());
@@ -267,9 +266,39 @@ fn nothing_is_read_before_initialisation() {
     assert!(reads(&master.on_task_checked(t(0), true)).is_empty());
     let step = master.on_task_checked(t(1), false);
     assert!(master.is_initialised());
-    assert_eq!(
-        reads(&step),
-        vec![t(1)],
-        "only the unfinished task is queued"
+    assert_eq!(pending(&master), vec![t(1)], "only the unfinished task");
+    assert!(
+        reads(&step).is_empty(),
+        "no worker to give a payload to yet"
     );
+}
+
+#[test]
+fn payloads_are_read_once_a_worker_reads_them_inline() {
+    // Three tasks wait and nobody can take a payload inline: none is read.
+    let mut master = initialised(&[], 4);
+    assert!(queue(&mut master, &[0, 1, 2]).is_empty());
+    // A worker joins: it takes the oldest task by name (its answer is not
+    // in), and once it says it reads inline payloads the rest are read.
+    master.on_watch_fired(Directory::Workers);
+    let step = master.on_workers_listed(worker_names(&[1]));
+    assert_eq!(create_payloads(&step), vec![(t(0), None)]);
+    assert!(reads(&step).is_empty());
+    confirm(&mut master, &step);
+    let step = master.on_registration_read(w(1), Some(zkdist_coord::registration_data().to_vec()));
+    assert_eq!(reads(&step), vec![t(1), t(2)]);
+}
+
+#[test]
+fn a_registration_that_cannot_be_read_leaves_its_worker_on_names() {
+    let mut master = initialised(&[], 4);
+    master.on_watch_fired(Directory::Workers);
+    let step = master.on_workers_listed(worker_names(&[1]));
+    assert_eq!(registration_reads(&step), vec![w(1)]);
+    let step = master.on_registration_read(w(1), None);
+    assert_eq!(step, Step::default());
+    // Still no reader: tasks queue unread behind the busy worker.
+    let step = master.on_task_created(t(0).as_str());
+    confirm(&mut master, &step);
+    assert!(queue(&mut master, &[1, 2]).is_empty());
 }

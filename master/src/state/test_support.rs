@@ -60,7 +60,7 @@ pub(super) fn start_watch_master(
     master.start();
     let step = master.on_workers_listed(worker_names(workers));
     for worker in registration_reads(&step) {
-        master.on_registration_read(worker, Some(zkdist_coord::registration_data()));
+        master.on_registration_read(worker, Some(zkdist_coord::registration_data().to_vec()));
     }
     master.on_recursive_watch_added(Directory::Tasks, false);
     master.on_tasks_listed_at(vec![], child_creates);
