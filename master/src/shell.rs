@@ -86,7 +86,7 @@ enum Reply {
     },
     RegistrationRead {
         worker: WorkerId,
-        data: Option<Vec<u8>>,
+        result: ZkResult<Vec<u8>>,
     },
 }
 
@@ -409,9 +409,17 @@ impl<C: Coordinator> Master<C> {
                 Ok(state.on_assignment_reclaimed(worker, task, outcome))
             }
             Reply::PayloadRead { task, payload } => Ok(state.on_payload_read(task, payload)),
-            Reply::RegistrationRead { worker, data } => {
-                Ok(state.on_registration_read(worker, data))
-            }
+            Reply::RegistrationRead { worker, result } => match result {
+                Ok(data) => Ok(state.on_registration_read(worker, Some(data))),
+                // The session is gone: as for every other reply.
+                Err(error) if error.is_session_fatal() => Err(failed(
+                    format!("reading {}", self.layout.worker(&worker)),
+                    error,
+                )),
+                // The worker left (or its node cannot be read): it is
+                // given names, which every worker reads.
+                Err(_) => Ok(state.on_registration_read(worker, None)),
+            },
         }
     }
 
@@ -551,12 +559,11 @@ impl<C: Coordinator> Master<C> {
                 in_flight.push(async move {
                     // Sent again after a connection loss: a worker whose
                     // answer is lost would go without inline payloads for
-                    // its whole session. Any other error (the worker left)
-                    // leaves it reading by name.
-                    let data = until_known(|| zk.get_data(&path, Watch::No)).await.ok();
+                    // its whole session.
+                    let result = until_known(|| zk.get_data(&path, Watch::No)).await;
                     Reply::RegistrationRead {
                         worker,
-                        data: data.map(|(data, _)| data),
+                        result: result.map(|(data, _)| data),
                     }
                 });
             }
