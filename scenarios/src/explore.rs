@@ -88,6 +88,10 @@ pub struct ExploreConfig {
     /// A planted bug, for the tests that show the explorer catches it.
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutant::Mutant>,
+    /// How many of the workers are of a build older than inline payloads
+    /// (a rolling upgrade; see `MutantSession::old_worker`).
+    #[cfg(feature = "mutants")]
+    pub old_workers: usize,
 }
 
 impl Default for ExploreConfig {
@@ -99,6 +103,8 @@ impl Default for ExploreConfig {
             discovery: TaskDiscovery::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
+            #[cfg(feature = "mutants")]
+            old_workers: 0,
         }
     }
 }
@@ -116,6 +122,13 @@ impl ExploreConfig {
             return Err(format!(
                 "--tasks must be between 1 and {MAX_TASKS}, got {}",
                 self.tasks
+            ));
+        }
+        #[cfg(feature = "mutants")]
+        if self.old_workers > self.workers {
+            return Err(format!(
+                "old_workers ({}) cannot be more than workers ({})",
+                self.old_workers, self.workers
             ));
         }
         Ok(())
@@ -185,6 +198,7 @@ async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan) -> RunReport {
     #[cfg(feature = "mutants")]
     {
         harness_config.mutant = config.mutant;
+        harness_config.old_workers = config.old_workers;
     }
     let _ = &config;
     let h = Harness::start(harness_config).await;

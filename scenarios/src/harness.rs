@@ -48,6 +48,10 @@ pub struct HarnessConfig {
     /// A planted bug in the master's or the workers' sessions.
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutant::Mutant>,
+    /// Workers `w1` to `w<old_workers>` are of a build older than inline
+    /// payloads (see `MutantSession::old_worker`).
+    #[cfg(feature = "mutants")]
+    pub old_workers: usize,
 }
 
 impl HarnessConfig {
@@ -59,6 +63,8 @@ impl HarnessConfig {
             discovery: TaskDiscovery::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
+            #[cfg(feature = "mutants")]
+            old_workers: 0,
         }
     }
 }
@@ -213,7 +219,8 @@ impl Harness {
                 Kind::Master => mutant.is_master(),
                 Kind::Worker => !mutant.is_master() && !mutant.is_client(),
             });
-            ActorConnector::new(&self.sim, name, mutant, &self.layout)
+            let old_worker = kind == Kind::Worker && actor_index(name) < self.config.old_workers;
+            ActorConnector::new(&self.sim, name, mutant, old_worker, &self.layout)
         }
         #[cfg(not(feature = "mutants"))]
         {

@@ -55,10 +55,15 @@ pub enum Mutant {
     /// assignment (an off-by-one in the copy): workers run a payload that is
     /// not their task's.
     MasterTruncatesInlinePayloads,
+    /// The master takes every worker for one that reads inline payloads
+    /// (its reads of registrations all come back naming the format), so
+    /// workers older than the format are given payloads they cannot read.
+    /// Shows only with such workers in the fleet (`old_workers`).
+    MasterIgnoresWorkerFormats,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 9] = [
+    pub const ALL: [Mutant; 10] = [
         Mutant::MasterAssignsBusyWorkers,
         Mutant::MasterSkipsTasksDiff,
         Mutant::MasterListsIdsAsWorkers,
@@ -68,6 +73,7 @@ impl Mutant {
         Mutant::MasterFakesReclaims,
         Mutant::ClientSubmitsBlindly,
         Mutant::MasterTruncatesInlinePayloads,
+        Mutant::MasterIgnoresWorkerFormats,
     ];
 
     /// Whether the master carries the bug (else every worker does).
@@ -80,7 +86,14 @@ impl Mutant {
                 | Mutant::MasterReordersCreates
                 | Mutant::MasterFakesReclaims
                 | Mutant::MasterTruncatesInlinePayloads
+                | Mutant::MasterIgnoresWorkerFormats
         )
+    }
+
+    /// Whether the bug shows only when some workers are older than the
+    /// inline-payload format (see `ExploreConfig::old_workers`).
+    pub fn needs_old_workers(self) -> bool {
+        self == Mutant::MasterIgnoresWorkerFormats
     }
 
     /// Whether the client carries the bug.
@@ -109,7 +122,9 @@ impl Mutant {
                 Invariant::Liveness
             }
             Mutant::WorkerReleasesBeforeResult => Invariant::FinishedExactlyOnce,
-            Mutant::MasterTruncatesInlinePayloads => Invariant::InlinePayload,
+            Mutant::MasterTruncatesInlinePayloads | Mutant::MasterIgnoresWorkerFormats => {
+                Invariant::InlinePayload
+            }
         }
     }
 }
@@ -132,11 +147,18 @@ struct Memory {
 }
 
 /// A session that plants `mutant`'s bug. Clones share the memory.
+///
+/// It can also make its worker one of a build older than inline payloads
+/// (not a bug: a fleet in the middle of a rolling upgrade): the worker
+/// registers with empty data, and reads an assignment's whole data as the
+/// task's name, so that a payload put inline makes it garbage, which the
+/// worker releases without running anything, as the old build did.
 #[derive(Debug, Clone)]
 pub struct MutantSession<C> {
     inner: C,
     /// `None`: every call passes through unchanged.
     mutant: Option<Mutant>,
+    old_worker: bool,
     layout: Layout,
     memory: Arc<Mutex<Memory>>,
 }
@@ -146,9 +168,17 @@ impl<C: Coordinator> MutantSession<C> {
         MutantSession {
             inner,
             mutant,
+            old_worker: false,
             layout: layout.clone(),
             memory: Arc::new(Mutex::new(Memory::default())),
         }
+    }
+
+    /// Makes the session's worker one older than inline payloads (see the
+    /// type's docs) when `old` is set.
+    pub fn old_worker(mut self, old: bool) -> MutantSession<C> {
+        self.old_worker = old;
+        self
     }
 
     fn remember<T>(&self, use_memory: impl FnOnce(&mut Memory) -> T) -> T {
@@ -193,6 +223,11 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
             {
                 let _ = self.inner.delete(&assignment, None).await;
             }
+            let old_registration = self.old_worker
+                && self
+                    .remember(|memory| memory.worker.clone())
+                    .is_some_and(|worker| path == self.layout.worker(&worker));
+            let data = if old_registration { Vec::new() } else { data };
             let created = self.inner.create(&path, &data, mode).await?;
             let task_prefix = format!("{}/task-", self.layout.tasks_dir());
             if self.mutant == Some(Mutant::ClientSubmitsBlindly)
@@ -246,7 +281,26 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         path: &str,
         watch: Watch,
     ) -> impl Future<Output = ZkResult<(Vec<u8>, Stat)>> + Send {
-        self.inner.get_data(path, watch)
+        let path = path.to_owned();
+        async move {
+            let (mut data, stat) = self.inner.get_data(&path, watch).await?;
+            if self.mutant == Some(Mutant::MasterIgnoresWorkerFormats)
+                && path::parent(&path) == self.layout.workers_dir()
+            {
+                data = zkdist_coord::registration_data().to_vec();
+            }
+            if self.old_worker && self.own_assignment().as_deref() == Some(path.as_str()) {
+                // The old build took everything for the name: a newline
+                // and a payload make a name no task has (a NUL, which no
+                // name holds, stands for the difference).
+                for byte in &mut data {
+                    if *byte == b'\n' {
+                        *byte = 0;
+                    }
+                }
+            }
+            Ok((data, stat))
+        }
     }
 
     fn set_data(

@@ -39,6 +39,9 @@ pub(crate) struct ActorConnector {
     sessions: Arc<watch::Sender<Vec<SessionId>>>,
     #[cfg(feature = "mutants")]
     mutant: Option<crate::mutant::Mutant>,
+    /// The actor is a worker older than inline payloads.
+    #[cfg(feature = "mutants")]
+    old_worker: bool,
     #[cfg(feature = "mutants")]
     layout: Layout,
 }
@@ -48,6 +51,7 @@ impl ActorConnector {
         sim: &SimZk,
         name: &str,
         #[cfg(feature = "mutants")] mutant: Option<crate::mutant::Mutant>,
+        #[cfg(feature = "mutants")] old_worker: bool,
         #[cfg(feature = "mutants")] layout: &Layout,
     ) -> ActorConnector {
         ActorConnector {
@@ -55,6 +59,8 @@ impl ActorConnector {
             sessions: Arc::new(watch::channel(Vec::new()).0),
             #[cfg(feature = "mutants")]
             mutant,
+            #[cfg(feature = "mutants")]
+            old_worker,
             #[cfg(feature = "mutants")]
             layout: layout.clone(),
         }
@@ -98,7 +104,8 @@ impl Connector for ActorConnector {
         self.sessions
             .send_modify(|sessions| sessions.push(session.session_id()));
         #[cfg(feature = "mutants")]
-        let session = crate::mutant::MutantSession::new(session, self.mutant, &self.layout);
+        let session = crate::mutant::MutantSession::new(session, self.mutant, &self.layout)
+            .old_worker(self.old_worker);
         Ok((session, events))
     }
 }

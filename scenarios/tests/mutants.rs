@@ -13,11 +13,19 @@ use zkdist_scenarios::{ExploreConfig, Faults, Invariant, explore};
 /// Every mutant must be caught within this many seeds.
 const SEEDS: u64 = 40;
 
+/// Old workers in the fleet of a mutant that needs them: two of three.
+const OLD_WORKERS: usize = 2;
+
 fn config(faults: Faults, mutant: Option<Mutant>) -> ExploreConfig {
     ExploreConfig {
         faults,
         mutant,
         discovery: mutant.map_or_else(TaskDiscovery::default, discovery_for),
+        old_workers: if mutant.is_some_and(Mutant::needs_old_workers) {
+            OLD_WORKERS
+        } else {
+            0
+        },
         ..ExploreConfig::default()
     }
 }
@@ -82,6 +90,32 @@ fn mutant_free_system_breaks_no_rule_over_the_same_seeds() {
 #[test]
 fn mutant_free_system_breaks_no_rule_over_the_same_seeds_with_faults() {
     assert_eq!(violations(Faults::All, None), []);
+}
+
+/// A rolling upgrade: workers older than inline payloads beside new ones,
+/// under every kind of fault. The master gives the old ones names only,
+/// and nothing breaks.
+#[test]
+fn a_fleet_with_old_workers_breaks_no_rule_with_faults() {
+    let config = ExploreConfig {
+        old_workers: OLD_WORKERS,
+        ..config(Faults::All, None)
+    };
+    let mut found = Vec::new();
+    let mut steps = 0;
+    explore(0..SEEDS, &config, 1, false, |outcome| {
+        steps += outcome.steps;
+        if let Some(violation) = outcome.violation {
+            found.push((outcome.seed, violation.invariant));
+        }
+    });
+    assert_eq!(found, []);
+    assert!(steps > 0);
+}
+
+#[test]
+fn mutant_master_ignores_worker_formats_is_caught() {
+    caught(Mutant::MasterIgnoresWorkerFormats);
 }
 
 #[test]
