@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::future::join_all;
 use zkdist_coord::{Coordinator, CreateMode, Layout, TaskId, Watch, path};
 use zkdist_master::{MasterDecision, TaskDiscovery};
-use zkdist_sim::{Latency, SimSession, SimZk};
+use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
 
 use common::*;
 
@@ -194,64 +194,80 @@ fn a_reconcile_over_the_reply_limit_is_deferred_until_it_fits() {
     });
 }
 
-/// A master elected while `tasks/` holds 30,000 tasks (a listing of over
-/// 1 MiB, the default reply limit) must list them all to start: with the
-/// default limit it cannot, and says so; with the limit raised it starts
-/// and queues every one.
+/// Tasks queued before the master of [`master_on_a_backlog`] starts: a
+/// listing of over 1 MiB, the default reply limit.
+const BACKLOG_OVER_THE_DEFAULT_LIMIT: usize = 30_000;
+
+/// Queues [`BACKLOG_OVER_THE_DEFAULT_LIMIT`] tasks, then elects a master on
+/// a simulation whose sessions accept listings of up to `max_reply_bytes`:
+/// to start, the master must list them all. Runs `check` on the master and
+/// the tasks, oldest first.
+fn master_on_a_backlog(
+    max_reply_bytes: usize,
+    check: impl AsyncFnOnce(RunningMaster, Vec<TaskId>),
+) {
+    run_sim(5, async {
+        let sim = SimZk::start(SimConfig {
+            max_reply_bytes,
+            ..sim_config(5, Latency::Zero)
+        });
+        let layout = Layout::default();
+        let (client, _client_events) = sim.connect("client").await.unwrap();
+        for dir in [layout.root().to_owned(), layout.tasks_dir()] {
+            client
+                .create(&dir, b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+        }
+        let queued = create_tasks(&client, &layout, BACKLOG_OVER_THE_DEFAULT_LIMIT).await;
+        let master = start_master(&sim, "master", &layout).await;
+        check(master, queued).await;
+    });
+}
+
+/// With the default reply limit a master cannot list the backlog, so it
+/// cannot start, and says why.
+#[test]
+fn a_master_cannot_start_on_a_backlog_over_the_default_reply_limit() {
+    master_on_a_backlog(zkdist_coord::MAX_REPLY_BYTES, async |master, _| {
+        let (outcome, decisions) = tokio::time::timeout(HANG_GUARD, master.outcome())
+            .await
+            .expect("the master gives up in time");
+        let error = outcome
+            .expect_err("the master cannot list tasks/")
+            .to_string();
+        assert!(error.contains("1048576"), "{error}");
+        assert!(
+            !decisions
+                .iter()
+                .any(|d| matches!(d, MasterDecision::Initialised { .. })),
+            "the master initialised on a listing it cannot read"
+        );
+    });
+}
+
+/// With the limit raised, the same master starts and queues every task.
 #[test]
 fn a_master_starts_on_a_backlog_over_the_default_reply_limit_once_it_is_raised() {
-    for raised in [false, true] {
-        run_sim(5, async {
-            let mut config = sim_config(5, Latency::Zero);
-            if raised {
-                config.max_reply_bytes = 4 * zkdist_coord::MAX_REPLY_BYTES;
-            }
-            let sim = SimZk::start(config);
-            let layout = Layout::default();
-            let (client, _client_events) = sim.connect("client").await.unwrap();
-            for dir in [layout.root().to_owned(), layout.tasks_dir()] {
-                client
-                    .create(&dir, b"", CreateMode::Persistent)
-                    .await
-                    .unwrap();
-            }
-            let queued = create_tasks(&client, &layout, 30_000).await;
-            let master = start_master(&sim, "master", &layout).await;
-            if raised {
-                let (master, decisions) = wait_for(master, "initialisation", |d| {
-                    matches!(d, MasterDecision::Initialised { .. })
+    master_on_a_backlog(4 * zkdist_coord::MAX_REPLY_BYTES, async |master, queued| {
+        let (master, decisions) = wait_for(master, "initialisation", |d| {
+            matches!(d, MasterDecision::Initialised { .. })
+        })
+        .await;
+        assert!(
+            matches!(
+                decisions.last(),
+                Some(MasterDecision::Initialised {
+                    pending_tasks: BACKLOG_OVER_THE_DEFAULT_LIMIT,
+                    ..
                 })
-                .await;
-                assert!(
-                    matches!(
-                        decisions.last(),
-                        Some(MasterDecision::Initialised {
-                            pending_tasks: 30_000,
-                            ..
-                        })
-                    ),
-                    "{:?}",
-                    decisions.last()
-                );
-                let (state, _) = master.stop().await;
-                let state = state.expect("the master ran");
-                assert_eq!(state.pending_tasks().first(), queued.first());
-                assert_eq!(state.pending_tasks().last(), queued.last());
-            } else {
-                let (outcome, decisions) = tokio::time::timeout(HANG_GUARD, master.outcome())
-                    .await
-                    .expect("the master gives up in time");
-                let error = outcome
-                    .expect_err("the master cannot list tasks/")
-                    .to_string();
-                assert!(error.contains("1048576"), "{error}");
-                assert!(
-                    !decisions
-                        .iter()
-                        .any(|d| matches!(d, MasterDecision::Initialised { .. })),
-                    "the master initialised on a listing it cannot read"
-                );
-            }
-        });
-    }
+            ),
+            "{:?}",
+            decisions.last()
+        );
+        let (state, _) = master.stop().await;
+        let state = state.expect("the master ran");
+        assert_eq!(state.pending_tasks().first(), queued.first());
+        assert_eq!(state.pending_tasks().last(), queued.last());
+    });
 }

@@ -55,14 +55,7 @@ fn a_delete_event_frees_the_worker_and_sends_its_next_task_without_a_listing() {
         master.on_assignment_node_created(w(1).as_str()),
         Step::default()
     );
-    let step = master.on_assignment_created(w(1), t(0), WriteOutcome::Applied);
-    assert_eq!(
-        step.decisions,
-        vec![MasterDecision::AssignmentCreated {
-            worker: w(1),
-            task: t(0)
-        }]
-    );
+    confirm_created(&mut master, w(1), t(0));
     // w1 releases t0: its next task goes out at once.
     let step = master.on_assignment_node_deleted(w(1).as_str());
     assert_eq!(step.decisions[0], worker_idle(1, 0));
@@ -124,14 +117,7 @@ fn a_delete_handled_before_its_create_reply_takes_effect_with_the_reply() {
     );
     assert_eq!(pending(&overtaken), pending(&in_order));
     // Applied once: the next create's reply is an ordinary one.
-    let step = overtaken.on_assignment_created(w(1), t(1), WriteOutcome::Applied);
-    assert_eq!(
-        step.decisions,
-        vec![MasterDecision::AssignmentCreated {
-            worker: w(1),
-            task: t(1)
-        }]
-    );
+    confirm_created(&mut overtaken, w(1), t(1));
 }
 
 #[test]

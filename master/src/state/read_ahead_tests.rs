@@ -19,25 +19,17 @@ fn initialised(workers: &[u32], window: usize) -> MasterState {
 }
 
 fn reads(step: &Step) -> Vec<TaskId> {
-    step.commands
-        .iter()
-        .filter_map(|command| match command {
-            Command::ReadPayload(task) => Some(task.clone()),
-            _ => None,
-        })
-        .collect()
+    commands(step, |command| match command {
+        Command::ReadPayload(task) => Some(task.clone()),
+        _ => None,
+    })
 }
 
 fn create_payloads(step: &Step) -> Vec<(TaskId, Option<Vec<u8>>)> {
-    step.commands
-        .iter()
-        .filter_map(|command| match command {
-            Command::CreateAssignment { task, payload, .. } => {
-                Some((task.clone(), payload.clone()))
-            }
-            _ => None,
-        })
-        .collect()
+    commands(step, |command| match command {
+        Command::CreateAssignment { task, payload, .. } => Some((task.clone(), payload.clone())),
+        _ => None,
+    })
 }
 
 /// Queues tasks `ns` (no worker idle), checking that each is read ahead

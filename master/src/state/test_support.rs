@@ -27,25 +27,25 @@ pub(super) fn task_names(ns: &[i32]) -> Vec<String> {
     ns.iter().map(|n| t(*n).to_string()).collect()
 }
 
+/// What `pick` takes from each of a step's commands it recognises, in
+/// order.
+pub(super) fn commands<T>(step: &Step, pick: impl Fn(&Command) -> Option<T>) -> Vec<T> {
+    step.commands.iter().filter_map(pick).collect()
+}
+
 /// The workers whose registration a step asks to read.
 pub(super) fn registration_reads(step: &Step) -> Vec<WorkerId> {
-    step.commands
-        .iter()
-        .filter_map(|command| match command {
-            Command::ReadRegistration(worker) => Some(worker.clone()),
-            _ => None,
-        })
-        .collect()
+    commands(step, |command| match command {
+        Command::ReadRegistration(worker) => Some(worker.clone()),
+        _ => None,
+    })
 }
 
 pub(super) fn creates(step: &Step) -> Vec<(WorkerId, TaskId)> {
-    step.commands
-        .iter()
-        .filter_map(|command| match command {
-            Command::CreateAssignment { worker, task, .. } => Some((worker.clone(), task.clone())),
-            _ => None,
-        })
-        .collect()
+    commands(step, |command| match command {
+        Command::CreateAssignment { worker, task, .. } => Some((worker.clone(), task.clone())),
+        _ => None,
+    })
 }
 
 /// Starts `master` (a watch-discovery core, not started yet) and answers
@@ -73,12 +73,18 @@ pub(super) fn start_watch_master(
 /// Confirms every create of a step.
 pub(super) fn confirm(master: &mut MasterState, step: &Step) {
     for (worker, task) in creates(step) {
-        let confirmed =
-            master.on_assignment_created(worker.clone(), task.clone(), WriteOutcome::Applied);
-        assert_eq!(
-            confirmed.decisions,
-            vec![MasterDecision::AssignmentCreated { worker, task }]
-        );
-        assert!(confirmed.commands.is_empty());
+        confirm_created(master, worker, task);
     }
+}
+
+/// Answers the create of `worker`'s assignment of `task` as applied: the
+/// master notes it, and asks for nothing more.
+pub(super) fn confirm_created(master: &mut MasterState, worker: WorkerId, task: TaskId) {
+    let confirmed =
+        master.on_assignment_created(worker.clone(), task.clone(), WriteOutcome::Applied);
+    assert_eq!(
+        confirmed.decisions,
+        vec![MasterDecision::AssignmentCreated { worker, task }]
+    );
+    assert!(confirmed.commands.is_empty());
 }
