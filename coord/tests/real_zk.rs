@@ -66,6 +66,8 @@ macro_rules! tests {
 tests![
     Nothing CurrentThread malformed_connect_strings_fail_at_once_naming_the_fault,
     Nothing CurrentThread an_unreachable_server_fails_with_connection_loss_naming_it,
+    Nothing CurrentThread a_server_that_hangs_up_fails_with_connection_loss_naming_it,
+    Nothing CurrentThread a_server_that_never_answers_fails_with_connection_loss_naming_it,
     Server CurrentThread a_missing_chroot_is_named,
     Server MultiThread a_listing_over_the_default_reply_limit_is_read_once_the_limit_is_raised,
     Server CurrentThread a_chroot_that_exists_roots_every_path,
@@ -313,6 +315,59 @@ async fn an_unreachable_server_fails_with_connection_loss_naming_it(_env: Env) {
         }
         Err(other) => panic!("expected ConnectionLoss, got {other:?}"),
         Ok(_) => panic!("connected to a port nobody listens on"),
+    }
+}
+
+/// A listener that accepts every connection and then, if `hang_up`, closes
+/// it at once (the client reads end of stream), or else keeps it open and
+/// says nothing (the client's read never completes). Either way no session
+/// can be made. Returns the listener's address; the task ends with the
+/// runtime.
+async fn fake_server(hang_up: bool) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback listener");
+    let address = listener.local_addr().expect("the listener's address");
+    tokio::spawn(async move {
+        let mut silent = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            if !hang_up {
+                silent.push(stream);
+            }
+        }
+    });
+    address.to_string()
+}
+
+/// The socket's end of stream, read before any reply, is a lost connection
+/// naming the server and the connect timeout, not a hang or a panic.
+async fn a_server_that_hangs_up_fails_with_connection_loss_naming_it(_env: Env) {
+    let address = fake_server(true).await;
+    let config = ZkConfig::new(&address).with_connect_timeout_ms(1_500);
+    match connect_result(&config).await {
+        Err(ZkError::ConnectionLoss { reason }) => {
+            assert!(reason.contains(&address), "{reason}");
+            assert!(reason.contains("1500 ms"), "{reason}");
+            assert!(reason.contains("granted no session"), "{reason}");
+        }
+        Err(other) => panic!("expected ConnectionLoss, got {other:?}"),
+        Ok(_) => panic!("made a session with a server that hangs up"),
+    }
+}
+
+/// A server that accepts and never answers the handshake: the connect
+/// timeout ends the attempt, and the error names the server and the timeout.
+async fn a_server_that_never_answers_fails_with_connection_loss_naming_it(_env: Env) {
+    let address = fake_server(false).await;
+    let config = ZkConfig::new(&address).with_connect_timeout_ms(1_500);
+    match connect_result(&config).await {
+        Err(ZkError::ConnectionLoss { reason }) => {
+            assert!(reason.contains(&address), "{reason}");
+            assert!(reason.contains("1500 ms"), "{reason}");
+            assert!(reason.contains("granted no session"), "{reason}");
+        }
+        Err(other) => panic!("expected ConnectionLoss, got {other:?}"),
+        Ok(_) => panic!("made a session with a server that never answers"),
     }
 }
 

@@ -21,8 +21,9 @@ use crate::types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
 /// dropping the last clone closes it (as [`Coordinator::close`] does, but
 /// without waiting).
 ///
-/// Needs a tokio runtime with its time driver (the session's actor is a
-/// tokio task; `zookeeper-client` does its I/O on its own reactor thread).
+/// Needs a tokio runtime with I/O and time enabled: the session's actor is a
+/// tokio task, and the client's socket is registered with the runtime's
+/// reactor (vendor/zookeeper-client/PATCHES.md).
 #[derive(Clone)]
 pub struct ZkSession {
     inner: Arc<Inner>,

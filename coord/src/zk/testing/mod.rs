@@ -65,7 +65,7 @@ pub fn config(connect: &str) -> ZkConfig {
         .with_connect_timeout_ms(CONNECT_TIMEOUT_MS)
 }
 
-/// A runtime per test; the client does its I/O on its own reactor thread.
+/// A runtime per test, with I/O enabled: the client's socket is on its reactor.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

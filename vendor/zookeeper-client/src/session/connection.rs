@@ -16,8 +16,8 @@ pub use futures_rustls::client::TlsStream;
 use ignore_result::Ignore;
 use tracing::{debug, trace};
 
-use crate::deadline::Deadline;
 use super::tokio_stream::TokioTcpStream;
+use crate::deadline::Deadline;
 use crate::endpoint::{EndpointRef, IterableEndpoints};
 #[cfg(feature = "tls")]
 use crate::tls::TlsClient;
