@@ -14,8 +14,9 @@ use zkdist_master::TaskDiscovery;
 )]
 pub struct Cli {
     /// Log filter (tracing's env-filter syntax); RUST_LOG overrides it.
-    /// Default: info; warn for explore, replay and bench, whose actors
-    /// would log every decision of every seed or task.
+    /// Default: info; warn for bench, whose actors would log every decision
+    /// of every task; off for explore and replay, whose simulated actors
+    /// would log every fault of every seed (the trace holds it all).
     #[arg(long, global = true)]
     pub log: Option<String>,
     #[command(subcommand)]
@@ -230,6 +231,12 @@ pub struct ScheduleArgs {
     /// How the masters learn of tasks (see `zkdist master --help`).
     #[arg(long, default_value_t = TaskDiscovery::default())]
     pub discovery: TaskDiscovery,
+    /// How many of the workers (w1, w2...) are of a build older than inline
+    /// payloads, as in the middle of a rolling upgrade: they register naming
+    /// no assignment format and read an assignment's whole data as a task
+    /// name. At most --workers.
+    #[arg(long, default_value_t = 0)]
+    pub old_workers: usize,
 }
 
 #[derive(Debug, Args)]

@@ -89,8 +89,7 @@ pub struct ExploreConfig {
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutant::Mutant>,
     /// How many of the workers are of a build older than inline payloads
-    /// (a rolling upgrade; see `MutantSession::old_worker`).
-    #[cfg(feature = "mutants")]
+    /// (a rolling upgrade; see [`crate::OldWorkerSession`]).
     pub old_workers: usize,
 }
 
@@ -103,7 +102,6 @@ impl Default for ExploreConfig {
             discovery: TaskDiscovery::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
-            #[cfg(feature = "mutants")]
             old_workers: 0,
         }
     }
@@ -124,11 +122,10 @@ impl ExploreConfig {
                 self.tasks
             ));
         }
-        #[cfg(feature = "mutants")]
         if self.old_workers > self.workers {
             return Err(format!(
-                "old_workers ({}) cannot be more than workers ({})",
-                self.old_workers, self.workers
+                "--old-workers must be at most --workers ({}), got {}",
+                self.workers, self.old_workers
             ));
         }
         Ok(())
@@ -136,10 +133,16 @@ impl ExploreConfig {
 
     /// The command that replays `seed` under this config.
     pub fn replay_command(&self, seed: u64) -> String {
-        format!(
+        let mut command = format!(
             "zkdist replay --seed {seed} --workers {} --tasks {} --faults {} --discovery {}",
             self.workers, self.tasks, self.faults, self.discovery
-        )
+        );
+        // Named only when set, so that commands printed for fleets of
+        // today's workers read as they always did.
+        if self.old_workers > 0 {
+            command.push_str(&format!(" --old-workers {}", self.old_workers));
+        }
+        command
     }
 }
 
@@ -195,12 +198,11 @@ async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan) -> RunReport {
     let mut harness_config = HarnessConfig::new(seed, plan.latency);
     harness_config.session_timeout_ms = SESSION_TIMEOUT_MS;
     harness_config.discovery = config.discovery;
+    harness_config.old_workers = config.old_workers;
     #[cfg(feature = "mutants")]
     {
         harness_config.mutant = config.mutant;
-        harness_config.old_workers = config.old_workers;
     }
-    let _ = &config;
     let h = Harness::start(harness_config).await;
     let all_finished = h
         .guard(async {

@@ -49,8 +49,7 @@ pub struct HarnessConfig {
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutant::Mutant>,
     /// Workers `w1` to `w<old_workers>` are of a build older than inline
-    /// payloads (see `MutantSession::old_worker`).
-    #[cfg(feature = "mutants")]
+    /// payloads (see [`crate::OldWorkerSession`]).
     pub old_workers: usize,
 }
 
@@ -63,7 +62,6 @@ impl HarnessConfig {
             discovery: TaskDiscovery::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
-            #[cfg(feature = "mutants")]
             old_workers: 0,
         }
     }
@@ -213,19 +211,18 @@ impl Harness {
     }
 
     fn connector(&self, kind: Kind, name: &str) -> ActorConnector {
+        let old_worker = kind == Kind::Worker && actor_index(name) < self.config.old_workers;
         #[cfg(feature = "mutants")]
         {
             let mutant = self.config.mutant.filter(|mutant| match kind {
                 Kind::Master => mutant.is_master(),
                 Kind::Worker => !mutant.is_master() && !mutant.is_client(),
             });
-            let old_worker = kind == Kind::Worker && actor_index(name) < self.config.old_workers;
             ActorConnector::new(&self.sim, name, mutant, old_worker, &self.layout)
         }
         #[cfg(not(feature = "mutants"))]
         {
-            let _ = kind;
-            ActorConnector::new(&self.sim, name)
+            ActorConnector::new(&self.sim, name, old_worker, &self.layout)
         }
     }
 

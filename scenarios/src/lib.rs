@@ -12,6 +12,9 @@
 //!   through the simulator's delivery control.
 //! - [`mod@explore`]: seeded random runs (latencies, workload, faults), the
 //!   engine of `zkdist explore` and `zkdist replay`.
+//! - [`OldWorkerSession`]: a worker of the build older than inline
+//!   payloads, for fleets in the middle of a rolling upgrade
+//!   (`ExploreConfig::old_workers`, `zkdist explore --old-workers`).
 //!
 //! Every simulation runs through [`zkdist_sim::runtime::block_on`], never
 //! on a runtime of its own, so the madsim lane can swap the runtime.
@@ -22,6 +25,7 @@ mod handler;
 mod harness;
 #[cfg(feature = "mutants")]
 pub mod mutant;
+pub mod old_worker;
 mod plan;
 mod roles;
 pub mod scenarios;
@@ -31,4 +35,5 @@ pub use checker::{Checker, Invariant, Step, TreeFacts, Violation};
 pub use explore::{ExploreConfig, Faults, SeedOutcome, explore, run_seed, run_seed_here};
 pub use handler::{WorkHandler, task_payload};
 pub use harness::{Harness, HarnessConfig, RunReport};
+pub use old_worker::OldWorkerSession;
 pub use scenarios::Scenario;

@@ -147,18 +147,11 @@ struct Memory {
 }
 
 /// A session that plants `mutant`'s bug. Clones share the memory.
-///
-/// It can also make its worker one of a build older than inline payloads
-/// (not a bug: a fleet in the middle of a rolling upgrade): the worker
-/// registers with empty data, and reads an assignment's whole data as the
-/// task's name, so that a payload put inline makes it garbage, which the
-/// worker releases without running anything, as the old build did.
 #[derive(Debug, Clone)]
 pub struct MutantSession<C> {
     inner: C,
     /// `None`: every call passes through unchanged.
     mutant: Option<Mutant>,
-    old_worker: bool,
     layout: Layout,
     memory: Arc<Mutex<Memory>>,
 }
@@ -168,17 +161,9 @@ impl<C: Coordinator> MutantSession<C> {
         MutantSession {
             inner,
             mutant,
-            old_worker: false,
             layout: layout.clone(),
             memory: Arc::new(Mutex::new(Memory::default())),
         }
-    }
-
-    /// Makes the session's worker one older than inline payloads (see the
-    /// type's docs) when `old` is set.
-    pub fn old_worker(mut self, old: bool) -> MutantSession<C> {
-        self.old_worker = old;
-        self
     }
 
     fn remember<T>(&self, use_memory: impl FnOnce(&mut Memory) -> T) -> T {
@@ -223,11 +208,6 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
             {
                 let _ = self.inner.delete(&assignment, None).await;
             }
-            let old_registration = self.old_worker
-                && self
-                    .remember(|memory| memory.worker.clone())
-                    .is_some_and(|worker| path == self.layout.worker(&worker));
-            let data = if old_registration { Vec::new() } else { data };
             let created = self.inner.create(&path, &data, mode).await?;
             let task_prefix = format!("{}/task-", self.layout.tasks_dir());
             if self.mutant == Some(Mutant::ClientSubmitsBlindly)
@@ -288,16 +268,6 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
                 && path::parent(&path) == self.layout.workers_dir()
             {
                 data = zkdist_coord::registration_data().to_vec();
-            }
-            if self.old_worker && self.own_assignment().as_deref() == Some(path.as_str()) {
-                // The old build took everything for the name: a newline
-                // and a payload make a name no task has (a NUL, which no
-                // name holds, stands for the difference).
-                for byte in &mut data {
-                    if *byte == b'\n' {
-                        *byte = 0;
-                    }
-                }
             }
             Ok((data, stat))
         }

@@ -3,9 +3,11 @@
 //! ends, and opens the next one.
 //!
 //! [`ActorConnector`] opens an actor's sessions on the simulation (named
-//! `m1`, `m1.2`, `m1.3`... as [`SimConnector`] names them), plants the
-//! actor's mutant when the tests ask for one, and tells the harness which
-//! session the actor runs on now, so that faults can aim at it.
+//! `m1`, `m1.2`, `m1.3`... as [`SimConnector`] names them), makes a worker
+//! one of the build older than inline payloads when the run asks for some,
+//! plants the actor's mutant when the tests ask for one, and tells the
+//! harness which session the actor runs on now, so that faults can aim at
+//! it.
 //!
 //! [`master_role`] and [`worker_role`] are the loops themselves: the
 //! master's and the worker's own role loops, with the testbed's handler.
@@ -22,13 +24,15 @@ use zkdist_sim::{SimConnector, SimSession, SimZk};
 use zkdist_worker::{WorkerDecision, WorkerError, run_worker_role};
 
 use crate::handler::WorkHandler;
+use crate::old_worker::OldWorkerSession;
 
-/// The session a role's process works on: the mutant tests wrap it so that
+/// The session a role's process works on: an old worker's, or (when not
+/// old) the simulator's as it is; the mutant tests wrap it once more so that
 /// it plants their bug (with no mutant it passes every call through).
 #[cfg(feature = "mutants")]
-pub(crate) type RoleSession = crate::mutant::MutantSession<SimSession>;
+pub(crate) type RoleSession = crate::mutant::MutantSession<OldWorkerSession<SimSession>>;
 #[cfg(not(feature = "mutants"))]
-pub(crate) type RoleSession = SimSession;
+pub(crate) type RoleSession = OldWorkerSession<SimSession>;
 
 /// Opens one actor's sessions. Clones share the session count (a restarted
 /// process goes on with `w1.3` after `w1.2`) and the record of sessions.
@@ -40,9 +44,7 @@ pub(crate) struct ActorConnector {
     #[cfg(feature = "mutants")]
     mutant: Option<crate::mutant::Mutant>,
     /// The actor is a worker older than inline payloads.
-    #[cfg(feature = "mutants")]
     old_worker: bool,
-    #[cfg(feature = "mutants")]
     layout: Layout,
 }
 
@@ -51,17 +53,15 @@ impl ActorConnector {
         sim: &SimZk,
         name: &str,
         #[cfg(feature = "mutants")] mutant: Option<crate::mutant::Mutant>,
-        #[cfg(feature = "mutants")] old_worker: bool,
-        #[cfg(feature = "mutants")] layout: &Layout,
+        old_worker: bool,
+        layout: &Layout,
     ) -> ActorConnector {
         ActorConnector {
             inner: Arc::new(SimConnector::new(sim.clone(), name)),
             sessions: Arc::new(watch::channel(Vec::new()).0),
             #[cfg(feature = "mutants")]
             mutant,
-            #[cfg(feature = "mutants")]
             old_worker,
-            #[cfg(feature = "mutants")]
             layout: layout.clone(),
         }
     }
@@ -103,9 +103,9 @@ impl Connector for ActorConnector {
         let (session, events) = self.inner.connect().await?;
         self.sessions
             .send_modify(|sessions| sessions.push(session.session_id()));
+        let session = OldWorkerSession::new(session, self.old_worker, &self.layout);
         #[cfg(feature = "mutants")]
-        let session = crate::mutant::MutantSession::new(session, self.mutant, &self.layout)
-            .old_worker(self.old_worker);
+        let session = crate::mutant::MutantSession::new(session, self.mutant, &self.layout);
         Ok((session, events))
     }
 }

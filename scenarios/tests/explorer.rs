@@ -163,4 +163,21 @@ fn bad_sizes_are_refused_naming_the_flag() {
         ExploreConfig::default().replay_command(42),
         "zkdist replay --seed 42 --workers 3 --tasks 20 --faults none --discovery watch"
     );
+    let upgrading = ExploreConfig {
+        old_workers: 2,
+        ..ExploreConfig::default()
+    };
+    assert_eq!(
+        upgrading.replay_command(42),
+        "zkdist replay --seed 42 --workers 3 --tasks 20 --faults none --discovery watch \
+         --old-workers 2"
+    );
+    let too_many_old = ExploreConfig {
+        old_workers: 4,
+        ..ExploreConfig::default()
+    };
+    assert_eq!(
+        too_many_old.validate().unwrap_err(),
+        "--old-workers must be at most --workers (3), got 4"
+    );
 }

@@ -22,6 +22,7 @@ pub fn config_of(schedule: &ScheduleArgs) -> anyhow::Result<ExploreConfig> {
         tasks: schedule.tasks,
         faults: schedule.faults,
         discovery: schedule.discovery,
+        old_workers: schedule.old_workers,
         ..ExploreConfig::default()
     };
     config.validate().map_err(anyhow::Error::msg)?;
@@ -93,6 +94,7 @@ pub fn explore(args: &ExploreArgs) -> anyhow::Result<Outcome> {
             "workers": config.workers,
             "tasks": config.tasks,
             "faults": config.faults.name(),
+            "old_workers": config.old_workers,
             "violation_count": violations.len(),
             "violations": found,
             "steps": steps,
