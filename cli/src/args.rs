@@ -16,7 +16,8 @@ pub struct Cli {
     /// Log filter (tracing's env-filter syntax); RUST_LOG overrides it.
     /// Default: info; warn for bench, whose actors would log every decision
     /// of every task; off for explore and replay, whose simulated actors
-    /// would log every fault of every seed (the trace holds it all).
+    /// would log every fault of every seed (the trace holds it all: `--log
+    /// warn` shows their warnings again).
     #[arg(long, global = true)]
     pub log: Option<String>,
     #[command(subcommand)]
