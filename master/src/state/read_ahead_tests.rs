@@ -63,6 +63,13 @@ fn free(master: &mut MasterState, n: u32) -> Step {
     master.on_assignment_node_deleted(w(n).as_str())
 }
 
+/// The registered workers change to `ns`: the step in which the master
+/// hears of it and lists them.
+fn workers_now(master: &mut MasterState, ns: &[u32]) -> Step {
+    master.on_watch_fired(Directory::Workers);
+    master.on_workers_listed(worker_names(ns))
+}
+
 #[test]
 fn without_a_window_nothing_is_read_and_tasks_go_by_name() {
     let mut master = initialised(&[1], 0);
@@ -95,8 +102,7 @@ fn a_worker_that_does_not_say_it_reads_inline_payloads_is_given_names() {
     // are busy; w3 joins and its answer is not in yet. Each is asked once,
     // when it joins.
     let mut master = initialised(&[], 4);
-    master.on_watch_fired(Directory::Workers);
-    let step = master.on_workers_listed(worker_names(&[1, 2]));
+    let step = workers_now(&mut master, &[1, 2]);
     assert_eq!(registration_reads(&step), vec![w(1), w(2)]);
     master.on_registration_read(w(1), Some(zkdist_coord::registration_data().to_vec()));
     master.on_registration_read(w(2), Some(Vec::new()));
@@ -113,8 +119,7 @@ fn a_worker_that_does_not_say_it_reads_inline_payloads_is_given_names() {
     assert!(registration_reads(&step).is_empty(), "w2 was asked already");
     let step = free(&mut master, 1);
     assert_eq!(create_payloads(&step), vec![(t(1), Some(b"p1".to_vec()))]);
-    master.on_watch_fired(Directory::Workers);
-    let step = master.on_workers_listed(worker_names(&[1, 2, 3]));
+    let step = workers_now(&mut master, &[1, 2, 3]);
     assert_eq!(registration_reads(&step), vec![w(3)]);
     assert_eq!(
         create_payloads(&step),
@@ -126,11 +131,9 @@ fn a_worker_that_does_not_say_it_reads_inline_payloads_is_given_names() {
 #[test]
 fn an_answer_for_a_worker_that_left_is_dropped() {
     let mut master = initialised(&[], 2);
-    master.on_watch_fired(Directory::Workers);
-    let step = master.on_workers_listed(worker_names(&[1]));
+    let step = workers_now(&mut master, &[1]);
     assert_eq!(registration_reads(&step), vec![w(1)]);
-    master.on_watch_fired(Directory::Workers);
-    master.on_workers_listed(vec![]);
+    workers_now(&mut master, &[]);
     // The invariants (checked on every step) hold that only registered
     // workers count as reading inline payloads.
     let step = master.on_registration_read(w(1), Some(zkdist_coord::registration_data().to_vec()));
@@ -140,8 +143,7 @@ fn an_answer_for_a_worker_that_left_is_dropped() {
 #[test]
 fn without_a_window_no_worker_is_asked() {
     let mut master = initialised(&[], 0);
-    master.on_watch_fired(Directory::Workers);
-    let step = master.on_workers_listed(worker_names(&[1, 2]));
+    let step = workers_now(&mut master, &[1, 2]);
     assert!(registration_reads(&step).is_empty(), "{:?}", step.commands);
 }
 
@@ -219,8 +221,7 @@ fn a_requeued_task_behind_the_window_goes_by_name() {
     assert_eq!(queue(&mut master, &[1, 2, 3]), vec![t(1), t(2)]);
     master.on_payload_read(t(1), Some(b"p1".to_vec()));
     master.on_payload_read(t(2), Some(b"p2".to_vec()));
-    master.on_watch_fired(Directory::Workers);
-    let step = master.on_workers_listed(worker_names(&[2]));
+    let step = workers_now(&mut master, &[2]);
     assert!(reads(&step).is_empty(), "{:?}", step.commands);
     let reclaimed = master.on_assignment_reclaimed(
         w(1),
@@ -272,8 +273,7 @@ fn payloads_are_read_once_a_worker_reads_them_inline() {
     assert!(queue(&mut master, &[0, 1, 2]).is_empty());
     // A worker joins: it takes the oldest task by name (its answer is not
     // in), and once it says it reads inline payloads the rest are read.
-    master.on_watch_fired(Directory::Workers);
-    let step = master.on_workers_listed(worker_names(&[1]));
+    let step = workers_now(&mut master, &[1]);
     assert_eq!(create_payloads(&step), vec![(t(0), None)]);
     assert!(reads(&step).is_empty());
     confirm(&mut master, &step);
@@ -284,8 +284,7 @@ fn payloads_are_read_once_a_worker_reads_them_inline() {
 #[test]
 fn a_registration_that_cannot_be_read_leaves_its_worker_on_names() {
     let mut master = initialised(&[], 4);
-    master.on_watch_fired(Directory::Workers);
-    let step = master.on_workers_listed(worker_names(&[1]));
+    let step = workers_now(&mut master, &[1]);
     assert_eq!(registration_reads(&step), vec![w(1)]);
     let step = master.on_registration_read(w(1), None);
     assert_eq!(step, Step::default());
