@@ -17,6 +17,11 @@ use criterion::{
 use zkdist_benches::simulated::assignment_throughput;
 use zkdist_master::TaskDiscovery;
 
+/// The allocator the `zkdist` binary runs with, so that the benchmarks
+/// time what users run (see the workspace manifest for why).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Tasks per iteration of `workers/N`.
 const TASKS: u64 = 1_000;
 /// Worker counts of `workers/N`.

@@ -22,6 +22,11 @@ use criterion::{
 use zkdist_benches::simulated::backlog_drain;
 use zkdist_master::TaskDiscovery;
 
+/// The allocator the `zkdist` binary runs with, so that the benchmarks
+/// time what users run (see the workspace manifest for why).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const WORKERS: usize = 16;
 /// Each discovery, size, and the measurement time its ten samples get.
 const RUNS: [(TaskDiscovery, u64, Duration); 5] = [

@@ -11,6 +11,11 @@ use criterion::{
 };
 use zkdist_benches::simulated::explore_batch;
 
+/// The allocator the `zkdist` binary runs with, so that the benchmarks
+/// time what users run (see the workspace manifest for why).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The seeds of one iteration.
 const SEEDS: std::ops::Range<u64> = 0..40;
 

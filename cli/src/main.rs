@@ -15,6 +15,12 @@ use tracing_subscriber::EnvFilter;
 use args::{Cli, Command};
 use commands::Outcome;
 
+/// The simulator and the explorer allocate at every step (paths, trace
+/// lines, messages); mimalloc spends a fraction of the system allocator's
+/// instructions on it (see the workspace manifest).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let default_log = match cli.command {
