@@ -38,7 +38,7 @@ pub use layout::{DEFAULT_ROOT, Directory, Layout};
 pub use names::{InvalidName, TaskId, TaskToken, WorkerId};
 pub use op::{Op, OpResult};
 pub use registration::{INLINE_PAYLOAD_FEATURE, reads_inline_payloads, registration_data};
-pub use types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
+pub use types::{AddWatchMode, ChildCreates, CreateMode, SessionId, Stat, Watch};
 pub use validate::{
     MAX_DATA_BYTES, MAX_REPLY_BYTES, MAX_REQUEST_BYTES, MIN_REPLY_BYTES, validate_data,
     validate_version,

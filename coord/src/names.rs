@@ -105,10 +105,13 @@ fn splitmix64(x: u64) -> u64 {
 }
 
 /// A task's node name, `task-NNNNNNNNNN` or `task-<token>-NNNNNNNNNN`.
-/// Ordered by sequence number, which is submission order (until the 32-bit
-/// counter wraps, which ZooKeeper renders as a negative number and which
-/// breaks any order by name too); the name breaks ties, which only names
-/// from different parents can need.
+/// Ordered by sequence number, which is submission order, read as an
+/// unsigned 32-bit number: ZooKeeper's counter is a 32-bit `int`, whose
+/// 2^31st create it renders as -2147483648, and read unsigned that one
+/// still follows 2147483647. The order breaks only when the counter comes
+/// back to 0, after 2^32 creates (an order by name breaks at the first
+/// wrap). The name breaks ties, which only names from different parents
+/// can need.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TaskId {
     name: String,
@@ -268,7 +271,7 @@ fn parse_token(name: &str, digits: &str) -> Result<TaskToken, InvalidName> {
 
 impl Ord for TaskId {
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.sequence, &self.name).cmp(&(other.sequence, &other.name))
+        (self.sequence as u32, &self.name).cmp(&(other.sequence as u32, &other.name))
     }
 }
 
@@ -337,6 +340,13 @@ mod tests {
         let wrapped = TaskId::parse("task--2147483648").unwrap();
         assert_eq!(wrapped.sequence(), i32::MIN);
         assert_eq!(TaskId::from_sequence(i32::MIN), wrapped);
+        // It follows the last positive number: the counter's 2^31st create
+        // comes after its (2^31 - 1)st.
+        let last_positive = TaskId::from_sequence(i32::MAX);
+        assert!(last_positive < wrapped);
+        assert!(wrapped < TaskId::from_sequence(i32::MIN + 1));
+        assert!(TaskId::from_sequence(-1) > wrapped);
+        assert!(TaskId::from_sequence(0) < last_positive);
     }
 
     #[test]

@@ -120,14 +120,123 @@ pub struct Stat {
 }
 
 impl Stat {
-    /// How many children were ever created under this node: the counter
-    /// that names the next sequential child. Recovered from what the server
-    /// reports (`cversion = 2 * creates - num_children`), in 64 bits so
-    /// that a counter past `i32::MAX` does not overflow the sum.
-    ///
-    /// A child whose sequence number is below it was created before the
-    /// read that returned this stat; one at or above it, after.
-    pub fn child_creates(&self) -> i64 {
-        (i64::from(self.cversion) + i64::from(self.num_children)) / 2
+    /// How many children were ever created under this node (the counter
+    /// that names the next sequential child), as far as a stat can tell.
+    /// The server reports `cversion = 2 * creates - num_children` in Java's
+    /// 32-bit `int` arithmetic, so `2 * creates` is known modulo 2^32 and
+    /// the count modulo 2^31: past about a billion creates the doubled
+    /// count wraps, and a plain subtraction would read it as negative.
+    pub fn child_creates(&self) -> ChildCreates {
+        // Both fields as the server's 32 bits; their sum is `2 * creates`
+        // modulo 2^32.
+        let doubled = (self.cversion as u32).wrapping_add(self.num_children as u32);
+        ChildCreates(doubled / 2)
+    }
+}
+
+/// How many children were ever created under a node, modulo 2^31 (all a
+/// stat tells, see [`Stat::child_creates`]): enough to tell whether a
+/// sequential child was created before the read that returned the stat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ChildCreates(u32);
+
+impl ChildCreates {
+    /// 2^31: the count is known modulo this.
+    const MODULUS: u32 = 1 << 31;
+
+    /// `creates` creates, modulo 2^31.
+    pub fn new(creates: u64) -> ChildCreates {
+        ChildCreates((creates % u64::from(Self::MODULUS)) as u32)
+    }
+
+    /// The count modulo 2^31.
+    pub fn modulo_2_31(self) -> u32 {
+        self.0
+    }
+
+    /// Whether the count includes the sequential child numbered
+    /// `sequence`, i.e. it was created before this count was read. A child's number is the count before its
+    /// create, modulo 2^32 and rendered signed (ZooKeeper's `%010d` of an
+    /// `int`: after 2,147,483,647 comes -2,147,483,648), so the child came
+    /// first when the count is 1 to 2^30 creates ahead of its number
+    /// (modulo 2^31), and later when it is not: right for any child
+    /// created less than 2^30 (about a billion) creates from the read.
+    pub fn includes(self, sequence: i32) -> bool {
+        let ahead = self.0.wrapping_sub(sequence as u32) % Self::MODULUS;
+        (1..=Self::MODULUS / 2).contains(&ahead)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stat the server reports for `creates` child creates of which
+    /// `children` are left, in Java `int` arithmetic.
+    fn stat_after(creates: u64, children: i32) -> Stat {
+        Stat {
+            cversion: (creates as u32)
+                .wrapping_mul(2)
+                .wrapping_sub(children as u32) as i32,
+            num_children: children,
+            ..Stat::default()
+        }
+    }
+
+    /// The name ZooKeeper gives the `n`th child create (0-based).
+    fn sequence_of(n: u64) -> i32 {
+        n as u32 as i32
+    }
+
+    #[test]
+    fn a_stat_gives_the_count_of_child_creates_modulo_2_31() {
+        assert_eq!(stat_after(0, 0).child_creates(), ChildCreates::new(0));
+        assert_eq!(stat_after(5, 2).child_creates(), ChildCreates::new(5));
+        // Past 2^30 creates the reported cversion wraps negative; past 2^31
+        // the count itself wraps.
+        for creates in [
+            (1 << 30) + 7,
+            (1 << 31) - 1,
+            1 << 31,
+            (1 << 31) + 3,
+            (1 << 32) + 11,
+        ] {
+            let stat = stat_after(creates, 3);
+            assert_eq!(
+                stat.child_creates(),
+                ChildCreates::new(creates),
+                "{creates}"
+            );
+        }
+        assert!(stat_after((1 << 30) + 7, 3).cversion < 0);
+        assert_eq!(ChildCreates::new(1 << 31).modulo_2_31(), 0);
+    }
+
+    #[test]
+    fn a_count_includes_the_children_created_before_it_across_the_wrap() {
+        for creates in [
+            10,
+            1 << 30,
+            (1 << 31) - 2,
+            1 << 31,
+            (1 << 31) + 2,
+            (1 << 32) - 1,
+            (1 << 32) + 5,
+        ] {
+            let count = ChildCreates::new(creates);
+            // The last creates before the read are included, however
+            // their numbers render.
+            for n in creates.saturating_sub(3)..creates {
+                assert!(count.includes(sequence_of(n)), "{n} of {creates}");
+            }
+            // The next creates are not.
+            for n in creates..creates + 3 {
+                assert!(!count.includes(sequence_of(n)), "{n} of {creates}");
+            }
+        }
+        // A billion creates either way is the edge of what it can tell.
+        let count = ChildCreates::new(1 << 31);
+        assert!(count.includes(sequence_of((1 << 31) - (1 << 30))));
+        assert!(!count.includes(sequence_of((1 << 31) + (1 << 30) - 1)));
     }
 }

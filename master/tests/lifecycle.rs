@@ -345,3 +345,42 @@ fn a_standing_by_role_returns_on_shutdown_without_leading() {
         leader.stop().await.0.unwrap();
     });
 }
+
+#[test]
+fn tasks_submitted_across_the_sequence_counter_wrap_run_in_submission_order() {
+    run_sim(7, async {
+        let sim = SimZk::start(sim_config(7, Latency::Zero));
+        let layout = Layout::default();
+        let mut client = client(&sim, &layout).await;
+        let master = start_master(&sim, "master", &layout).await;
+        let worker = start_worker(&sim, "w", &layout, TestHandler).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Three creates before ZooKeeper's 32-bit counter wraps: the next
+        // names end in 2147483645..=2147483647, then -2147483648 on.
+        sim.set_sequence_counter(&layout.tasks_dir(), i32::MAX - 2)
+            .await
+            .unwrap();
+        let mut tasks = Vec::new();
+        for n in 0..6 {
+            tasks.push(client.submit(&payload("echo", n, 1_000)).await.unwrap());
+        }
+        assert!(tasks[2].as_str().ends_with("-2147483647"), "{tasks:?}");
+        assert!(tasks[3].as_str().ends_with("--2147483648"), "{tasks:?}");
+        for (n, task) in (0..).zip(&tasks) {
+            let result = tokio::time::timeout(STEP_TIMEOUT, client.wait(task))
+                .await
+                .expect("every task finishes")
+                .unwrap();
+            assert_eq!(result, expected_result("echo", n), "{task}");
+        }
+        let (_, decisions) = master.stop().await;
+        drop(worker);
+        // One worker, all six submitted while it ran the first: the queue
+        // gave them out oldest first, the wrapped names after the others.
+        let assigned: Vec<_> = decisions
+            .iter()
+            .flat_map(|decision| decision.assigned().iter().map(|(_, task)| task.clone()))
+            .collect();
+        assert_eq!(assigned, tasks);
+    })
+}

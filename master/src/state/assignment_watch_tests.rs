@@ -364,7 +364,7 @@ fn a_startup_assignment_deleted_before_its_read_is_finished_when_read() {
     master.start();
     master.on_workers_listed(worker_names(&[1]));
     master.on_recursive_watch_added(Directory::Tasks, false);
-    master.on_tasks_listed_at(task_names(&[0, 1]), 2);
+    master.on_tasks_listed_at(task_names(&[0, 1]), ChildCreates::new(2));
     master.on_recursive_watch_added(Directory::Assignments, false);
     let step = master.on_assignments_listed(worker_names(&[1]));
     assert_eq!(step.commands, vec![Command::ReadAssignment(w(1))]);
@@ -436,7 +436,7 @@ fn a_resent_assignments_watch_lists_again() {
     let mut master = MasterState::new(EPOCH, TaskDiscovery::Watch);
     master.start();
     master.on_workers_listed(vec![]);
-    master.on_tasks_listed_at(vec![], 0);
+    master.on_tasks_listed_at(vec![], ChildCreates::new(0));
     // The watch may have been set after the listing in flight was read.
     let step = master.on_recursive_watch_added(Directory::Assignments, true);
     assert!(step.commands.is_empty(), "one listing in flight at a time");

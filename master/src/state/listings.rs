@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use zkdist_coord::{Directory, InvalidName, TaskId, WorkerId};
+use zkdist_coord::{ChildCreates, Directory, InvalidName, TaskId, WorkerId};
 
 use super::{Departed, DepartedStage, MasterState, Step};
 use crate::decision::{Command, MasterDecision, Trigger};
@@ -130,22 +130,27 @@ impl MasterState {
     /// discovery, which also learns tasks from events. An event may be
     /// handled before the reply of a listing read earlier than its change,
     /// so a missing task is known to be gone only when it was created
-    /// before the read, i.e. its sequence number is below `child_creates`;
-    /// a later one stays (its own `NodeDeleted` event says when it goes).
-    pub fn on_tasks_listed_at(&mut self, children: Vec<String>, child_creates: i64) -> Step {
+    /// before the read, i.e. `child_creates` includes its sequence number
+    /// (which holds across the 32-bit counter's wrap, see
+    /// [`ChildCreates::includes`]); a later one stays (its own
+    /// `NodeDeleted` event says when it goes).
+    pub fn on_tasks_listed_at(
+        &mut self,
+        children: Vec<String>,
+        child_creates: ChildCreates,
+    ) -> Step {
         self.tasks_listed(children, Some(child_creates))
     }
 
-    fn tasks_listed(&mut self, children: Vec<String>, child_creates: Option<i64>) -> Step {
+    fn tasks_listed(&mut self, children: Vec<String>, child_creates: Option<ChildCreates>) -> Step {
         let first = self.on_listed(Directory::Tasks);
         let mut present = self.parse_children(Directory::Tasks, children, TaskId::parse);
         // Deleted after this listing may have been read: gone all the same.
         for task in std::mem::take(&mut self.deleted_during_listing) {
             present.remove(&task);
         }
-        let created_before_read = |task: &TaskId| {
-            child_creates.is_none_or(|creates| i64::from(task.sequence()) < creates)
-        };
+        let created_before_read =
+            |task: &TaskId| child_creates.is_none_or(|creates| creates.includes(task.sequence()));
         // A set iterates in sequence order, which is submission order.
         let new_tasks: Vec<TaskId> = present
             .iter()

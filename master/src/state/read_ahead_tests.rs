@@ -250,7 +250,7 @@ fn nothing_is_read_before_initialisation() {
     assert!(reads(&step).is_empty());
     master.on_workers_listed(vec![]);
     master.on_recursive_watch_added(Directory::Tasks, false);
-    let step = master.on_tasks_listed_at(task_names(&[0, 1]), 2);
+    let step = master.on_tasks_listed_at(task_names(&[0, 1]), ChildCreates::new(2));
     assert!(reads(&step).is_empty(), "still initialising");
     master.on_recursive_watch_added(Directory::Assignments, false);
     let step = master.on_assignments_listed(vec![]);

@@ -1,6 +1,7 @@
 //! Helpers shared by the core's unit tests (`tests`, `watch_tests`,
 //! `assignment_watch_tests`, `read_ahead_tests`).
 
+pub(super) use zkdist_coord::ChildCreates;
 use zkdist_coord::{Directory, TaskId, WorkerId};
 
 use super::{MasterState, Step, WriteOutcome};
@@ -55,7 +56,7 @@ pub(super) fn creates(step: &Step) -> Vec<(WorkerId, TaskId)> {
 pub(super) fn start_watch_master(
     mut master: MasterState,
     workers: &[u32],
-    child_creates: i64,
+    child_creates: u64,
 ) -> MasterState {
     master.start();
     let step = master.on_workers_listed(worker_names(workers));
@@ -63,7 +64,7 @@ pub(super) fn start_watch_master(
         master.on_registration_read(worker, Some(zkdist_coord::registration_data().to_vec()));
     }
     master.on_recursive_watch_added(Directory::Tasks, false);
-    master.on_tasks_listed_at(vec![], child_creates);
+    master.on_tasks_listed_at(vec![], ChildCreates::new(child_creates));
     master.on_recursive_watch_added(Directory::Assignments, false);
     master.on_assignments_listed(vec![]);
     assert!(master.is_initialised());

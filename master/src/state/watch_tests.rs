@@ -11,7 +11,7 @@ const EPOCH: Epoch = Epoch(9);
 
 /// A started watch-discovery master whose first listings are in: `workers`
 /// registered and idle, `tasks/` empty with `child_creates` creates so far.
-fn initialised(workers: &[u32], child_creates: i64) -> MasterState {
+fn initialised(workers: &[u32], child_creates: u64) -> MasterState {
     start_watch_master(
         MasterState::new(EPOCH, TaskDiscovery::Watch),
         workers,
@@ -79,7 +79,7 @@ fn tasks_reported_before_the_first_listing_wait_for_initialisation() {
     // the event and the listing show it.
     let step = master.on_task_created(t(5).as_str());
     assert!(creates(&step).is_empty(), "no round before initialisation");
-    master.on_tasks_listed_at(task_names(&[4, 5]), 6);
+    master.on_tasks_listed_at(task_names(&[4, 5]), ChildCreates::new(6));
     let step = master.on_assignments_listed(vec![]);
     // t4 predates the master: its result is checked first. t5 came after
     // the watch, so no earlier master can have assigned it.
@@ -103,7 +103,7 @@ fn a_reconcile_drops_what_was_deleted_before_its_read_and_keeps_what_came_after(
     let step = master.on_watch_fired(Directory::Tasks);
     assert_eq!(step.commands, vec![Command::List(Directory::Tasks)]);
     master.on_task_created(t(4).as_str());
-    let step = master.on_tasks_listed_at(task_names(&[0, 2, 3]), 4);
+    let step = master.on_tasks_listed_at(task_names(&[0, 2, 3]), ChildCreates::new(4));
     assert!(
         step.decisions
             .contains(&MasterDecision::TaskVanished { task: t(1) })
@@ -122,6 +122,54 @@ fn a_reconcile_drops_what_was_deleted_before_its_read_and_keeps_what_came_after(
     assert_eq!(
         master.processed_tasks().iter().cloned().collect::<Vec<_>>(),
         vec![t(0), t(2), t(3), t(4)]
+    );
+}
+
+#[test]
+fn a_reconcile_across_the_sequence_counter_wrap_keeps_what_came_after() {
+    // The counter of `tasks/` passes i32::MAX: the names go on at
+    // -2147483648, and the listing's stat counts 2^31 + 2 creates, which
+    // the server reports as cversion 1 (2 * creates - 3 children, in 32
+    // bits).
+    const MAX: i32 = i32::MAX;
+    const MIN: i32 = i32::MIN;
+    let mut master = initialised(&[], (1 << 31) - 2);
+    for n in [MAX - 1, MAX, MIN] {
+        master.on_task_created(t(n).as_str());
+    }
+    assert_eq!(pending(&master), vec![t(MAX - 1), t(MAX), t(MIN)]);
+    // Disconnected: t(MAX) is deleted and t(MIN + 1) created unheard; the
+    // event of t(MIN + 2), created after the reconcile's read, is handled
+    // before its reply.
+    master.on_watch_fired(Directory::Tasks);
+    master.on_task_created(t(MIN + 2).as_str());
+    let listed_stat = zkdist_coord::Stat {
+        cversion: 1,
+        num_children: 3,
+        ..zkdist_coord::Stat::default()
+    };
+    assert_eq!(
+        listed_stat.child_creates(),
+        ChildCreates::new((1 << 31) + 2)
+    );
+    let step = master.on_tasks_listed_at(
+        task_names(&[MAX - 1, MIN, MIN + 1]),
+        listed_stat.child_creates(),
+    );
+    assert!(
+        step.decisions
+            .contains(&MasterDecision::TaskVanished { task: t(MAX) })
+    );
+    assert!(
+        !step
+            .decisions
+            .contains(&MasterDecision::TaskVanished { task: t(MIN + 2) }),
+        "t(MIN + 2) was created after the read, though its number is lower"
+    );
+    // Submission order, across the wrap.
+    assert_eq!(
+        pending(&master),
+        vec![t(MAX - 1), t(MIN), t(MIN + 1), t(MIN + 2)]
     );
 }
 
@@ -164,7 +212,7 @@ fn a_resent_watch_lists_again_and_foreign_names_are_reported_once() {
     // have been read before the watch was set.
     let step = master.on_recursive_watch_added(Directory::Tasks, true);
     assert!(step.commands.is_empty(), "one listing in flight at a time");
-    let step = master.on_tasks_listed_at(vec![], 0);
+    let step = master.on_tasks_listed_at(vec![], ChildCreates::new(0));
     assert_eq!(step.commands, vec![Command::List(Directory::Tasks)]);
 
     let mut master = initialised(&[1], 0);
@@ -199,7 +247,7 @@ fn a_task_deleted_while_a_listing_is_in_flight_does_not_come_back_with_it() {
         step.decisions,
         vec![MasterDecision::TaskVanished { task: t(0) }]
     );
-    let step = master.on_tasks_listed_at(task_names(&[0, 1]), 2);
+    let step = master.on_tasks_listed_at(task_names(&[0, 1]), ChildCreates::new(2));
     assert!(
         !step
             .decisions
@@ -239,6 +287,6 @@ fn a_deferred_reconcile_lists_when_due_and_not_on_every_reconnection() {
     );
     let step = master.on_reconcile_due();
     assert_eq!(step.commands, vec![Command::List(Directory::Tasks)]);
-    master.on_tasks_listed_at(task_names(&[0]), 1);
+    master.on_tasks_listed_at(task_names(&[0]), ChildCreates::new(1));
     assert_eq!(pending(&master), vec![t(0)]);
 }

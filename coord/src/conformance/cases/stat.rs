@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::conformance::{
     Backend, connect, create_dir, op_create, sorted_children, stat_of, under,
 };
-use crate::{Coordinator, CreateMode, Watch};
+use crate::{ChildCreates, Coordinator, CreateMode, Watch};
 
 pub async fn every_write_gets_a_higher_zxid<B: Backend>(b: Arc<B>) {
     let s = connect(&*b).await;
@@ -153,14 +153,21 @@ pub async fn stat_cversion_counts_child_creates_and_deletes<B: Backend>(b: Arc<B
     assert_eq!((stat.cversion, stat.pzxid), (3, pzxid));
     // The sequence counter went 0 -> 2 (two creates); the delete left it,
     // and the stat gives it back (what the master's reconcile relies on).
-    assert_eq!(stat.child_creates(), 2);
+    assert_eq!(stat.child_creates(), ChildCreates::new(2));
     let next =
         s.zk.create(&under(&dir, "n-"), b"", CreateMode::PersistentSequential)
             .await
             .unwrap();
     assert_eq!(next, under(&dir, "n-0000000002"));
     let stat = stat_of(&s.zk, &dir).await;
-    assert_eq!((stat.cversion, stat.child_creates()), (4, 3));
+    assert_eq!(
+        (stat.cversion, stat.child_creates()),
+        (4, ChildCreates::new(3))
+    );
     let (_, listed) = s.zk.get_children(&dir, Watch::No).await.unwrap();
-    assert_eq!(listed.child_creates(), 3, "a listing's stat tells it too");
+    assert_eq!(
+        listed.child_creates(),
+        ChildCreates::new(3),
+        "a listing's stat tells it too"
+    );
 }
