@@ -91,6 +91,9 @@ pub struct ExploreConfig {
     /// How many of the workers are of a build older than inline payloads
     /// (a rolling upgrade; see [`crate::OldWorkerSession`]).
     pub old_workers: usize,
+    /// The first task's sequence number, when not 0 (see
+    /// [`HarnessConfig::first_task_sequence`]).
+    pub first_task_sequence: Option<i32>,
 }
 
 impl Default for ExploreConfig {
@@ -103,6 +106,7 @@ impl Default for ExploreConfig {
             #[cfg(feature = "mutants")]
             mutant: None,
             old_workers: 0,
+            first_task_sequence: None,
         }
     }
 }
@@ -141,6 +145,9 @@ impl ExploreConfig {
         // today's workers read as they always did.
         if self.old_workers > 0 {
             command.push_str(&format!(" --old-workers {}", self.old_workers));
+        }
+        if let Some(sequence) = self.first_task_sequence {
+            command.push_str(&format!(" --first-task-sequence={sequence}"));
         }
         command
     }
@@ -199,6 +206,7 @@ async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan) -> RunReport {
     harness_config.session_timeout_ms = SESSION_TIMEOUT_MS;
     harness_config.discovery = config.discovery;
     harness_config.old_workers = config.old_workers;
+    harness_config.first_task_sequence = config.first_task_sequence;
     #[cfg(feature = "mutants")]
     {
         harness_config.mutant = config.mutant;

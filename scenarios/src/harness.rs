@@ -51,6 +51,11 @@ pub struct HarnessConfig {
     /// Workers `w1` to `w<old_workers>` are of a build older than inline
     /// payloads (see [`crate::OldWorkerSession`]).
     pub old_workers: usize,
+    /// Where the sequence counter of `tasks/` starts: the first task's
+    /// number. `Some` makes the harness create the layout at start and set
+    /// the counter (just short of `i32::MAX` runs the queue across
+    /// ZooKeeper's 32-bit wrap).
+    pub first_task_sequence: Option<i32>,
 }
 
 impl HarnessConfig {
@@ -63,6 +68,7 @@ impl HarnessConfig {
             #[cfg(feature = "mutants")]
             mutant: None,
             old_workers: 0,
+            first_task_sequence: None,
         }
     }
 }
@@ -163,6 +169,15 @@ impl Harness {
         sim.on_apply(move |op, tree| hook_shared.check(|checker| checker.on_applied(op, tree)))
             .await;
         let (zk, events) = sim.connect("client").await.expect("the client connects");
+        if let Some(sequence) = config.first_task_sequence {
+            layout
+                .ensure_layout(&zk)
+                .await
+                .expect("the client creates the layout");
+            sim.set_sequence_counter(&layout.tasks_dir(), sequence)
+                .await
+                .expect("tasks/ exists");
+        }
         #[cfg(feature = "mutants")]
         let zk = crate::mutant::MutantSession::new(
             zk,

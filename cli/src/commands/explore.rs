@@ -23,6 +23,7 @@ pub fn config_of(schedule: &ScheduleArgs) -> anyhow::Result<ExploreConfig> {
         faults: schedule.faults,
         discovery: schedule.discovery,
         old_workers: schedule.old_workers,
+        first_task_sequence: schedule.first_task_sequence,
         ..ExploreConfig::default()
     };
     config.validate().map_err(anyhow::Error::msg)?;
@@ -95,6 +96,7 @@ pub fn explore(args: &ExploreArgs) -> anyhow::Result<Outcome> {
             "tasks": config.tasks,
             "faults": config.faults.name(),
             "old_workers": config.old_workers,
+            "first_task_sequence": config.first_task_sequence,
             "violation_count": violations.len(),
             "violations": found,
             "steps": steps,
