@@ -113,7 +113,8 @@ impl BenchConfig {
                 self.workers
             ));
         }
-        // Sequence numbers are 10 digits of a signed 32-bit counter.
+        // The bench starts on a root of its own: its names stay short of
+        // the point where ZooKeeper's signed 32-bit counter wraps.
         let total = self
             .tasks
             .saturating_add(self.backlog)

@@ -239,9 +239,10 @@ pub struct ScheduleArgs {
     #[arg(long, default_value_t = 0)]
     pub old_workers: usize,
     /// The first task's sequence number: ZooKeeper's counter under tasks/
-    /// starts there instead of 0. It is a 32-bit int whose numbers go on at
-    /// -2147483648 after 2147483647: 2147483600 runs the queue across that
-    /// wrap. Negative numbers take the form --first-task-sequence=-5.
+    /// starts there instead of 0 (the layout is then created before the
+    /// run). It is a 32-bit int whose numbers go on at -2147483648 after
+    /// 2147483647: 2147483637 runs the default 20 tasks across that wrap.
+    /// Negative numbers take the form --first-task-sequence=-5.
     #[arg(long)]
     pub first_task_sequence: Option<i32>,
 }

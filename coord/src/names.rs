@@ -10,8 +10,9 @@
 //! `task-NNNNNNNNNN` names (older clients, tests) are tasks too.
 //!
 //! A worker is named after its node in the id scratch directory
-//! (`worker-` + counter), which is unique for the life of the ensemble
-//! because a sequence counter never goes back.
+//! (`worker-` + counter), which is unique for the life of the ensemble:
+//! a sequence counter never goes back (short of 2^32 registrations, where
+//! ZooKeeper's 32-bit counter would come round).
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -106,9 +107,9 @@ fn splitmix64(x: u64) -> u64 {
 
 /// A task's node name, `task-NNNNNNNNNN` or `task-<token>-NNNNNNNNNN`.
 /// Ordered by sequence number, which is submission order, read as an
-/// unsigned 32-bit number: ZooKeeper's counter is a 32-bit `int`, whose
-/// 2^31st create it renders as -2147483648, and read unsigned that one
-/// still follows 2147483647. The order breaks only when the counter comes
+/// unsigned 32-bit number: ZooKeeper's counter is a 32-bit `int`, so the
+/// create after the one named 2147483647 is named -2147483648, and read
+/// unsigned that one still follows it. The order breaks only when the counter comes
 /// back to 0, after 2^32 creates (an order by name breaks at the first
 /// wrap). The name breaks ties, which only names from different parents
 /// can need.
@@ -340,8 +341,7 @@ mod tests {
         let wrapped = TaskId::parse("task--2147483648").unwrap();
         assert_eq!(wrapped.sequence(), i32::MIN);
         assert_eq!(TaskId::from_sequence(i32::MIN), wrapped);
-        // It follows the last positive number: the counter's 2^31st create
-        // comes after its (2^31 - 1)st.
+        // It follows the last positive number, as the create after it.
         let last_positive = TaskId::from_sequence(i32::MAX);
         assert!(last_positive < wrapped);
         assert!(wrapped < TaskId::from_sequence(i32::MIN + 1));

@@ -155,9 +155,10 @@ impl ChildCreates {
     }
 
     /// Whether the count includes the sequential child numbered
-    /// `sequence`, i.e. it was created before this count was read. A child's number is the count before its
-    /// create, modulo 2^32 and rendered signed (ZooKeeper's `%010d` of an
-    /// `int`: after 2,147,483,647 comes -2,147,483,648), so the child came
+    /// `sequence`, i.e. it was created before this count was read. A
+    /// child's number is the count before its create, modulo 2^32 and
+    /// rendered signed (ZooKeeper's `%010d` of an `int`: after
+    /// 2,147,483,647 comes -2,147,483,648), so the child came
     /// first when the count is 1 to 2^30 creates ahead of its number
     /// (modulo 2^31), and later when it is not: right for any child
     /// created less than 2^30 (about a billion) creates from the read.

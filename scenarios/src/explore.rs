@@ -91,8 +91,9 @@ pub struct ExploreConfig {
     /// How many of the workers are of a build older than inline payloads
     /// (a rolling upgrade; see [`crate::OldWorkerSession`]).
     pub old_workers: usize,
-    /// The first task's sequence number, when not 0 (see
-    /// [`HarnessConfig::first_task_sequence`]).
+    /// The first task's sequence number (see
+    /// [`HarnessConfig::first_task_sequence`]); `None` starts as a fresh
+    /// server does, at 0, with the layout left to the masters to create.
     pub first_task_sequence: Option<i32>,
 }
 

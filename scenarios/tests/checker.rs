@@ -96,18 +96,69 @@ fn a_task_assigned_to_two_workers_is_caught() {
     );
 }
 
+/// A checker that saw the client create `tasks`, in that order.
+fn checker_after_submitting(tasks: &[i32]) -> Checker {
+    let tasks_dir = Layout::default().tasks_dir();
+    let mut checker = checker();
+    let tree = Tree::new();
+    for (zxid, &n) in (1..).zip(tasks) {
+        let created = Change::Created(format!("{tasks_dir}/{}", task(n)));
+        checker.on_applied(&applied(zxid, 3, TxnKind::Create, vec![created]), &tree);
+    }
+    checker
+}
+
+/// Feeds master decisions after the creates of `submitted`; returns the
+/// invariant of the first violation.
+fn master_log_after_submitting(
+    submitted: &[i32],
+    decisions: &[MasterDecision],
+) -> Option<Invariant> {
+    let mut checker = checker_after_submitting(submitted);
+    for decision in decisions {
+        checker.on_master_decision("master", decision);
+    }
+    checker.violation().map(|violation| violation.invariant)
+}
+
 #[test]
 fn rounds_out_of_submission_order_break_fifo_unless_a_failure_came_first() {
     let out_of_order = [round(1, &[(1, 1)]), round(2, &[(2, 0)])];
-    assert_eq!(master_log(&out_of_order), Some(Invariant::FifoOrder));
-    let mut after_a_fault = checker();
+    assert_eq!(
+        master_log_after_submitting(&[0, 1], &out_of_order),
+        Some(Invariant::FifoOrder)
+    );
+    let mut after_a_fault = checker_after_submitting(&[0, 1]);
     after_a_fault.on_failure("cut master");
     for decision in &out_of_order {
         after_a_fault.on_master_decision("master", decision);
     }
     assert_eq!(after_a_fault.violation(), None);
     assert_eq!(after_a_fault.first_failure(), Some("cut master"));
-    assert_eq!(master_log(&[round(1, &[(1, 0), (2, 1)])]), None);
+    assert_eq!(
+        master_log_after_submitting(&[0, 1], &[round(1, &[(1, 0), (2, 1)])]),
+        None
+    );
+}
+
+#[test]
+fn submission_order_is_the_order_of_the_creates_not_of_the_names() {
+    // ZooKeeper's counter wraps: -2147483648 is created after 2147483647.
+    let (max, min) = (i32::MAX, i32::MIN);
+    let in_order = [round(1, &[(1, max)]), round(2, &[(2, min)])];
+    let reversed = [round(1, &[(1, min)]), round(2, &[(2, max)])];
+    assert_eq!(master_log_after_submitting(&[max, min], &in_order), None);
+    assert_eq!(
+        master_log_after_submitting(&[max, min], &reversed),
+        Some(Invariant::FifoOrder)
+    );
+    // Whatever the names: created 1 then 0, they are due 1 then 0.
+    let one_then_zero = [round(1, &[(1, 1)]), round(2, &[(2, 0)])];
+    assert_eq!(master_log_after_submitting(&[1, 0], &one_then_zero), None);
+    assert_eq!(
+        master_log_after_submitting(&[0, 1], &one_then_zero),
+        Some(Invariant::FifoOrder)
+    );
 }
 
 #[test]

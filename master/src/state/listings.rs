@@ -184,7 +184,9 @@ impl MasterState {
             self.decide(MasterDecision::TaskVanished { task });
         }
         // Bounded memory: a task that is gone and not held can never come
-        // back (sequence numbers are not reused), so it is forgotten.
+        // back (sequence numbers are not reused short of 2^32 creates, and
+        // a protected name carries its client's token too), so it is
+        // forgotten.
         let held = self.held_tasks();
         self.processed_tasks
             .retain(|task| !gone(task) || held.contains(task));

@@ -37,9 +37,12 @@
 //!   submission token (`task-<token>-NNNNNNNNNN`): a submit retried after
 //!   a connection loss never creates a second task.
 //! - [`Invariant::FifoOrder`]: until the first failure (an injected fault,
-//!   or a failed assignment create), assignment nodes are created in task
-//!   sequence order, never twice for one task, and never while an older
+//!   or a failed assignment create), assignment nodes are created in
+//!   submission order, never twice for one task, and never while an older
 //!   task waits unassigned; the masters' rounds assign in that order too.
+//!   Submission order is the order the server applied the tasks' creates,
+//!   not the order of their names (ZooKeeper's counter wraps; see
+//!   `submission_order`).
 //! - [`Invariant::FinishedExactlyOnce`]: no task's result is created twice;
 //!   no two workers decide they wrote a task's result (written, or found
 //!   applied after a connection loss); no worker whose session is alive
@@ -64,6 +67,7 @@
 //!   it remembers no task that no longer exists (its processed set is
 //!   bounded by the tree).
 
+mod submission_order;
 mod view;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -76,6 +80,8 @@ use zkdist_coord::{
 use zkdist_master::{MasterDecision, MasterState, Recovery};
 use zkdist_sim::{AppliedOp, Change, Tree, TxnKind};
 use zkdist_worker::{CompletionReadBack, WorkerDecision};
+
+use submission_order::{NewestAssigned, Position, SubmissionOrder};
 
 pub use view::TreeFacts;
 
@@ -241,8 +247,8 @@ pub struct Checker {
     tasks_dir: String,
     master_path: String,
 
-    /// Every task node created (and not deleted), in sequence order.
-    tasks: BTreeSet<TaskId>,
+    /// Every task node created, in submission order.
+    submissions_in_order: SubmissionOrder,
     /// Every task node deleted (by a client cleaning up).
     deleted_tasks: BTreeSet<TaskId>,
     /// The task each submission token created.
@@ -258,7 +264,7 @@ pub struct Checker {
     /// Every task an assignment node was ever created for.
     ever_assigned: BTreeSet<TaskId>,
     /// The newest task given an assignment node, for FIFO.
-    last_assigned: Option<TaskId>,
+    last_assigned: NewestAssigned,
     /// How many times each task's result node was created.
     results_created: BTreeMap<TaskId, u32>,
     /// The first failure (fault or failed assignment): FIFO is checked only
@@ -268,7 +274,7 @@ pub struct Checker {
     /// Each master candidate's log (by actor name: `m1`, `m2`...).
     master_logs: BTreeMap<String, MasterLog>,
     /// The newest task a round assigned, for FIFO.
-    last_round_task: Option<TaskId>,
+    last_round_task: NewestAssigned,
     /// The workers' logs: who runs what now, and who finished what.
     running: BTreeMap<WorkerId, TaskId>,
     finished_by: BTreeMap<TaskId, WorkerId>,
@@ -313,7 +319,7 @@ impl Checker {
             workers_dir: layout.workers_dir(),
             tasks_dir: layout.tasks_dir(),
             master_path: layout.master(),
-            tasks: BTreeSet::new(),
+            submissions_in_order: SubmissionOrder::default(),
             deleted_tasks: BTreeSet::new(),
             submissions: BTreeMap::new(),
             assignment_nodes: BTreeMap::new(),
@@ -321,11 +327,11 @@ impl Checker {
             ever_registered: BTreeSet::new(),
             ended_sessions: BTreeSet::new(),
             ever_assigned: BTreeSet::new(),
-            last_assigned: None,
+            last_assigned: NewestAssigned::default(),
             results_created: BTreeMap::new(),
             first_failure: None,
             master_logs: BTreeMap::new(),
-            last_round_task: None,
+            last_round_task: NewestAssigned::default(),
             running: BTreeMap::new(),
             finished_by: BTreeMap::new(),
             violation: None,
@@ -514,7 +520,7 @@ impl Checker {
             let twin = task
                 .token()
                 .and_then(|token| self.submissions.insert(token, task.clone()));
-            self.tasks.insert(task.clone());
+            self.submissions_in_order.created(&task, op.zxid);
             if let Some(twin) = twin {
                 return Some((
                     Invariant::SubmittedOnce,
@@ -637,28 +643,30 @@ impl Checker {
             ));
         }
         let task = TaskId::parse(data).ok()?;
-        let fifo = self.fifo_breach(&task, tree);
-        self.last_assigned = self.last_assigned.clone().max(Some(task.clone()));
+        // A task the checker never saw created breaks other rules; FIFO
+        // has nothing to go by.
+        let position = self.submissions_in_order.position(&task)?;
+        let fifo = self.fifo_breach(&task, &position, tree);
+        self.last_assigned.assigned(position);
         self.ever_assigned.insert(task);
         fifo.map(|detail| (Invariant::FifoOrder, detail))
     }
 
-    /// Whether assigning `task` now breaks FIFO order (before any failure).
-    fn fifo_breach(&self, task: &TaskId, tree: &Tree) -> Option<String> {
+    /// Whether assigning `task`, at `position` in submission order, now
+    /// breaks FIFO order (before any failure).
+    fn fifo_breach(&self, task: &TaskId, position: &Position, tree: &Tree) -> Option<String> {
         if self.first_failure.is_some() {
             return None;
         }
-        if let Some(last) = &self.last_assigned
-            && task <= last
-        {
+        if let Some(last) = self.last_assigned.at_or_after(position) {
             return Some(format!(
                 "{task} assigned after {last}: assignments must follow submission order, once each"
             ));
         }
         let result_of = |older: &TaskId| format!("{}/{older}/result", self.tasks_dir);
         let skipped = self
-            .tasks
-            .range(..task)
+            .submissions_in_order
+            .present_before(position)
             .find(|older| !self.ever_assigned.contains(*older) && !tree.exists(&result_of(older)));
         skipped.map(|older| format!("{task} assigned while the older {older} still waits"))
     }
@@ -698,7 +706,7 @@ impl Checker {
         } else if let Some(rest) = path.strip_prefix(&self.tasks_prefix)
             && let Ok(task) = TaskId::parse(rest)
         {
-            self.tasks.remove(&task);
+            self.submissions_in_order.deleted(&task);
             self.deleted_tasks.insert(task);
         }
         None
@@ -719,17 +727,21 @@ impl Checker {
             MasterDecision::Round { assigned, .. } => {
                 for (worker, task) in assigned {
                     let log = self.master_logs.entry(actor.to_owned()).or_default();
+                    let position = self.submissions_in_order.position(task);
                     if let Some((invariant, detail)) = round_breach(
                         log,
                         self.first_failure.is_some(),
                         &self.last_round_task,
+                        position.as_ref(),
                         worker,
                         task,
                     ) {
                         return self.violate(invariant, detail, step());
                     }
                     log.holding.insert(worker.clone(), task.clone());
-                    self.last_round_task = self.last_round_task.clone().max(Some(task.clone()));
+                    if let Some(position) = position {
+                        self.last_round_task.assigned(position);
+                    }
                 }
             }
             MasterDecision::AssignmentFailed { worker, error, .. } => {
@@ -887,7 +899,8 @@ impl Checker {
 fn round_breach(
     log: &MasterLog,
     after_failure: bool,
-    last_round_task: &Option<TaskId>,
+    last_round_task: &NewestAssigned,
+    position: Option<&Position>,
     worker: &WorkerId,
     task: &TaskId,
 ) -> Option<(Invariant, String)> {
@@ -907,9 +920,10 @@ fn round_breach(
             ),
         ));
     }
+    // A task the checker never saw created has no place in the order.
     if !after_failure
-        && let Some(last) = last_round_task
-        && task <= last
+        && let Some(position) = position
+        && let Some(last) = last_round_task.at_or_after(position)
     {
         return Some((
             Invariant::FifoOrder,
