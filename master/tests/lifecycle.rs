@@ -362,7 +362,9 @@ fn tasks_submitted_across_the_sequence_counter_wrap_run_in_submission_order() {
             .unwrap();
         let mut tasks = Vec::new();
         for n in 0..6 {
-            tasks.push(client.submit(&payload("echo", n, 1_000)).await.unwrap());
+            // 100 ms of work each, while the six submits take no simulated
+            // time: the first task still runs when the last is queued.
+            tasks.push(client.submit(&payload("echo", n, 100_000)).await.unwrap());
         }
         assert!(tasks[2].as_str().ends_with("-2147483647"), "{tasks:?}");
         assert!(tasks[3].as_str().ends_with("--2147483648"), "{tasks:?}");
