@@ -8,6 +8,12 @@ use zkdist_coord::{Directory, SessionState, TaskId, WorkerId};
 
 use crate::election::Epoch;
 
+/// How many creates short of the end of ZooKeeper's 32-bit sequence
+/// counter a queued task makes the master warn
+/// ([`MasterDecision::SequenceCounterNearLimit`]): 2^28, some 268 million,
+/// which is 18 hours at 4,000 tasks a second and a month at 100.
+pub const SEQUENCE_WARNING_CREATES: u32 = 1 << 28;
+
 /// Why an assignment round ran: the founding design's three triggers, and a
 /// fourth for a task that goes back to the queue after a failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -232,6 +238,13 @@ pub enum MasterDecision {
     /// again after `retry_in_ms`; tasks created while it was disconnected
     /// wait for that listing.
     ReconcileDeferred { error: String, retry_in_ms: u64 },
+    /// `task`'s number is within [`SEQUENCE_WARNING_CREATES`] creates of
+    /// the end of ZooKeeper's 32-bit sequence counter (2147483647), or
+    /// past it; reported once per master state. From 3.6 on, a server that
+    /// reaches it names later creates `...-2147483647` again (README, task
+    /// ids), and the queue then follows the tasks' tokens, not submission:
+    /// the queue should move to a new root before that.
+    SequenceCounterNearLimit { task: TaskId },
     /// A child of a watched directory that is not a valid name there.
     /// Reported once per name.
     IgnoredNode {
@@ -364,6 +377,23 @@ impl fmt::Display for MasterDecision {
             MasterDecision::Restarting { reason } => write!(f, "restarting: {reason}"),
             MasterDecision::ReconcileDeferred { error, retry_in_ms } => {
                 write!(f, "reconcile-deferred for {retry_in_ms} ms: {error}")
+            }
+            MasterDecision::SequenceCounterNearLimit { task } => {
+                write!(f, "sequence-counter-near-limit {task}: ")?;
+                match (i32::MAX as u32).checked_sub(task.sequence() as u32) {
+                    Some(left) => write!(
+                        f,
+                        "{left} more creates under tasks/ bring ZooKeeper's 32-bit counter to its last number, 2147483647"
+                    )?,
+                    None => write!(
+                        f,
+                        "ZooKeeper's 32-bit counter under tasks/ is past its last number, 2147483647"
+                    )?,
+                }
+                write!(
+                    f,
+                    "; servers from 3.6 on then repeat it and the queue loses submission order: drain it and move to a new --root"
+                )
             }
             MasterDecision::IgnoredNode { dir, name, reason } => {
                 write!(f, "ignored-node {dir}/{name}: {reason}")

@@ -37,7 +37,9 @@ mod role;
 mod shell;
 mod state;
 
-pub use decision::{Command, MasterDecision, Recovery, RequeueReason, Trigger};
+pub use decision::{
+    Command, MasterDecision, Recovery, RequeueReason, SEQUENCE_WARNING_CREATES, Trigger,
+};
 pub use discovery::{TaskDiscovery, UnknownDiscovery};
 pub use election::{Epoch, claim_master};
 pub use role::{SESSION_RETRY_DELAY_MS, run_master_role, run_master_role_for_state};

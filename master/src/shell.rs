@@ -427,7 +427,9 @@ impl<C: Coordinator> Master<C> {
     /// order.
     fn apply(&self, step: Step, in_flight: &mut InFlight<Reply>) {
         for decision in step.decisions {
-            if let MasterDecision::ReconcileDeferred { .. } = decision {
+            if let MasterDecision::ReconcileDeferred { .. }
+            | MasterDecision::SequenceCounterNearLimit { .. } = decision
+            {
                 tracing::warn!(target: "zkdist::master", "{decision}");
             } else {
                 tracing::info!(target: "zkdist::master", "{decision}");

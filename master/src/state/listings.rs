@@ -160,7 +160,7 @@ impl MasterState {
         for task in &new_tasks {
             assert!(self.processed_tasks.insert(task.clone()));
             assert!(self.pending_tasks.insert(task.clone()));
-            self.decide(MasterDecision::TaskQueued { task: task.clone() });
+            self.decide_queued(task);
         }
         if first {
             // Tasks seen in the first listing may predate this master and be

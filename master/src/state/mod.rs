@@ -75,7 +75,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use zkdist_coord::{Directory, TaskId, WorkerId};
 
-use crate::decision::{Command, MasterDecision};
+use crate::decision::{Command, MasterDecision, SEQUENCE_WARNING_CREATES};
 use crate::discovery::TaskDiscovery;
 use crate::election::Epoch;
 use crate::listing::ListingLoop;
@@ -144,6 +144,9 @@ pub struct MasterState {
     left_workers: BTreeSet<WorkerId>,
     /// Set when a write was fenced off: the core then asks for nothing.
     deposed: bool,
+    /// Whether a queued task's number was reported near the end of
+    /// ZooKeeper's sequence counter (once is enough for an operator).
+    sequence_limit_reported: bool,
 
     workers_loop: ListingLoop,
     tasks_loop: ListingLoop,
@@ -180,6 +183,7 @@ impl MasterState {
             blocked: BTreeSet::new(),
             left_workers: BTreeSet::new(),
             deposed: false,
+            sequence_limit_reported: false,
             workers_loop: ListingLoop::default(),
             tasks_loop: ListingLoop::default(),
             assignments_loop: ListingLoop::default(),
@@ -294,6 +298,19 @@ impl MasterState {
 
     fn decide(&mut self, decision: MasterDecision) {
         self.step.decisions.push(decision);
+    }
+
+    /// Decides that `task`, just added to the pending queue, is queued,
+    /// and warns once when its number nears the end of ZooKeeper's 32-bit
+    /// sequence counter (read unsigned, as the queue orders it: numbers
+    /// past the wrap are past the limit too).
+    fn decide_queued(&mut self, task: &TaskId) {
+        self.decide(MasterDecision::TaskQueued { task: task.clone() });
+        let warn_from = i32::MAX as u32 - SEQUENCE_WARNING_CREATES;
+        if !self.sequence_limit_reported && task.sequence() as u32 >= warn_from {
+            self.sequence_limit_reported = true;
+            self.decide(MasterDecision::SequenceCounterNearLimit { task: task.clone() });
+        }
     }
 
     /// Ends an input: finishes initialisation if everything is in, checks

@@ -22,7 +22,7 @@ impl MasterState {
                 self.pending_tasks.insert(task.clone()),
                 "{task} was queued before it was seen"
             );
-            self.decide(MasterDecision::TaskQueued { task });
+            self.decide_queued(&task);
             self.trigger(Trigger::NewTask);
         }
         self.finish_step()

@@ -174,6 +174,43 @@ fn a_reconcile_across_the_sequence_counter_wrap_keeps_what_came_after() {
 }
 
 #[test]
+fn a_task_near_the_end_of_the_sequence_counter_is_reported_once() {
+    let warn_from = (i32::MAX as u32 - crate::SEQUENCE_WARNING_CREATES) as i32;
+    let near_limit = |step: &Step| {
+        step.decisions
+            .iter()
+            .filter(|decision| matches!(decision, MasterDecision::SequenceCounterNearLimit { .. }))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let mut master = initialised(&[], warn_from as u64 - 1);
+    let step = master.on_task_created(t(warn_from - 1).as_str());
+    assert_eq!(near_limit(&step), []);
+    let step = master.on_task_created(t(warn_from).as_str());
+    let reported = MasterDecision::SequenceCounterNearLimit { task: t(warn_from) };
+    assert_eq!(near_limit(&step), std::slice::from_ref(&reported));
+    assert!(
+        reported
+            .to_string()
+            .contains(": 268435456 more creates under tasks/ bring"),
+        "{reported}"
+    );
+    let step = master.on_task_created(t(warn_from + 1).as_str());
+    assert_eq!(near_limit(&step), [], "once per master state");
+    // Past the wrap, as the queue orders numbers, is past the limit too;
+    // a reconcile listing reports as events do.
+    let mut master = initialised(&[], 1 << 31);
+    master.on_watch_fired(Directory::Tasks);
+    let step = master.on_tasks_listed_at(task_names(&[i32::MIN]), ChildCreates::new((1 << 31) + 1));
+    let reported = MasterDecision::SequenceCounterNearLimit { task: t(i32::MIN) };
+    assert_eq!(near_limit(&step), std::slice::from_ref(&reported));
+    assert!(
+        reported.to_string().contains("is past its last number"),
+        "{reported}"
+    );
+}
+
+#[test]
 fn a_deleted_task_leaves_the_queue_or_is_forgotten_once_released() {
     let mut master = initialised(&[1], 0);
     let step = master.on_task_created(t(0).as_str());
