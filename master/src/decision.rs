@@ -239,8 +239,8 @@ pub enum MasterDecision {
     /// wait for that listing.
     ReconcileDeferred { error: String, retry_in_ms: u64 },
     /// `task`'s number is within [`SEQUENCE_WARNING_CREATES`] creates of
-    /// the end of ZooKeeper's 32-bit sequence counter (2147483647), or
-    /// past it; reported once per master state. From 3.6 on, a server that
+    /// the end of ZooKeeper's 32-bit sequence counter (2147483647), or at
+    /// or past it; reported once for each of the two per leadership. From 3.6 on, a server that
     /// reaches it names later creates `...-2147483647` again (README, task
     /// ids), and the queue then follows the tasks' tokens, not submission:
     /// the queue should move to a new root before that.
@@ -381,6 +381,10 @@ impl fmt::Display for MasterDecision {
             MasterDecision::SequenceCounterNearLimit { task } => {
                 write!(f, "sequence-counter-near-limit {task}: ")?;
                 match (i32::MAX as u32).checked_sub(task.sequence() as u32) {
+                    Some(0) => write!(
+                        f,
+                        "ZooKeeper's 32-bit counter under tasks/ has reached its last number, 2147483647"
+                    )?,
                     Some(left) => write!(
                         f,
                         "{left} more creates under tasks/ bring ZooKeeper's 32-bit counter to its last number, 2147483647"

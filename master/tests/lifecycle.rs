@@ -377,8 +377,27 @@ fn tasks_submitted_across_the_sequence_counter_wrap_run_in_submission_order() {
         }
         let (_, decisions) = master.stop().await;
         drop(worker);
-        // One worker, all six submitted while it ran the first: the queue
-        // gave them out oldest first, the wrapped names after the others.
+        // One worker, all six submitted while it ran the first: every task
+        // was queued before the second round, which then had the choice.
+        let queued_last = decisions
+            .iter()
+            .position(|decision| {
+                *decision
+                    == MasterDecision::TaskQueued {
+                        task: tasks[5].clone(),
+                    }
+            })
+            .expect("the last task was queued");
+        let second_round = decisions
+            .iter()
+            .enumerate()
+            .filter(|(_, decision)| !decision.assigned().is_empty())
+            .nth(1)
+            .map(|(index, _)| index)
+            .expect("a second round assigned");
+        assert!(queued_last < second_round, "{decisions:#?}");
+        // The queue gave them out oldest first, the wrapped names after the
+        // others.
         let assigned: Vec<_> = decisions
             .iter()
             .flat_map(|decision| decision.assigned().iter().map(|(_, task)| task.clone()))

@@ -40,9 +40,19 @@ fn checker() -> Checker {
     Checker::new(&Layout::default())
 }
 
-/// Feeds master decisions; returns the invariant of the first violation.
+/// The tasks `decisions` assign, by number, in ascending order.
+fn tasks_assigned_in(decisions: &[MasterDecision]) -> Vec<i32> {
+    let numbers: BTreeSet<i32> = decisions
+        .iter()
+        .flat_map(|decision| decision.assigned().iter().map(|(_, task)| task.sequence()))
+        .collect();
+    numbers.into_iter().collect()
+}
+
+/// Feeds master decisions, after the creates of the tasks they assign (in
+/// ascending order); returns the invariant of the first violation.
 fn master_log(decisions: &[MasterDecision]) -> Option<Invariant> {
-    let mut checker = checker();
+    let mut checker = checker_after_submitting(&tasks_assigned_in(decisions));
     for decision in decisions {
         checker.on_master_decision("master", decision);
     }
@@ -135,6 +145,19 @@ fn rounds_out_of_submission_order_break_fifo_unless_a_failure_came_first() {
     }
     assert_eq!(after_a_fault.violation(), None);
     assert_eq!(after_a_fault.first_failure(), Some("cut master"));
+    assert_eq!(
+        master_log_after_submitting(&[0, 1], &[round(1, &[(1, 0), (2, 1)])]),
+        None
+    );
+}
+
+#[test]
+fn a_round_or_an_assignment_of_a_task_never_created_breaks_fifo() {
+    // Only task 0 was created: task 1 has no place in submission order.
+    assert_eq!(
+        master_log_after_submitting(&[0], &[round(1, &[(1, 0), (2, 1)])]),
+        Some(Invariant::FifoOrder)
+    );
     assert_eq!(
         master_log_after_submitting(&[0, 1], &[round(1, &[(1, 0), (2, 1)])]),
         None
@@ -704,7 +727,7 @@ fn a_worker_stops_running_its_task_when_its_session_ends() {
 
 #[test]
 fn each_master_candidate_is_judged_by_its_own_log_from_its_new_session_on() {
-    let mut checker = checker();
+    let mut checker = checker_after_submitting(&[0, 1, 2]);
     checker.on_master_decision("m1", &round(1, &[(1, 0)]));
     // Another candidate leads now and rebuilt its state from ZooKeeper:
     // the first one's log is not its own.

@@ -145,8 +145,10 @@ pub struct MasterState {
     /// Set when a write was fenced off: the core then asks for nothing.
     deposed: bool,
     /// Whether a queued task's number was reported near the end of
-    /// ZooKeeper's sequence counter (once is enough for an operator).
-    sequence_limit_reported: bool,
+    /// ZooKeeper's sequence counter, and at or past it: once each per
+    /// leadership (each session that wins the election builds a new state).
+    sequence_near_limit_reported: bool,
+    sequence_limit_reached_reported: bool,
 
     workers_loop: ListingLoop,
     tasks_loop: ListingLoop,
@@ -183,7 +185,8 @@ impl MasterState {
             blocked: BTreeSet::new(),
             left_workers: BTreeSet::new(),
             deposed: false,
-            sequence_limit_reported: false,
+            sequence_near_limit_reported: false,
+            sequence_limit_reached_reported: false,
             workers_loop: ListingLoop::default(),
             tasks_loop: ListingLoop::default(),
             assignments_loop: ListingLoop::default(),
@@ -301,14 +304,21 @@ impl MasterState {
     }
 
     /// Decides that `task`, just added to the pending queue, is queued,
-    /// and warns once when its number nears the end of ZooKeeper's 32-bit
-    /// sequence counter (read unsigned, as the queue orders it: numbers
-    /// past the wrap are past the limit too).
+    /// and warns when its number nears the end of ZooKeeper's 32-bit
+    /// sequence counter, and again when it is at or past it (read unsigned,
+    /// as the queue orders it: numbers past the wrap are past the end).
     fn decide_queued(&mut self, task: &TaskId) {
         self.decide(MasterDecision::TaskQueued { task: task.clone() });
-        let warn_from = i32::MAX as u32 - SEQUENCE_WARNING_CREATES;
-        if !self.sequence_limit_reported && task.sequence() as u32 >= warn_from {
-            self.sequence_limit_reported = true;
+        let number = task.sequence() as u32;
+        let last = i32::MAX as u32;
+        let report = if number >= last {
+            !std::mem::replace(&mut self.sequence_limit_reached_reported, true)
+        } else if number >= last - SEQUENCE_WARNING_CREATES {
+            !std::mem::replace(&mut self.sequence_near_limit_reported, true)
+        } else {
+            false
+        };
+        if report {
             self.decide(MasterDecision::SequenceCounterNearLimit { task: task.clone() });
         }
     }

@@ -174,7 +174,7 @@ fn a_reconcile_across_the_sequence_counter_wrap_keeps_what_came_after() {
 }
 
 #[test]
-fn a_task_near_the_end_of_the_sequence_counter_is_reported_once() {
+fn a_task_near_and_then_at_the_end_of_the_sequence_counter_is_reported_once_each() {
     let warn_from = (i32::MAX as u32 - crate::SEQUENCE_WARNING_CREATES) as i32;
     let near_limit = |step: &Step| {
         step.decisions
@@ -183,30 +183,49 @@ fn a_task_near_the_end_of_the_sequence_counter_is_reported_once() {
             .cloned()
             .collect::<Vec<_>>()
     };
+    let reported = |n: i32| MasterDecision::SequenceCounterNearLimit { task: t(n) };
     let mut master = initialised(&[], warn_from as u64 - 1);
     let step = master.on_task_created(t(warn_from - 1).as_str());
     assert_eq!(near_limit(&step), []);
     let step = master.on_task_created(t(warn_from).as_str());
-    let reported = MasterDecision::SequenceCounterNearLimit { task: t(warn_from) };
-    assert_eq!(near_limit(&step), std::slice::from_ref(&reported));
+    assert_eq!(near_limit(&step), [reported(warn_from)]);
     assert!(
-        reported
+        reported(warn_from)
             .to_string()
             .contains(": 268435456 more creates under tasks/ bring"),
-        "{reported}"
+        "{}",
+        reported(warn_from)
     );
     let step = master.on_task_created(t(warn_from + 1).as_str());
-    assert_eq!(near_limit(&step), [], "once per master state");
-    // Past the wrap, as the queue orders numbers, is past the limit too;
-    // a reconcile listing reports as events do.
+    assert_eq!(near_limit(&step), [], "near: once per master state");
+    for n in [i32::MAX - 2, i32::MAX - 1] {
+        let step = master.on_task_created(t(n).as_str());
+        assert_eq!(near_limit(&step), []);
+    }
+    // The last number, which a server from 3.6 on repeats from then on.
+    let step = master.on_task_created(t(i32::MAX).as_str());
+    assert_eq!(near_limit(&step), [reported(i32::MAX)]);
+    assert!(
+        reported(i32::MAX)
+            .to_string()
+            .contains("has reached its last number"),
+        "{}",
+        reported(i32::MAX)
+    );
+    let step = master.on_task_created(t(i32::MIN).as_str());
+    assert_eq!(near_limit(&step), [], "reached: once per master state");
+    // Past the wrap, as the queue orders numbers, is past the end; a
+    // reconcile listing reports as events do.
     let mut master = initialised(&[], 1 << 31);
     master.on_watch_fired(Directory::Tasks);
     let step = master.on_tasks_listed_at(task_names(&[i32::MIN]), ChildCreates::new((1 << 31) + 1));
-    let reported = MasterDecision::SequenceCounterNearLimit { task: t(i32::MIN) };
-    assert_eq!(near_limit(&step), std::slice::from_ref(&reported));
+    assert_eq!(near_limit(&step), [reported(i32::MIN)]);
     assert!(
-        reported.to_string().contains("is past its last number"),
-        "{reported}"
+        reported(i32::MIN)
+            .to_string()
+            .contains("is past its last number"),
+        "{}",
+        reported(i32::MIN)
     );
 }
 

@@ -420,10 +420,10 @@ impl Checker {
         // and the release of its assignment may come in one `multi`. A
         // single change sees them as they were without a copy.
         let assignments_before = (op.changes.len() > 1).then(|| self.assignment_nodes.clone());
-        for change in &op.changes {
+        for (index, change) in op.changes.iter().enumerate() {
             let found = match change {
                 Change::Created(path) => {
-                    self.on_created(op, path, tree, assignments_before.as_ref())
+                    self.on_created(op, index, path, tree, assignments_before.as_ref())
                 }
                 Change::Deleted(path) => self.on_deleted(op, path, tree),
                 Change::DataChanged(_) => None,
@@ -468,9 +468,11 @@ impl Checker {
             .is_some_and(|stat| stat.ephemeral_owner == session.0)
     }
 
+    /// `index`: the change's place among the transaction's changes.
     fn on_created(
         &mut self,
         op: &AppliedOp,
+        index: usize,
         path: &str,
         tree: &Tree,
         assignments_before: Option<&BTreeMap<WorkerId, String>>,
@@ -520,7 +522,7 @@ impl Checker {
             let twin = task
                 .token()
                 .and_then(|token| self.submissions.insert(token, task.clone()));
-            self.submissions_in_order.created(&task, op.zxid);
+            self.submissions_in_order.created(&task, (op.zxid, index));
             if let Some(twin) = twin {
                 return Some((
                     Invariant::SubmittedOnce,
@@ -643,21 +645,29 @@ impl Checker {
             ));
         }
         let task = TaskId::parse(data).ok()?;
-        // A task the checker never saw created breaks other rules; FIFO
-        // has nothing to go by.
-        let position = self.submissions_in_order.position(&task)?;
-        let fifo = self.fifo_breach(&task, &position, tree);
-        self.last_assigned.assigned(position);
+        let position = self.submissions_in_order.position(&task);
+        let fifo = self.fifo_breach(&task, position, tree);
+        if let Some(position) = position {
+            self.last_assigned.assigned(position, &task);
+        }
         self.ever_assigned.insert(task);
         fifo.map(|detail| (Invariant::FifoOrder, detail))
     }
 
-    /// Whether assigning `task`, at `position` in submission order, now
-    /// breaks FIFO order (before any failure).
-    fn fifo_breach(&self, task: &TaskId, position: &Position, tree: &Tree) -> Option<String> {
+    /// Whether assigning `task`, at `position` in submission order (`None`:
+    /// never created), now breaks FIFO order (before any failure).
+    fn fifo_breach(
+        &self,
+        task: &TaskId,
+        position: Option<Position>,
+        tree: &Tree,
+    ) -> Option<String> {
         if self.first_failure.is_some() {
             return None;
         }
+        let Some(position) = position else {
+            return Some(never_submitted(task));
+        };
         if let Some(last) = self.last_assigned.at_or_after(position) {
             return Some(format!(
                 "{task} assigned after {last}: assignments must follow submission order, once each"
@@ -732,7 +742,7 @@ impl Checker {
                         log,
                         self.first_failure.is_some(),
                         &self.last_round_task,
-                        position.as_ref(),
+                        position,
                         worker,
                         task,
                     ) {
@@ -740,7 +750,7 @@ impl Checker {
                     }
                     log.holding.insert(worker.clone(), task.clone());
                     if let Some(position) = position {
-                        self.last_round_task.assigned(position);
+                        self.last_round_task.assigned(position, task);
                     }
                 }
             }
@@ -894,13 +904,19 @@ impl Checker {
     }
 }
 
+/// The detail of an assignment of a task no client created: it has no
+/// place in submission order.
+fn never_submitted(task: &TaskId) -> String {
+    format!("{task} assigned, but no task of that name was ever created")
+}
+
 /// Whether a round of the master whose log is `log` breaks a rule by
 /// assigning `task` to `worker`.
 fn round_breach(
     log: &MasterLog,
     after_failure: bool,
     last_round_task: &NewestAssigned,
-    position: Option<&Position>,
+    position: Option<Position>,
     worker: &WorkerId,
     task: &TaskId,
 ) -> Option<(Invariant, String)> {
@@ -920,11 +936,16 @@ fn round_breach(
             ),
         ));
     }
-    // A task the checker never saw created has no place in the order.
-    if !after_failure
-        && let Some(position) = position
-        && let Some(last) = last_round_task.at_or_after(position)
-    {
+    if after_failure {
+        return None;
+    }
+    let Some(position) = position else {
+        return Some((
+            Invariant::FifoOrder,
+            format!("a round: {}", never_submitted(task)),
+        ));
+    };
+    if let Some(last) = last_round_task.at_or_after(position) {
         return Some((
             Invariant::FifoOrder,
             format!("a round assigns {task} after {last} was assigned"),

@@ -3,66 +3,71 @@
 //! checker judges FIFO by the zxids of the creates, so that it does not
 //! share the order it checks (`TaskId`'s) with the code under test.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use zkdist_coord::TaskId;
 
-/// Where a task stands in submission order: its create's zxid (and its
-/// name, for creates in one `multi`).
-pub(super) type Position = (i64, TaskId);
+/// Where a task stands in submission order: its create's zxid, and the
+/// create's index among the transaction's changes (for a `multi` that
+/// creates several).
+pub(super) type Position = (i64, usize);
 
 #[derive(Debug, Default)]
 pub(super) struct SubmissionOrder {
-    /// The zxid of every task node's create, deleted ones included (the
-    /// latest, should a name be created again).
-    created_at: BTreeMap<TaskId, i64>,
+    /// Where every task node's create stands, deleted ones included:
+    /// decisions reach the checker after the transactions they follow, so
+    /// a deleted task may still be assigned in a round it has to judge. A
+    /// name is created again only after ZooKeeper's counter came round
+    /// (2^32 creates); the latest create counts.
+    created_at: BTreeMap<TaskId, Position>,
     /// The task nodes that exist now, in submission order.
-    present: BTreeSet<Position>,
+    present: BTreeMap<Position, TaskId>,
 }
 
 impl SubmissionOrder {
-    pub(super) fn created(&mut self, task: &TaskId, zxid: i64) {
-        if let Some(earlier) = self.created_at.insert(task.clone(), zxid) {
-            self.present.remove(&(earlier, task.clone()));
+    pub(super) fn created(&mut self, task: &TaskId, position: Position) {
+        if let Some(earlier) = self.created_at.insert(task.clone(), position) {
+            self.present.remove(&earlier);
         }
-        self.present.insert((zxid, task.clone()));
+        let replaced = self.present.insert(position, task.clone());
+        assert!(replaced.is_none(), "one create per change of a transaction");
     }
 
     pub(super) fn deleted(&mut self, task: &TaskId) {
-        if let Some(&zxid) = self.created_at.get(task) {
-            self.present.remove(&(zxid, task.clone()));
+        if let Some(position) = self.created_at.get(task) {
+            self.present.remove(position);
         }
     }
 
     /// Where `task` stands, if the checker saw its create.
     pub(super) fn position(&self, task: &TaskId) -> Option<Position> {
-        self.created_at.get(task).map(|&zxid| (zxid, task.clone()))
+        self.created_at.get(task).copied()
     }
 
     /// The task nodes that exist now and were submitted before the one at
     /// `position`, oldest first.
-    pub(super) fn present_before(&self, position: &Position) -> impl Iterator<Item = &TaskId> {
+    pub(super) fn present_before(&self, position: Position) -> impl Iterator<Item = &TaskId> {
         self.present.range(..position).map(|(_, task)| task)
     }
 }
 
 /// The newest task assigned so far, in submission order.
 #[derive(Debug, Default)]
-pub(super) struct NewestAssigned(Option<Position>);
+pub(super) struct NewestAssigned(Option<(Position, TaskId)>);
 
 impl NewestAssigned {
     /// The newest task assigned, if it is the task at `position` or was
     /// submitted after it: assigning that task now would break FIFO order.
-    pub(super) fn at_or_after(&self, position: &Position) -> Option<&TaskId> {
+    pub(super) fn at_or_after(&self, position: Position) -> Option<&TaskId> {
         self.0
             .as_ref()
-            .filter(|newest| *newest >= position)
+            .filter(|(newest, _)| *newest >= position)
             .map(|(_, task)| task)
     }
 
-    pub(super) fn assigned(&mut self, position: Position) {
-        if self.0.as_ref().is_none_or(|newest| position > *newest) {
-            self.0 = Some(position);
+    pub(super) fn assigned(&mut self, position: Position, task: &TaskId) {
+        if self.0.as_ref().is_none_or(|(newest, _)| position > *newest) {
+            self.0 = Some((position, task.clone()));
         }
     }
 }
