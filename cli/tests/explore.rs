@@ -113,31 +113,23 @@ fn explore_with_old_workers_finds_nothing_and_replay_shows_them() {
 /// command it prints, flag included, reproduces the run.
 #[test]
 fn explore_across_the_sequence_counter_wrap_keeps_order_until_the_counter_returns_to_0() {
-    let (code, out, err) = zkdist(&[
-        "explore",
-        "--seeds",
-        "20",
+    let across_the_wrap = [
         "--faults",
         "all",
         "--tasks",
         "30",
         "--first-task-sequence",
         "2147483637",
-    ]);
+    ];
+    let (code, out, err) =
+        zkdist(&[&["explore", "--seeds", "20"], across_the_wrap.as_slice()].concat());
     assert_eq!(code, 0, "no violation: exit code 0\n{out}\n{err}");
     assert!(
         out.starts_with("explored 20 seeds, 0 violations, "),
         "{out}"
     );
-    let (code, trace, _) = zkdist(&[
-        "replay",
-        "--seed",
-        "4",
-        "--tasks",
-        "30",
-        "--first-task-sequence",
-        "2147483637",
-    ]);
+    let (code, trace, _) =
+        zkdist(&[&["replay", "--seed", "4"], across_the_wrap.as_slice()].concat());
     assert_eq!(code, 0, "{trace}");
     // The client's creates name 2147483647, then -2147483648.
     let created = |suffix: &str| {

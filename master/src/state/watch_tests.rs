@@ -183,18 +183,20 @@ fn a_task_near_and_then_at_the_end_of_the_sequence_counter_is_reported_once_each
             .cloned()
             .collect::<Vec<_>>()
     };
-    let reported = |n: i32| MasterDecision::SequenceCounterNearLimit { task: t(n) };
+    // The step reports task `n`, in words that contain `text`.
+    let assert_reported = |step: &Step, n: i32, text: &str| {
+        let reported = MasterDecision::SequenceCounterNearLimit { task: t(n) };
+        assert_eq!(near_limit(step), std::slice::from_ref(&reported));
+        assert!(reported.to_string().contains(text), "{reported}");
+    };
     let mut master = initialised(&[], warn_from as u64 - 1);
     let step = master.on_task_created(t(warn_from - 1).as_str());
     assert_eq!(near_limit(&step), []);
     let step = master.on_task_created(t(warn_from).as_str());
-    assert_eq!(near_limit(&step), [reported(warn_from)]);
-    assert!(
-        reported(warn_from)
-            .to_string()
-            .contains(": 268435456 more creates under tasks/ bring"),
-        "{}",
-        reported(warn_from)
+    assert_reported(
+        &step,
+        warn_from,
+        ": 268435456 more creates under tasks/ bring",
     );
     let step = master.on_task_created(t(warn_from + 1).as_str());
     assert_eq!(near_limit(&step), [], "near: once per master state");
@@ -204,14 +206,7 @@ fn a_task_near_and_then_at_the_end_of_the_sequence_counter_is_reported_once_each
     }
     // The last number, which a server from 3.6 on repeats from then on.
     let step = master.on_task_created(t(i32::MAX).as_str());
-    assert_eq!(near_limit(&step), [reported(i32::MAX)]);
-    assert!(
-        reported(i32::MAX)
-            .to_string()
-            .contains("has reached its last number"),
-        "{}",
-        reported(i32::MAX)
-    );
+    assert_reported(&step, i32::MAX, "has reached its last number");
     let step = master.on_task_created(t(i32::MIN).as_str());
     assert_eq!(near_limit(&step), [], "reached: once per master state");
     // Past the wrap, as the queue orders numbers, is past the end; a
@@ -219,14 +214,7 @@ fn a_task_near_and_then_at_the_end_of_the_sequence_counter_is_reported_once_each
     let mut master = initialised(&[], 1 << 31);
     master.on_watch_fired(Directory::Tasks);
     let step = master.on_tasks_listed_at(task_names(&[i32::MIN]), ChildCreates::new((1 << 31) + 1));
-    assert_eq!(near_limit(&step), [reported(i32::MIN)]);
-    assert!(
-        reported(i32::MIN)
-            .to_string()
-            .contains("is past its last number"),
-        "{}",
-        reported(i32::MIN)
-    );
+    assert_reported(&step, i32::MIN, "is past its last number");
 }
 
 #[test]
