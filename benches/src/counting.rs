@@ -127,7 +127,8 @@ impl OpCounts {
 
 /// A session whose every request bumps a shared [`OpCounter`] before it
 /// goes to the wrapped session (and whose listings count the names they
-/// return). `sync` and `close` are not counted.
+/// return). `sync`, `count_descendants` (which no workload sends: it
+/// serves `status`) and `close` are not counted.
 #[derive(Debug, Clone)]
 pub struct Counted<C> {
     inner: C,
@@ -212,6 +213,10 @@ impl<C: Coordinator> Coordinator for Counted<C> {
             }
             outcome
         }
+    }
+
+    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send {
+        self.inner.count_descendants(path)
     }
 
     fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {

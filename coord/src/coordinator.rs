@@ -72,6 +72,14 @@ pub trait Coordinator: Send + Sync + 'static {
         watch: Watch,
     ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send;
 
+    /// How many nodes lie below `path` at every depth, the node itself not
+    /// counted (ZooKeeper 3.6+ `getAllChildrenNumber`); `NoNode` if it is
+    /// missing. The reply is one number however many nodes there are, so
+    /// it works where a listing would pass the reply limit; the server
+    /// counts by scanning its whole tree, so it is for occasional reads
+    /// such as a status, not for every event.
+    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send;
+
     /// Applies all ops atomically or none of them. On failure the error is
     /// `ZkError::Multi` with the index of the first op that failed.
     fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send;

@@ -199,6 +199,10 @@ impl Coordinator for LaggingFollower {
         unsupported("get_children")
     }
 
+    async fn count_descendants(&self, _path: &str) -> ZkResult<usize> {
+        unsupported("count_descendants")
+    }
+
     async fn multi(&self, ops: Vec<Op>) -> ZkResult<Vec<OpResult>> {
         let mut trees = self.trees.lock().unwrap();
         trees.multis += 1;

@@ -314,6 +314,10 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         }
     }
 
+    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send {
+        self.inner.count_descendants(path)
+    }
+
     async fn multi(&self, mut ops: Vec<Op>) -> ZkResult<Vec<OpResult>> {
         if self.mutant == Some(Mutant::MasterTruncatesInlinePayloads) {
             for op in &mut ops {

@@ -127,6 +127,10 @@ impl<C: Coordinator> Coordinator for OldWorkerSession<C> {
         self.inner.get_children(path, watch)
     }
 
+    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send {
+        self.inner.count_descendants(path)
+    }
+
     fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
         self.inner.multi(ops)
     }

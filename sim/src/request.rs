@@ -40,6 +40,9 @@ pub(crate) enum Request {
         path: String,
         watch: bool,
     },
+    CountDescendants {
+        path: String,
+    },
     Multi {
         ops: Vec<Op>,
     },
@@ -63,6 +66,7 @@ pub(crate) enum Response {
     Data(Vec<u8>, Stat),
     DataSet(Stat),
     Children(Vec<String>, Stat),
+    DescendantCount(usize),
     Multi(Vec<OpResult>),
     Synced,
     WatchAdded,
@@ -95,6 +99,7 @@ impl Request {
             Request::Exists { .. }
             | Request::GetData { .. }
             | Request::GetChildren { .. }
+            | Request::CountDescendants { .. }
             | Request::Sync { .. }
             | Request::AddWatch { .. } => None,
         }
@@ -176,6 +181,7 @@ fn write_summary(out: &mut impl fmt::Write, request: &Request) -> fmt::Result {
             }
             out.write_str("]")
         }
+        Request::CountDescendants { path } => write_words(out, &["count_descendants ", path]),
         Request::Sync { path } => write_words(out, &["sync ", path]),
         Request::AddWatch { path, mode } => {
             write_words(out, &["add_watch ", path, " ", mode.name()])
@@ -324,6 +330,9 @@ pub(crate) fn write_outcome(out: &mut impl fmt::Write, result: &ZkResult<Respons
         Ok(Response::Children(names, s)) => {
             let (listed, pzxid) = (count(names.len()), hex(s.pzxid));
             words(&[listed.as_str(), " children pzxid=0x", pzxid.as_str()])
+        }
+        Ok(Response::DescendantCount(descendants)) => {
+            words(&[count(*descendants).as_str(), " descendants"])
         }
         Ok(Response::Multi(results)) => {
             let applied = count(results.len());

@@ -144,6 +144,10 @@ impl Server {
                 }
                 None => Err(ZkError::NoNode { path }),
             },
+            Request::CountDescendants { path } => match self.tree.descendant_count(&path) {
+                Some(count) => Ok(Response::DescendantCount(count)),
+                None => Err(ZkError::NoNode { path }),
+            },
             Request::Sync { .. } => Ok(Response::Synced),
             Request::AddWatch { path, mode } => {
                 // The node need not exist; nothing fires now.

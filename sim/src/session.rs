@@ -205,6 +205,18 @@ impl Coordinator for SimSession {
         }
     }
 
+    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send {
+        let request = check_read(path).map(|()| Request::CountDescendants {
+            path: path.to_owned(),
+        });
+        async move {
+            match self.call(request?).await? {
+                Response::DescendantCount(count) => Ok(count),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
     fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
         let request = check_multi(&ops).map(|()| Request::Multi { ops });
         async move {

@@ -248,6 +248,26 @@ impl Tree {
         self.nodes.get(path).map(|node| node.children().collect())
     }
 
+    /// How many nodes lie below `path` at every depth (itself not counted),
+    /// or `None` if it is missing: ZooKeeper's `getAllChildrenNumber`, which
+    /// counts the system nodes too when asked about `/`. Walks the subtree:
+    /// O(its size).
+    pub fn descendant_count(&self, path: &str) -> Option<usize> {
+        let node = self.nodes.get(path)?;
+        let mut to_visit: Vec<String> =
+            node.children().map(|name| path::join(path, name)).collect();
+        let mut count = 0;
+        while let Some(descendant) = to_visit.pop() {
+            count += 1;
+            let node = self
+                .nodes
+                .get(&descendant)
+                .expect("every child a node lists is in the tree");
+            to_visit.extend(node.children().map(|name| path::join(&descendant, name)));
+        }
+        Some(count)
+    }
+
     /// Every path, sorted, system nodes included. Sorts them: O(n log n).
     pub fn paths(&self) -> impl Iterator<Item = &str> {
         let mut paths: Vec<&str> = self.nodes.keys().map(String::as_str).collect();
@@ -725,6 +745,11 @@ mod tests {
         assert_eq!(tree.stat("/").unwrap().cversion, -1);
         assert_eq!(tree.stat("/zookeeper").unwrap().cversion, -2);
         assert_eq!(tree.zxid(), 0);
+        // A 3.8 server answers getAllChildrenNumber("/") with its node count
+        // less the root: the system nodes count.
+        assert_eq!(tree.descendant_count("/"), Some(3));
+        assert_eq!(tree.descendant_count("/zookeeper"), Some(2));
+        assert_eq!(tree.descendant_count("/missing"), None);
     }
 
     #[test]

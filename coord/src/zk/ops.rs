@@ -40,6 +40,9 @@ pub(crate) enum Request {
         path: String,
         watch: bool,
     },
+    CountDescendants {
+        path: String,
+    },
     Multi {
         ops: Vec<Op>,
     },
@@ -60,6 +63,7 @@ pub(crate) enum Reply {
     Data(Vec<u8>, Stat),
     DataSet(Stat),
     Children(Vec<String>, Stat),
+    DescendantCount(usize),
     Multi(Vec<OpResult>),
     Synced,
     WatchAdded,
@@ -98,6 +102,7 @@ impl Request {
             Request::Exists { path, .. }
             | Request::GetData { path, .. }
             | Request::GetChildren { path, .. }
+            | Request::CountDescendants { path }
             | Request::Sync { path }
             | Request::AddWatch { path, .. } => check_read(path),
             Request::SetData {
@@ -278,6 +283,16 @@ pub(crate) async fn run(
                     }
                 }
             }
+        }
+        Request::CountDescendants { path } => {
+            let context = OpContext::new("count_descendants", &path, None);
+            no_watch(
+                client
+                    .count_descendants_number(&path)
+                    .await
+                    .map(Reply::DescendantCount)
+                    .map_err(|e| map_error(e, &context)),
+            )
         }
         Request::Multi { ops } => no_watch(run_multi(client, acls, &ops).await),
         Request::Sync { path } => {

@@ -240,6 +240,18 @@ impl Coordinator for ZkSession {
         }
     }
 
+    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send {
+        let reply = self.request(Request::CountDescendants {
+            path: path.to_owned(),
+        });
+        async move {
+            match reply.await? {
+                Reply::DescendantCount(count) => Ok(count),
+                other => Err(unexpected(other, "count_descendants")),
+            }
+        }
+    }
+
     fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
         let reply = self.request(Request::Multi { ops });
         async move {

@@ -54,6 +54,7 @@ cases![
     stat::ephemeral_owner_is_the_creating_session,
     stat::get_children_returns_names_and_the_parent_stat,
     stat::stat_cversion_counts_child_creates_and_deletes,
+    stat::count_descendants_counts_every_level_below_the_node,
     // Deleting.
     delete::delete_removes_the_node_and_updates_the_parent,
     delete::delete_missing_node_fails_no_node,

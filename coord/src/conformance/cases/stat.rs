@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use crate::conformance::{
-    Backend, connect, create_dir, op_create, sorted_children, stat_of, under,
+    Backend, connect, create_dir, expect_error, op_create, sorted_children, stat_of, under,
 };
-use crate::{ChildCreates, Coordinator, CreateMode, Watch};
+use crate::{ChildCreates, Coordinator, CreateMode, ErrorCode, Watch};
 
 pub async fn every_write_gets_a_higher_zxid<B: Backend>(b: Arc<B>) {
     let s = connect(&*b).await;
@@ -169,5 +169,55 @@ pub async fn stat_cversion_counts_child_creates_and_deletes<B: Backend>(b: Arc<B
         listed.child_creates(),
         ChildCreates::new(3),
         "a listing's stat tells it too"
+    );
+}
+
+pub async fn count_descendants_counts_every_level_below_the_node<B: Backend>(b: Arc<B>) {
+    let s = connect(&*b).await;
+    let count = |path: String| {
+        let zk = &s.zk;
+        async move {
+            zk.count_descendants(&path)
+                .await
+                .unwrap_or_else(|e| panic!("count_descendants({path}): {e}"))
+        }
+    };
+    let dir = create_dir(&s.zk, b.root(), "dir").await;
+    assert_eq!(
+        count(dir.clone()).await,
+        0,
+        "the node itself is not counted"
+    );
+    for relative in ["a", "a/b", "a/b/c", "a/b2", "d"] {
+        s.zk.create(&under(&dir, relative), b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+    }
+    s.zk.create(&under(&dir, "d/e"), b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    s.zk.create(&under(&dir, "d/n-"), b"", CreateMode::PersistentSequential)
+        .await
+        .unwrap();
+    // A sibling whose name starts with the node's is not below it.
+    let sibling = create_dir(&s.zk, b.root(), "dir-sibling").await;
+    s.zk.create(&under(&sibling, "x"), b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+
+    assert_eq!(count(dir.clone()).await, 7, "every depth, ephemerals too");
+    assert_eq!(count(under(&dir, "a")).await, 3);
+    assert_eq!(count(under(&dir, "a/b/c")).await, 0, "a leaf");
+    assert_eq!(count(sibling).await, 1);
+    // The root's count includes the case's other nodes: 7 + dir, and the
+    // sibling with its child.
+    assert_eq!(count(b.root().to_owned()).await, 10);
+
+    s.zk.delete(&under(&dir, "a/b/c"), None).await.unwrap();
+    assert_eq!(count(dir.clone()).await, 6);
+    expect_error(
+        s.zk.count_descendants(&under(&dir, "a/b/c")).await,
+        ErrorCode::NoNode,
+        &under(&dir, "a/b/c"),
     );
 }

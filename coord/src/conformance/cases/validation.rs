@@ -87,6 +87,11 @@ pub async fn invalid_paths_are_refused_naming_the_path<B: Backend>(b: Arc<B>) {
             "get_children",
         );
         expect_invalid_path(s.zk.sync(&bad).await, &bad, "sync");
+        expect_invalid_path(
+            s.zk.count_descendants(&bad).await,
+            &bad,
+            "count_descendants",
+        );
     }
     // Nothing was created, and no watch was left on a "nearby" valid path
     // (as a backend that normalised `x/.` or `x/` to `x` would have).
