@@ -87,11 +87,23 @@ pub struct Status {
     /// Tasks with a result.
     pub finished_tasks: usize,
     /// Nodes that are not zkdist's, skipped rather than failing the whole
-    /// status: a name under `tasks/` that is not a task name, an assignment
-    /// whose data is not a task name (or, under `workers/` and
-    /// `assignments/`, a name that is not a worker id).
+    /// status: a name under `tasks/` that is not a task name (found only
+    /// when [`Status::task_names_read`]), an assignment whose data is not a
+    /// task name (or, under `workers/` and `assignments/`, a name that is
+    /// not a worker id).
     pub ignored_nodes: usize,
+    /// Whether `tasks/` was listed. It is not when it holds more than
+    /// [`STATUS_MAX_LISTED_TASKS`] nodes: the tasks are then counted from
+    /// `tasks/`'s stat alone, and a node there that is not a task counts
+    /// as a pending task.
+    pub task_names_read: bool,
 }
+
+/// Up to how many nodes under `tasks/` [`Client::status`] lists them to find
+/// the names that are not tasks. Ten thousand task names make a reply of
+/// some 400 KB, well within the client's default limit of 1 MiB; the
+/// counts do not need the listing.
+pub const STATUS_MAX_LISTED_TASKS: usize = 10_000;
 
 /// What ended a wait for a task's child watch.
 enum TaskChange {
@@ -614,9 +626,26 @@ impl<C: Coordinator> Client<C> {
     }
 
     /// Reads workers, assignments and tasks. Sends only reads, so it works
-    /// for an identity that may not write. A `tasks/` listing too large to
-    /// read fails with [`ClientError::ListingUnreadable`].
+    /// for an identity that may not write.
+    ///
+    /// Its cost does not grow with the queue: the tasks are counted, not
+    /// read one by one. `tasks/`'s stat gives how many tasks there are and
+    /// one `count_descendants` how many results lie below them (a task's
+    /// only child is its result); the assigned tasks are read one each,
+    /// all at once. `tasks/` is listed as well, to find the names that are
+    /// not tasks, only while it holds at most [`STATUS_MAX_LISTED_TASKS`]
+    /// nodes: beyond that a listing may not fit in a reply, and a foreign
+    /// node there counts as a pending task ([`Status::task_names_read`]).
     pub async fn status(&self) -> Result<Status, ClientError> {
+        self.status_listing_at_most(STATUS_MAX_LISTED_TASKS).await
+    }
+
+    /// [`Client::status`], listing `tasks/` only while it holds at most
+    /// `max_listed_tasks` nodes.
+    pub async fn status_listing_at_most(
+        &self,
+        max_listed_tasks: usize,
+    ) -> Result<Status, ClientError> {
         let no_layout = |error: ZkError| match error {
             ZkError::NoNode { .. } => ClientError::NoLayout {
                 root: self.layout.root().to_owned(),
@@ -648,14 +677,22 @@ impl<C: Coordinator> Client<C> {
             until_known(|| self.zk.get_children(&assignments_dir, Watch::No))
                 .await
                 .map_err(no_layout)?;
+        let mut assigned_workers = Vec::new();
         for name in assignment_names {
-            let Ok(worker) = WorkerId::parse(&name) else {
-                status.ignored_nodes += 1;
-                continue;
-            };
-            // The worker may finish between the listing and the read.
-            let assignment = self.layout.assignment(&worker);
-            match until_known(|| self.zk.get_data(&assignment, Watch::No)).await {
+            match WorkerId::parse(&name) {
+                Ok(worker) => assigned_workers.push(worker),
+                Err(_) => status.ignored_nodes += 1,
+            }
+        }
+        // One read per assignment, all in flight together. A worker may
+        // finish between the listing and the read.
+        let assignment_reads = assigned_workers.iter().map(|worker| {
+            let assignment = self.layout.assignment(worker);
+            async move { until_known(|| self.zk.get_data(&assignment, Watch::No)).await }
+        });
+        let assignment_data = futures::future::join_all(assignment_reads).await;
+        for (worker, read) in assigned_workers.into_iter().zip(assignment_data) {
+            match read {
                 Ok((data, _)) => match AssignmentView::decode(&data) {
                     Ok(view) => {
                         status.assignments.insert(worker, view.task);
@@ -666,37 +703,55 @@ impl<C: Coordinator> Client<C> {
                 Err(error) => return Err(error.into()),
             }
         }
-        let assigned: std::collections::BTreeSet<&TaskId> = status.assignments.values().collect();
 
-        let task_names = match self.list_tasks().await {
-            Ok(names) => names,
-            Err(ClientError::Zk(error)) => return Err(no_layout(error)),
-            Err(error) => return Err(error),
-        };
-        let mut finished = 0;
-        let mut in_progress = 0;
-        let mut pending = 0;
-        for name in task_names {
-            // Foreign nodes under tasks/ are not tasks.
-            let Ok(task) = TaskId::parse(&name) else {
-                status.ignored_nodes += 1;
-                continue;
+        let tasks_dir = self.layout.tasks_dir();
+        let task_nodes = until_known(|| self.zk.exists(&tasks_dir, Watch::No))
+            .await?
+            .ok_or_else(|| ClientError::NoLayout {
+                root: self.layout.root().to_owned(),
+            })?
+            .num_children;
+        let task_nodes = usize::try_from(task_nodes).expect("a child count is never negative");
+        let mut foreign_task_nodes = 0;
+        if task_nodes <= max_listed_tasks {
+            let names = match self.list_tasks().await {
+                Ok(names) => names,
+                Err(ClientError::Zk(error)) => return Err(no_layout(error)),
+                Err(error) => return Err(error),
             };
-            let result_path = self.layout.result(&task);
-            if until_known(|| self.zk.exists(&result_path, Watch::No))
-                .await?
-                .is_some()
-            {
-                finished += 1;
-            } else if assigned.contains(&task) {
+            foreign_task_nodes = names
+                .iter()
+                .filter(|name| TaskId::parse(name).is_err())
+                .count();
+            status.task_names_read = true;
+        }
+        let below_tasks = until_known(|| self.zk.count_descendants(&tasks_dir))
+            .await
+            .map_err(no_layout)?;
+
+        // The assigned tasks still without a result: a task whose result
+        // is there has finished (its worker has yet to release it), and one
+        // that is gone was cancelled.
+        let assigned_tasks: BTreeSet<&TaskId> = status.assignments.values().collect();
+        let task_reads = assigned_tasks.iter().map(|task| {
+            let task_path = self.layout.task(task);
+            async move { until_known(|| self.zk.exists(&task_path, Watch::No)).await }
+        });
+        let mut in_progress = 0;
+        for stat in futures::future::join_all(task_reads).await {
+            if stat?.is_some_and(|stat| stat.num_children == 0) {
                 in_progress += 1;
-            } else {
-                pending += 1;
             }
         }
-        status.finished_tasks = finished;
-        status.assigned_tasks = in_progress;
-        status.pending_tasks = pending;
+
+        // The reads are not one snapshot: tasks created or removed between
+        // them can make the counts disagree, so they are clamped at zero.
+        let tasks = task_nodes.saturating_sub(foreign_task_nodes);
+        let finished = below_tasks.saturating_sub(task_nodes);
+        status.ignored_nodes += foreign_task_nodes;
+        status.finished_tasks = finished.min(tasks);
+        status.assigned_tasks = in_progress.min(tasks - status.finished_tasks);
+        status.pending_tasks = tasks - status.finished_tasks - status.assigned_tasks;
         Ok(status)
     }
 }

@@ -297,6 +297,126 @@ fn status_counts_workers_assignments_and_tasks() {
 }
 
 #[test]
+fn status_counts_a_queue_it_does_not_list_with_reads_that_do_not_grow_with_it() {
+    run_sim(0, async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::default();
+        let client = client(&sim, &layout).await;
+        let submit = |from: u64, count: u64| {
+            let payloads: Vec<Vec<u8>> = (from..from + count)
+                .map(|n| payload("echo", n, 0))
+                .collect();
+            let client = &client;
+            async move {
+                client
+                    .submit_many(&payloads, 16)
+                    .await
+                    .into_iter()
+                    .map(Result::unwrap)
+                    .collect::<Vec<TaskId>>()
+            }
+        };
+        let tasks = submit(0, 40).await;
+        let (actor, _actor_events) = sim.connect("actor").await.unwrap();
+        for task in &tasks[..10] {
+            actor
+                .create(
+                    &layout.result(task),
+                    &TaskResult::failure("x").encode(),
+                    CreateMode::Persistent,
+                )
+                .await
+                .unwrap();
+        }
+        // One assignment to an unfinished task, one to a finished task
+        // whose worker has yet to release it, and a stray node among the
+        // tasks.
+        for (worker, task) in [
+            ("worker-0000000001", &tasks[20]),
+            ("worker-0000000002", &tasks[0]),
+        ] {
+            let worker = WorkerId::parse(worker).unwrap();
+            actor
+                .create(
+                    &layout.assignment(&worker),
+                    task.as_str().as_bytes(),
+                    CreateMode::Persistent,
+                )
+                .await
+                .unwrap();
+        }
+        actor
+            .create(
+                &format!("{}/notes", layout.tasks_dir()),
+                b"",
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+
+        let listed = client.status_listing_at_most(1000).await.unwrap();
+        assert!(listed.task_names_read);
+        assert_eq!(
+            (
+                listed.pending_tasks,
+                listed.assigned_tasks,
+                listed.finished_tasks,
+                listed.ignored_nodes
+            ),
+            (29, 1, 10, 1)
+        );
+        assert_eq!(listed.assignments.len(), 2);
+
+        // Counted only: the stray node is taken for a pending task.
+        let trace_before = sim.trace().await.len();
+        let counted = client.status_listing_at_most(40).await.unwrap();
+        let requests = client_reads_since(&sim, trace_before).await;
+        assert!(!counted.task_names_read);
+        // The master node, two listings (workers/, assignments/), the two
+        // assignments, the stat of tasks/, the count below it, and the two
+        // assigned tasks.
+        assert_eq!(requests.len(), 9, "{requests:#?}");
+        assert_eq!(
+            (
+                counted.pending_tasks,
+                counted.assigned_tasks,
+                counted.finished_tasks,
+                counted.ignored_nodes
+            ),
+            (30, 1, 10, 0)
+        );
+        assert_eq!(counted.assignments, listed.assignments);
+        assert!(
+            !requests
+                .iter()
+                .any(|line| line.contains("get_children /zkdist/tasks")),
+            "{requests:#?}"
+        );
+
+        // Ten times the queue, the same requests.
+        submit(40, 360).await;
+        let trace_before = sim.trace().await.len();
+        let counted = client.status_listing_at_most(40).await.unwrap();
+        assert_eq!(counted.pending_tasks, 390);
+        assert_eq!(
+            client_reads_since(&sim, trace_before).await.len(),
+            requests.len(),
+            "status's requests do not grow with the queue"
+        );
+    });
+}
+
+/// The requests the session named `client` sent after trace line `from`.
+async fn client_reads_since(sim: &SimZk, from: usize) -> Vec<String> {
+    sim.trace()
+        .await
+        .into_iter()
+        .skip(from)
+        .filter(|line| line.contains("] read client "))
+        .collect()
+}
+
+#[test]
 fn status_skips_and_counts_nodes_that_are_not_zkdists() {
     run_sim(0, async {
         let sim = SimZk::start(SimConfig::default());

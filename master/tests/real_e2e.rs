@@ -81,6 +81,9 @@ fn main() {
                 ))
             },
         ),
+        server_trial("status_counts_a_queue_too_long_to_list", |connect| {
+            testing::runtime().block_on(status_counts_a_queue_too_long_to_list(connect))
+        }),
     ];
     testing::note_if_ignored();
     let conclusion = libtest_mimic::run(&args, trials);
@@ -638,4 +641,91 @@ async fn bad_tasks_get_failure_results_and_the_worker_goes_on(connect_string: St
     worker_session.close().await.unwrap();
     client.session().close().await.unwrap();
     delete_root(&config, &root).await;
+}
+
+// ---------------------------------------------------------------------------
+// Status at scale.
+
+/// More tasks than a listing of `tasks/` can hold in the client's default
+/// reply limit (1 MiB: some 29,000 of these names).
+const TASKS_PAST_THE_LISTING_LIMIT: usize = 30_000;
+/// Of which this many are given a result.
+const FINISHED_OF_THEM: usize = 1_000;
+
+async fn status_counts_a_queue_too_long_to_list(connect_string: String) {
+    let config = testing::config(&connect_string);
+    let root = testing::fresh_case_root(&config, ROOT_PREFIX, "status-at-scale").await;
+    let layout = Layout::new(&root).unwrap();
+    let client = real_client(&config, &layout).await;
+    let zk = client.session().clone();
+
+    let payloads: Vec<Vec<u8>> = (0..TASKS_PAST_THE_LISTING_LIMIT as u64)
+        .map(|n| payload("echo", n, 0))
+        .collect();
+    let tasks: Vec<TaskId> = client
+        .submit_many(&payloads, 1_000)
+        .await
+        .into_iter()
+        .map(|submitted| submitted.expect("every task is queued"))
+        .collect();
+    let finished = &tasks[..FINISHED_OF_THEM];
+    let result = TaskResult::failure("x").encode();
+    in_flight_by_thousands(finished.iter().map(|task| layout.result(task)), |path| {
+        let (zk, result) = (&zk, &result);
+        async move {
+            zk.create(&path, result, CreateMode::Persistent)
+                .await
+                .map(drop)
+        }
+    })
+    .await;
+
+    // The premise: tasks/ no longer fits in a listing's reply.
+    match zk.get_children(&layout.tasks_dir(), Watch::No).await {
+        Err(error) if error.is_outcome_unknown() => {}
+        other => panic!(
+            "a listing of {TASKS_PAST_THE_LISTING_LIMIT} tasks gave {:?}",
+            other.map(|(names, _)| names.len())
+        ),
+    }
+
+    let status = client
+        .status()
+        .await
+        .expect("status counts what it cannot list");
+    assert!(!status.task_names_read);
+    assert_eq!(status.finished_tasks, FINISHED_OF_THEM);
+    assert_eq!(
+        status.pending_tasks,
+        TASKS_PAST_THE_LISTING_LIMIT - FINISHED_OF_THEM
+    );
+    assert_eq!(status.assigned_tasks, 0);
+    assert!(!status.master_present);
+
+    // Clean up by name (a listing would not fit): results first, then
+    // their tasks.
+    let delete = |path: String| {
+        let zk = &zk;
+        async move { zk.delete(&path, None).await }
+    };
+    in_flight_by_thousands(finished.iter().map(|task| layout.result(task)), delete).await;
+    in_flight_by_thousands(tasks.iter().map(|task| layout.task(task)), delete).await;
+    zk.close().await.unwrap();
+    delete_root(&config, &root).await;
+}
+
+/// Runs `write` on every path, a thousand writes in flight at a time,
+/// failing the test on the first error.
+async fn in_flight_by_thousands<F, Fut>(paths: impl Iterator<Item = String>, write: F)
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = Result<(), ZkError>>,
+{
+    let paths: Vec<String> = paths.collect();
+    for chunk in paths.chunks(1_000) {
+        let writes = chunk.iter().map(|path| write(path.clone()));
+        for (path, written) in chunk.iter().zip(futures::future::join_all(writes).await) {
+            written.unwrap_or_else(|e| panic!("write {path}: {e}"));
+        }
+    }
 }

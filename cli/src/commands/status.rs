@@ -1,7 +1,7 @@
 //! `status`.
 
 use anyhow::Context;
-use zkdist_coord::{Client, Coordinator};
+use zkdist_coord::{Client, Coordinator, STATUS_MAX_LISTED_TASKS};
 
 use crate::args::StatusArgs;
 use crate::connect;
@@ -26,6 +26,8 @@ pub async fn status(args: &StatusArgs) -> anyhow::Result<()> {
             "pending_tasks": status.pending_tasks,
             "assigned_tasks": status.assigned_tasks,
             "finished_tasks": status.finished_tasks,
+            "ignored_nodes": status.ignored_nodes,
+            "task_names_read": status.task_names_read,
         });
         println!("{json}");
         return Ok(());
@@ -50,5 +52,16 @@ pub async fn status(args: &StatusArgs) -> anyhow::Result<()> {
         "tasks pending {} assigned {} finished {}",
         status.pending_tasks, status.assigned_tasks, status.finished_tasks
     );
+    if !status.task_names_read {
+        println!(
+            "  (tasks/ holds over {STATUS_MAX_LISTED_TASKS} nodes: counted, not listed, so a node there that is not a task counts as pending)"
+        );
+    }
+    if status.ignored_nodes > 0 {
+        println!(
+            "ignored {} nodes that are not zkdist's",
+            status.ignored_nodes
+        );
+    }
     Ok(())
 }
