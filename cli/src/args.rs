@@ -132,6 +132,13 @@ pub struct SubmitArgs {
     /// Read the payload from this file.
     #[arg(long)]
     pub file: Option<PathBuf>,
+    /// Read one payload per line (JSON Lines; blank lines are skipped) and
+    /// queue them all, in order, with many creates in flight instead of a
+    /// round trip each. Every line is checked first: if one is refused,
+    /// none is sent. Prints one line per payload: its task id, or `-` if
+    /// it could not be queued (the error names its line).
+    #[arg(long, conflicts_with = "wait")]
+    pub lines: bool,
     /// Wait for the result and print it.
     #[arg(long)]
     pub wait: bool,

@@ -45,6 +45,10 @@ fn main() {
             bad_submissions_are_refused_and_create_nothing,
         ),
         server_trial(
+            "submit_lines_queues_every_line_in_order_or_refuses_them_all",
+            submit_lines_queues_every_line_in_order_or_refuses_them_all,
+        ),
+        server_trial(
             "bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root",
             bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root,
         ),
@@ -97,28 +101,33 @@ impl Target {
         Some(parsed)
     }
 
-    /// Children of a node under the root, read through the library.
-    fn children(&self, path: &str) -> Vec<String> {
+    /// Runs `read` on a session of the library's own, closed afterwards.
+    fn read<T>(&self, read: impl AsyncFnOnce(&ZkSession) -> T) -> T {
         testing::runtime().block_on(async {
             let (zk, _events) = ZkSession::connect(&testing::config(&self.connect))
                 .await
                 .expect("connect");
-            let (mut children, _) = zk.get_children(path, Watch::No).await.expect("list");
+            let value = read(&zk).await;
             zk.close().await.unwrap();
+            value
+        })
+    }
+
+    /// Children of a node under the root, sorted.
+    fn children(&self, path: &str) -> Vec<String> {
+        self.read(async |zk| {
+            let (mut children, _) = zk.get_children(path, Watch::No).await.expect("list");
             children.sort();
             children
         })
     }
 
     fn exists(&self, path: &str) -> bool {
-        testing::runtime().block_on(async {
-            let (zk, _events) = ZkSession::connect(&testing::config(&self.connect))
-                .await
-                .expect("connect");
-            let stat = zk.exists(path, Watch::No).await.expect("exists");
-            zk.close().await.unwrap();
-            stat.is_some()
-        })
+        self.read(async |zk| zk.exists(path, Watch::No).await.expect("exists").is_some())
+    }
+
+    fn data(&self, path: &str) -> Vec<u8> {
+        self.read(async |zk| zk.get_data(path, Watch::No).await.expect("get_data").0)
     }
 
     /// Deletes the root and checks that nothing of it is left.
@@ -675,6 +684,77 @@ fn bad_submissions_are_refused_and_create_nothing(connect: String) {
             &format!("no node {}/tasks/task-0000000007", target.root),
         ]);
     nothing_created("status and wait");
+}
+
+// ---------------------------------------------------------------------------
+// Many tasks at once.
+
+fn submit_lines_queues_every_line_in_order_or_refuses_them_all(connect: String) {
+    let scratch = Scratch::new("lines");
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+
+    // One bad line refuses the batch, naming every bad line: nothing is
+    // sent, not even the layout.
+    let bad = scratch.path("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"kind\":\"pi\",\"samples\":10}\nnot json\n\n{\"kind\":\"sort\"}\n",
+    )
+    .unwrap();
+    target
+        .run(&["submit", "--lines", "--file", bad.to_str().unwrap()])
+        .expect_code(1)
+        .expect_stderr(&[
+            "2 of 3 payload lines refused, so none was submitted",
+            "line 2: payload is not a JSON object",
+            "line 4: unknown task kind \"sort\"",
+        ]);
+    assert!(
+        !target.exists(&target.root),
+        "a refused batch created the root"
+    );
+
+    // Payloads on stdin, with a blank line and a Windows line end: one id
+    // per payload, in order, and the queue holds exactly them.
+    let payloads: Vec<String> = (1..=300)
+        .map(|n| format!(r#"{{"kind":"pi","samples":{n}}}"#))
+        .collect();
+    let mut input = payloads.join("\n");
+    input.insert_str(payloads[0].len(), "\r\n");
+    input.push_str("\n\n");
+    let submitted = run_with_stdin(
+        &target.args(&["submit", "--lines", "-"]),
+        Some(input.as_bytes()),
+    );
+    submitted.expect_code(0);
+    let printed: Vec<TaskId> = submitted
+        .stdout_lines()
+        .iter()
+        .map(|line| TaskId::parse(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
+        .collect();
+    assert_eq!(printed.len(), payloads.len(), "{}", submitted.stdout);
+    assert!(
+        printed.windows(2).all(|pair| pair[0] < pair[1]),
+        "queued in the lines' order: {printed:?}"
+    );
+    let layout = Layout::new(&target.root).unwrap();
+    let mut names: Vec<String> = printed
+        .iter()
+        .map(|task| task.as_str().to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(target.children(&layout.tasks_dir()), names);
+    for (task, payload) in printed.iter().zip(&payloads).step_by(37) {
+        assert_eq!(
+            String::from_utf8(target.data(&layout.task(task))).unwrap(),
+            *payload,
+            "{task}"
+        );
+    }
+    target.delete_root();
 }
 
 // ---------------------------------------------------------------------------

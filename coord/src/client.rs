@@ -431,8 +431,9 @@ impl<C: Coordinator> Client<C> {
 
     /// [`Client::find_submission`] for several tokens at once, with one
     /// `sync` and one listing: the task each token's create made, for the
-    /// tokens that made one.
-    async fn find_submissions(
+    /// tokens that made one. Resolves the [`ClientError::SubmitInDoubt`]s of
+    /// a [`Client::submit_many`] together.
+    pub async fn find_submissions(
         &self,
         tokens: &BTreeSet<TaskToken>,
     ) -> Result<BTreeMap<TaskToken, TaskId>, ClientError> {

@@ -7,6 +7,7 @@ pub mod replay;
 pub mod role;
 pub mod status;
 pub mod submit;
+mod submit_lines;
 
 use std::io::Write;
 

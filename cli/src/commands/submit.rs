@@ -11,6 +11,9 @@ use crate::{connect, handlers};
 
 pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
     let payload = read_payload(args)?;
+    if args.lines {
+        return super::submit_lines::submit_lines(args, &payload).await;
+    }
     let layout = connect::layout(&args.connect)?;
     // The size first, and before connecting: an oversized payload is
     // refused naming the limit, whatever else is wrong with it, and even
