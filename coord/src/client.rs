@@ -70,8 +70,9 @@ pub enum ClientError {
     Zk(#[from] ZkError),
 }
 
-/// A snapshot of the system, read node by node (not atomically: a task can
-/// finish between two reads).
+/// The system as a few reads saw it. They are not one snapshot: a task can
+/// finish, or be submitted or cleaned up, between two of them (see
+/// [`Client::status`] for how far that can move the counts).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Status {
     /// Whether a master holds the `master` node.
@@ -80,7 +81,9 @@ pub struct Status {
     pub workers: Vec<WorkerId>,
     /// Current assignments (worker -> task).
     pub assignments: BTreeMap<WorkerId, TaskId>,
-    /// Tasks with neither a result nor an assignment.
+    /// Tasks with neither a result nor an assignment (and, when
+    /// [`Status::task_names_read`] is false, the nodes under `tasks/` that
+    /// are not tasks).
     pub pending_tasks: usize,
     /// Tasks without a result that are assigned to a worker.
     pub assigned_tasks: usize,
@@ -98,6 +101,22 @@ pub struct Status {
     /// as a pending task.
     pub task_names_read: bool,
 }
+
+/// What [`Client::status`] counts under `tasks/`.
+struct TaskCounts {
+    /// Tasks, finished or not (the nodes that are not tasks left out, when
+    /// the names were read).
+    tasks: usize,
+    /// Tasks with a result; at most `tasks`.
+    finished: usize,
+    /// Nodes whose names are not task names (found only when listed).
+    foreign_nodes: usize,
+    names_read: bool,
+}
+
+/// How many times [`Client::status`] takes its counts under `tasks/` while
+/// tasks are created or deleted during them (see `Client::count_tasks`).
+const STATUS_COUNT_ATTEMPTS: u32 = 4;
 
 /// Up to how many nodes under `tasks/` [`Client::status`] lists them to find
 /// the names that are not tasks. Ten thousand task names make a reply of
@@ -629,20 +648,29 @@ impl<C: Coordinator> Client<C> {
     /// Reads workers, assignments and tasks. Sends only reads, so it works
     /// for an identity that may not write.
     ///
-    /// Its cost does not grow with the queue: the tasks are counted, not
-    /// read one by one. `tasks/`'s stat gives how many tasks there are and
-    /// one `count_descendants` how many results lie below them (a task's
-    /// only child is its result); the assigned tasks are read one each,
-    /// all at once. `tasks/` is listed as well, to find the names that are
-    /// not tasks, only while it holds at most [`STATUS_MAX_LISTED_TASKS`]
-    /// nodes: beyond that a listing may not fit in a reply, and a foreign
-    /// node there counts as a pending task ([`Status::task_names_read`]).
+    /// The tasks are counted, not read one by one: `tasks/`'s stat gives
+    /// how many tasks there are and one `count_descendants` how many
+    /// results lie below them (a task's only child is its result); the
+    /// assigned tasks are read one each, all at once. `tasks/` is listed as
+    /// well, to find the names that are not tasks, only while it holds at
+    /// most [`STATUS_MAX_LISTED_TASKS`] nodes: beyond that a listing may
+    /// not fit in a reply, and a foreign node there counts as a pending
+    /// task ([`Status::task_names_read`]). Past that size the number of
+    /// reads does not grow with the queue.
+    ///
+    /// The reads are not one snapshot. Tasks submitted or cleaned up while
+    /// the counts are taken make them read again (a few times at most);
+    /// under a steady stream of submissions the finished count may then be
+    /// short by the tasks submitted during the reads, and is never raised
+    /// by them. A result written between the count and the read of its
+    /// assigned task shows that task as pending.
     pub async fn status(&self) -> Result<Status, ClientError> {
         self.status_listing_at_most(STATUS_MAX_LISTED_TASKS).await
     }
 
     /// [`Client::status`], listing `tasks/` only while it holds at most
-    /// `max_listed_tasks` nodes.
+    /// `max_listed_tasks` nodes: 0 never lists it; a session with a larger
+    /// reply limit can afford a longer listing (some 36 bytes a task name).
     pub async fn status_listing_at_most(
         &self,
         max_listed_tasks: usize,
@@ -705,30 +733,9 @@ impl<C: Coordinator> Client<C> {
             }
         }
 
-        let tasks_dir = self.layout.tasks_dir();
-        let task_nodes = until_known(|| self.zk.exists(&tasks_dir, Watch::No))
-            .await?
-            .ok_or_else(|| ClientError::NoLayout {
-                root: self.layout.root().to_owned(),
-            })?
-            .num_children;
-        let task_nodes = usize::try_from(task_nodes).expect("a child count is never negative");
-        let mut foreign_task_nodes = 0;
-        if task_nodes <= max_listed_tasks {
-            let names = match self.list_tasks().await {
-                Ok(names) => names,
-                Err(ClientError::Zk(error)) => return Err(no_layout(error)),
-                Err(error) => return Err(error),
-            };
-            foreign_task_nodes = names
-                .iter()
-                .filter(|name| TaskId::parse(name).is_err())
-                .count();
-            status.task_names_read = true;
-        }
-        let below_tasks = until_known(|| self.zk.count_descendants(&tasks_dir))
-            .await
-            .map_err(no_layout)?;
+        let counts = self.count_tasks(max_listed_tasks).await?;
+        status.task_names_read = counts.names_read;
+        status.ignored_nodes += counts.foreign_nodes;
 
         // The assigned tasks still without a result: a task whose result
         // is there has finished (its worker has yet to release it), and one
@@ -745,15 +752,90 @@ impl<C: Coordinator> Client<C> {
             }
         }
 
-        // The reads are not one snapshot: tasks created or removed between
-        // them can make the counts disagree, so they are clamped at zero.
-        let tasks = task_nodes.saturating_sub(foreign_task_nodes);
-        let finished = below_tasks.saturating_sub(task_nodes);
-        status.ignored_nodes += foreign_task_nodes;
-        status.finished_tasks = finished.min(tasks);
-        status.assigned_tasks = in_progress.min(tasks - status.finished_tasks);
-        status.pending_tasks = tasks - status.finished_tasks - status.assigned_tasks;
+        status.finished_tasks = counts.finished;
+        status.assigned_tasks = in_progress.min(counts.tasks - counts.finished);
+        status.pending_tasks = counts.tasks - counts.finished - status.assigned_tasks;
         Ok(status)
+    }
+
+    /// Counts the tasks under `tasks/` and those of them with a result,
+    /// listing `tasks/` for the names that are not tasks only while it
+    /// holds at most `max_listed_tasks` nodes.
+    ///
+    /// The counts come from separate reads: `tasks/`'s stat, then the
+    /// number of nodes below it (tasks and their results), then the stat
+    /// again. When tasks were created or deleted in between (the stat's
+    /// `pzxid` moved), the reads are taken again, up to
+    /// [`STATUS_COUNT_ATTEMPTS`] times; under a steady stream of
+    /// submissions the last reads stand. Results are counted as the nodes
+    /// below less the tasks of the later stat, so a task created during
+    /// the reads is never taken for a result: the finished count is then
+    /// at most short by the tasks created meanwhile.
+    async fn count_tasks(&self, max_listed_tasks: usize) -> Result<TaskCounts, ClientError> {
+        let tasks_dir = self.layout.tasks_dir();
+        let no_layout = |error: ZkError| match error {
+            ZkError::NoNode { .. } => ClientError::NoLayout {
+                root: self.layout.root().to_owned(),
+            },
+            other => other.into(),
+        };
+        let tasks_dir_stat = || async {
+            until_known(|| self.zk.exists(&tasks_dir, Watch::No))
+                .await?
+                .ok_or_else(|| ClientError::NoLayout {
+                    root: self.layout.root().to_owned(),
+                })
+        };
+        let child_count = |stat: &Stat| {
+            usize::try_from(stat.num_children).expect("a child count is never negative")
+        };
+
+        let mut before = tasks_dir_stat().await?;
+        for attempt in 1..=STATUS_COUNT_ATTEMPTS {
+            let names_read = child_count(&before) <= max_listed_tasks;
+            let mut foreign_names = Vec::new();
+            if names_read {
+                let names = match self.list_tasks().await {
+                    Ok(names) => names,
+                    Err(ClientError::Zk(error)) => return Err(no_layout(error)),
+                    Err(error) => return Err(error),
+                };
+                foreign_names.extend(
+                    names
+                        .into_iter()
+                        .filter(|name| TaskId::parse(name).is_err()),
+                );
+            }
+            let below_tasks_dir = until_known(|| self.zk.count_descendants(&tasks_dir))
+                .await
+                .map_err(no_layout)?;
+            // What lies below a node that is not a task is no result.
+            let mut below_foreign_nodes = 0;
+            for name in &foreign_names {
+                let foreign = path::join(&tasks_dir, name);
+                match until_known(|| self.zk.count_descendants(&foreign)).await {
+                    Ok(count) => below_foreign_nodes += count,
+                    Err(ZkError::NoNode { .. }) => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            let after = tasks_dir_stat().await?;
+            if after.pzxid == before.pzxid || attempt == STATUS_COUNT_ATTEMPTS {
+                let tasks = child_count(&after).saturating_sub(foreign_names.len());
+                let finished = below_tasks_dir
+                    .saturating_sub(child_count(&after))
+                    .saturating_sub(below_foreign_nodes)
+                    .min(tasks);
+                return Ok(TaskCounts {
+                    tasks,
+                    finished,
+                    foreign_nodes: foreign_names.len(),
+                    names_read,
+                });
+            }
+            before = after;
+        }
+        unreachable!("the last attempt returns")
     }
 }
 

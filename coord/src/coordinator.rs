@@ -74,7 +74,8 @@ pub trait Coordinator: Send + Sync + 'static {
 
     /// How many nodes lie below `path` at every depth, the node itself not
     /// counted (ZooKeeper 3.6+ `getAllChildrenNumber`); `NoNode` if it is
-    /// missing. The reply is one number however many nodes there are, so
+    /// missing. Asked about `/` (without a chroot), the count includes the
+    /// server's own `/zookeeper`, `/zookeeper/quota` and `/zookeeper/config`. The reply is one number however many nodes there are, so
     /// it works where a listing would pass the reply limit; the server
     /// counts by scanning its whole tree, so it is for occasional reads
     /// such as a status, not for every event.

@@ -329,11 +329,12 @@ fn status_counts_a_queue_it_does_not_list_with_reads_that_do_not_grow_with_it() 
                 .unwrap();
         }
         // One assignment to an unfinished task, one to a finished task
-        // whose worker has yet to release it, and a stray node among the
-        // tasks.
+        // whose worker has yet to release it, one to a task cancelled
+        // (deleted) since, and a stray node with a child among the tasks.
         for (worker, task) in [
             ("worker-0000000001", &tasks[20]),
             ("worker-0000000002", &tasks[0]),
+            ("worker-0000000003", &tasks[39]),
         ] {
             let worker = WorkerId::parse(worker).unwrap();
             actor
@@ -345,15 +346,16 @@ fn status_counts_a_queue_it_does_not_list_with_reads_that_do_not_grow_with_it() 
                 .await
                 .unwrap();
         }
-        actor
-            .create(
-                &format!("{}/notes", layout.tasks_dir()),
-                b"",
-                CreateMode::Persistent,
-            )
-            .await
-            .unwrap();
+        actor.delete(&layout.task(&tasks[39]), None).await.unwrap();
+        let stray = format!("{}/notes", layout.tasks_dir());
+        for path in [&stray, &format!("{stray}/draft")] {
+            actor
+                .create(path, b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+        }
 
+        // Listed: the stray node is found, and its child is no result.
         let listed = client.status_listing_at_most(1000).await.unwrap();
         assert!(listed.task_names_read);
         assert_eq!(
@@ -363,19 +365,20 @@ fn status_counts_a_queue_it_does_not_list_with_reads_that_do_not_grow_with_it() 
                 listed.finished_tasks,
                 listed.ignored_nodes
             ),
-            (29, 1, 10, 1)
+            (28, 1, 10, 1)
         );
-        assert_eq!(listed.assignments.len(), 2);
+        assert_eq!(listed.assignments.len(), 3);
+        actor.delete(&format!("{stray}/draft"), None).await.unwrap();
 
         // Counted only: the stray node is taken for a pending task.
         let trace_before = sim.trace().await.len();
-        let counted = client.status_listing_at_most(40).await.unwrap();
+        let counted = client.status_listing_at_most(39).await.unwrap();
         let requests = client_reads_since(&sim, trace_before).await;
         assert!(!counted.task_names_read);
-        // The master node, two listings (workers/, assignments/), the two
-        // assignments, the stat of tasks/, the count below it, and the two
-        // assigned tasks.
-        assert_eq!(requests.len(), 9, "{requests:#?}");
+        // The master node, two listings (workers/, assignments/), the
+        // three assignments, the stat of tasks/, the count below it, the
+        // stat again, and the three assigned tasks.
+        assert_eq!(requests.len(), 12, "{requests:#?}");
         assert_eq!(
             (
                 counted.pending_tasks,
@@ -383,7 +386,7 @@ fn status_counts_a_queue_it_does_not_list_with_reads_that_do_not_grow_with_it() 
                 counted.finished_tasks,
                 counted.ignored_nodes
             ),
-            (30, 1, 10, 0)
+            (29, 1, 10, 0)
         );
         assert_eq!(counted.assignments, listed.assignments);
         assert!(
@@ -396,14 +399,76 @@ fn status_counts_a_queue_it_does_not_list_with_reads_that_do_not_grow_with_it() 
         // Ten times the queue, the same requests.
         submit(40, 360).await;
         let trace_before = sim.trace().await.len();
-        let counted = client.status_listing_at_most(40).await.unwrap();
-        assert_eq!(counted.pending_tasks, 390);
+        let counted = client.status_listing_at_most(39).await.unwrap();
+        assert_eq!(counted.pending_tasks, 389);
         assert_eq!(
             client_reads_since(&sim, trace_before).await.len(),
             requests.len(),
             "status's requests do not grow with the queue"
         );
     });
+}
+
+#[test]
+fn status_never_takes_a_task_submitted_during_its_reads_for_a_finished_one() {
+    run_sim(0, async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::default();
+        let client = client(&sim, &layout).await;
+        let mut tasks = Vec::new();
+        for n in 0..20 {
+            tasks.push(client.submit(&payload("echo", n, 0)).await.unwrap());
+        }
+        let (actor, _actor_events) = sim.connect("actor").await.unwrap();
+        for task in &tasks[..5] {
+            actor
+                .create(
+                    &layout.result(task),
+                    &TaskResult::failure("x").encode(),
+                    CreateMode::Persistent,
+                )
+                .await
+                .unwrap();
+        }
+
+        // Another client submits one task after another while this one
+        // reads the status again and again.
+        let submitter = submitter_client(&sim, &layout).await;
+        let submitting = tokio::spawn(async move {
+            for n in 20..420 {
+                submitter.submit(&payload("echo", n, 0)).await.unwrap();
+            }
+        });
+        let mut statuses = 0;
+        while !submitting.is_finished() {
+            let status = client.status_listing_at_most(0).await.unwrap();
+            assert!(
+                status.finished_tasks <= 5,
+                "status {statuses}: {} finished, of 5 results",
+                status.finished_tasks
+            );
+            statuses += 1;
+        }
+        submitting.await.unwrap();
+        assert!(
+            statuses > 10,
+            "the reads overlapped the submissions {statuses} times"
+        );
+        let settled = client.status_listing_at_most(0).await.unwrap();
+        assert_eq!((settled.pending_tasks, settled.finished_tasks), (415, 5));
+    });
+}
+
+/// A client on a session of its own, to submit from another task.
+async fn submitter_client(
+    sim: &SimZk,
+    layout: &Layout,
+) -> zkdist_coord::Client<zkdist_sim::SimSession> {
+    let (zk, events) = sim
+        .connect("submitter")
+        .await
+        .expect("the submitter connects");
+    zkdist_coord::Client::new(zk, events, layout.clone())
 }
 
 /// The requests the session named `client` sent after trace line `from`.
