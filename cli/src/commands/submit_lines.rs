@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use zkdist_coord::zk::ZkSession;
 use zkdist_coord::{Client, ClientError, Coordinator, Layout, TaskId, TaskToken, validate_data};
 
@@ -16,6 +17,11 @@ use crate::{connect, handlers};
 /// (a server answers thousands of creates a second), few enough that the
 /// lookup after a session's end has little to resolve.
 const CREATES_IN_FLIGHT: usize = 256;
+
+/// How many payloads go to the server between two updates of the progress
+/// bar: each batch waits for its last create, which costs one round trip
+/// per this many tasks.
+const BATCH_TASKS: usize = 10_000;
 
 /// How many refused lines an error names before it only counts the rest.
 const NAMED_LINES: usize = 20;
@@ -43,23 +49,40 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
 
     let (zk, events) = connect::session(&args.connect).await?;
     let mut client = Client::new(zk, events, layout.clone());
+    // Hidden when stderr is not a terminal.
+    let bar =
+        ProgressBar::with_draw_target(Some(payloads.len() as u64), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} tasks ({per_sec})")
+            .context("the progress bar's template")?
+            .progress_chars("=> "),
+    );
     let mut queued: Vec<Queued> = Vec::with_capacity(payloads.len());
     let mut in_doubt: Vec<(usize, TaskToken)> = Vec::new();
-    for (index, outcome) in client
-        .submit_many(&payloads, CREATES_IN_FLIGHT)
-        .await
-        .into_iter()
-        .enumerate()
-    {
-        queued.push(match outcome {
-            Ok(task) => Queued::Task(task),
-            Err(ClientError::SubmitInDoubt { token, cause }) if ends_session(&cause) => {
-                in_doubt.push((index, token));
-                Queued::Again
-            }
-            Err(ClientError::Zk(error)) if error.is_session_fatal() => Queued::Again,
-            Err(error) => Queued::Failed(error),
-        });
+    for batch in payloads.chunks(BATCH_TASKS) {
+        let first = queued.len();
+        for (index, outcome) in client
+            .submit_many(batch, CREATES_IN_FLIGHT)
+            .await
+            .into_iter()
+            .enumerate()
+        {
+            queued.push(match outcome {
+                Ok(task) => Queued::Task(task),
+                Err(ClientError::SubmitInDoubt { token, cause }) if ends_session(&cause) => {
+                    in_doubt.push((first + index, token));
+                    Queued::Again
+                }
+                Err(ClientError::Zk(error)) if error.is_session_fatal() => Queued::Again,
+                Err(error) => Queued::Failed(error),
+            });
+        }
+        bar.inc(batch.len() as u64);
+        if queued[first..].iter().any(|q| matches!(q, Queued::Again)) {
+            // The session ended: the batches not yet sent go on the next.
+            queued.resize_with(payloads.len(), || Queued::Again);
+            break;
+        }
     }
 
     if queued.iter().any(|q| matches!(q, Queued::Again)) {
@@ -73,6 +96,7 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
         send_again(&client, &payloads, &mut queued).await;
     }
     client.session().close().await.ok();
+    bar.finish_and_clear();
 
     let mut stdout = String::with_capacity(queued.len() * 40);
     let mut failures = Vec::new();
