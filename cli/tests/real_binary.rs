@@ -11,6 +11,9 @@
 
 mod common;
 
+use std::collections::BTreeSet;
+use std::time::Duration;
+
 use libtest_mimic::{Arguments, Trial};
 use serde_json::Value;
 use zkdist_coord::zk::ZkSession;
@@ -755,7 +758,56 @@ fn submit_lines_queues_every_line_in_order_or_refuses_them_all(connect: String) 
         );
     }
     target.delete_root();
+
+    // The session expires midway (the process is stopped past its
+    // timeout): the rest goes on a new session, and every line makes
+    // exactly one task.
+    let lines = 20_000;
+    let input: String = (1..=lines)
+        .map(|n| format!("{{\"kind\":\"pi\",\"samples\":{n}}}\n"))
+        .collect();
+    let file = scratch.path("many.jsonl");
+    std::fs::write(&file, input).unwrap();
+    let mut submitting = target.spawn(
+        "submit-lines",
+        &[
+            "submit",
+            "--lines",
+            "--file",
+            file.to_str().unwrap(),
+            "--session-timeout-ms",
+            &SHORT_SESSION_TIMEOUT_MS.to_string(),
+        ],
+        &scratch,
+    );
+    eventually("the first tasks are queued", || {
+        (target.exists(&layout.tasks_dir()) && !target.children(&layout.tasks_dir()).is_empty())
+            .then_some(())
+    });
+    submitting.signal("STOP");
+    // Nothing to poll for: the server expires the session after its
+    // timeout, on its own clock.
+    std::thread::sleep(Duration::from_millis(3 * SHORT_SESSION_TIMEOUT_MS));
+    submitting.signal("CONT");
+    assert!(submitting.wait_exit().success(), "{}", submitting.log());
+    let log = submitting.log();
+    assert!(
+        log.contains("the session ended while submitting"),
+        "the session outlived the stop: {log}"
+    );
+    let printed: BTreeSet<&str> = log
+        .lines()
+        .filter(|line| TaskId::parse(line).is_ok())
+        .collect();
+    assert_eq!(printed.len(), lines as usize, "one id per line, none twice");
+    let status = target.status();
+    assert_eq!(status["pending_tasks"], lines, "every line made one task");
+    target.delete_root();
 }
+
+/// A session timeout the test servers grant (they allow 1 s to 10 s: twice
+/// to twenty times their 500 ms tick) and a test can outwait.
+const SHORT_SESSION_TIMEOUT_MS: u64 = 4_000;
 
 // ---------------------------------------------------------------------------
 // bench

@@ -89,6 +89,12 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
         // The session ended with creates unsent or unanswered. The old
         // session can apply nothing any more: on a new one, look the
         // unanswered ones up, and send again those no task carries.
+        let again = queued.iter().filter(|q| matches!(q, Queued::Again)).count();
+        tracing::warn!(
+            unanswered = in_doubt.len(),
+            unsent = again - in_doubt.len(),
+            "the session ended while submitting; looking up the unanswered creates on a new session and sending again what made no task"
+        );
         client.session().close().await.ok();
         let (zk, events) = connect::session(&args.connect).await?;
         client = Client::new(zk, events, layout);
