@@ -135,8 +135,10 @@ pub struct SubmitArgs {
     /// Read one payload per line (JSON Lines; blank lines are skipped) and
     /// queue them all, in order, with many creates in flight instead of a
     /// round trip each. Every line is checked first: if one is refused,
-    /// none is sent. Prints one line per payload: its task id, or `-` if
-    /// it could not be queued (the error names its line).
+    /// none is sent. Prints one line per payload: its task id; `-` if it
+    /// was not queued; `?` if it may or may not have been (its session
+    /// ended unanswered and the lookup failed: look its token up before
+    /// sending it again). The error names the lines of both.
     #[arg(long, conflicts_with = "wait")]
     pub lines: bool,
     /// Wait for the result and print it.

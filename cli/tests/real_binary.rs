@@ -11,7 +11,6 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use libtest_mimic::{Arguments, Trial};
@@ -712,9 +711,27 @@ fn submit_lines_queues_every_line_in_order_or_refuses_them_all(connect: String) 
         .expect_code(1)
         .expect_stderr(&[
             "2 of 3 payload lines refused, so none was submitted",
-            "line 2: payload is not a JSON object",
+            "line 2: task payload is not a JSON object",
             "line 4: unknown task kind \"sort\"",
         ]);
+    assert!(
+        !target.exists(&target.root),
+        "a refused batch created the root"
+    );
+
+    // --no-check lets any kind through, but not a payload without one.
+    let unchecked = scratch.path("unchecked.jsonl");
+    std::fs::write(&unchecked, "{\"kind\":\"sort\"}\n{\"kind\":\"\"}\n").unwrap();
+    target
+        .run(&[
+            "submit",
+            "--lines",
+            "--no-check",
+            "--file",
+            unchecked.to_str().unwrap(),
+        ])
+        .expect_code(1)
+        .expect_stderr(&["1 of 2 payload lines refused", "line 2: "]);
     assert!(
         !target.exists(&target.root),
         "a refused batch created the root"
@@ -795,13 +812,25 @@ fn submit_lines_queues_every_line_in_order_or_refuses_them_all(connect: String) 
         log.contains("the session ended while submitting"),
         "the session outlived the stop: {log}"
     );
-    let printed: BTreeSet<&str> = log
+    let printed: Vec<TaskId> = log
         .lines()
-        .filter(|line| TaskId::parse(line).is_ok())
+        .filter_map(|line| TaskId::parse(line).ok())
         .collect();
-    assert_eq!(printed.len(), lines as usize, "one id per line, none twice");
-    let status = target.status();
-    assert_eq!(status["pending_tasks"], lines, "every line made one task");
+    assert_eq!(printed.len(), lines as usize, "one id per line: {log}");
+    assert!(
+        printed.windows(2).all(|pair| pair[0] < pair[1]),
+        "queued in the lines' order, none twice"
+    );
+    let mut names: Vec<String> = printed
+        .iter()
+        .map(|task| task.as_str().to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        target.children(&layout.tasks_dir()),
+        names,
+        "exactly the printed tasks"
+    );
     target.delete_root();
 }
 

@@ -3,11 +3,13 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use std::future::Future;
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use zkdist_coord::zk::ZkSession;
-use zkdist_coord::{Client, ClientError, Coordinator, Layout, TaskId, TaskToken, validate_data};
+use zkdist_coord::{
+    Client, ClientError, Coordinator, Layout, TaskId, TaskPayload, TaskToken, validate_data,
+};
 
 use super::Outcome;
 use crate::args::SubmitArgs;
@@ -33,13 +35,38 @@ struct Line<'a> {
 }
 
 /// Where one payload stands.
-enum Queued {
+#[derive(Debug)]
+pub(crate) enum Queued {
     Task(TaskId),
-    /// Not created: its session ended before it was sent, or before its
-    /// outcome was known and no task carries its token. Sent again on a
-    /// new session.
-    Again,
+    /// Its create was sent but unanswered when its session ended: it may
+    /// or may not have made a task, which a new session can look up.
+    Unanswered {
+        token: TaskToken,
+        cause: ClientError,
+    },
+    /// Not sent: its session had ended. Nothing was created for it.
+    Unsent(ClientError),
+    /// Not queued, or (a [`ClientError::SubmitInDoubt`]) perhaps queued
+    /// without anyone being able to tell.
     Failed(ClientError),
+}
+
+impl Queued {
+    fn awaits_new_session(&self) -> bool {
+        matches!(self, Queued::Unanswered { .. } | Queued::Unsent(_))
+    }
+}
+
+/// Where every payload stands, and what a session's end cost.
+#[derive(Debug)]
+pub(crate) struct Queue {
+    /// One entry per payload, in order; none awaits a new session.
+    pub queued: Vec<Queued>,
+    /// Payloads whose create was unanswered when the session ended, and
+    /// which the lookup on the new session found queued.
+    pub found_after_end: usize,
+    /// Payloads sent again on the new session.
+    pub sent_again: usize,
 }
 
 pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Outcome> {
@@ -48,7 +75,7 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
     let payloads: Vec<&[u8]> = lines.iter().map(|line| line.payload).collect();
 
     let (zk, events) = connect::session(&args.connect).await?;
-    let mut client = Client::new(zk, events, layout.clone());
+    let client = Client::new(zk, events, layout.clone());
     // Hidden when stderr is not a terminal.
     let bar =
         ProgressBar::with_draw_target(Some(payloads.len() as u64), ProgressDrawTarget::stderr());
@@ -57,82 +84,119 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
             .context("the progress bar's template")?
             .progress_chars("=> "),
     );
+    let reconnect = || async {
+        let (zk, events) = connect::session(&args.connect).await?;
+        Ok(Client::new(zk, events, layout.clone()))
+    };
+    let queue = queue_all(client, &payloads, reconnect, &bar).await;
+    bar.finish_and_clear();
+    report(&lines, &queue.queued)
+}
+
+/// Queues every payload, in order, in batches on one session; if that
+/// session ends, goes on with a new one from `reconnect`: the creates left
+/// unanswered are looked up, and those that made no task are sent again
+/// with the ones never sent, behind everything queued before. A second
+/// session's end is not followed by a third: what it leaves is reported.
+pub(crate) async fn queue_all<C, R, F>(
+    client: Client<C>,
+    payloads: &[&[u8]],
+    reconnect: R,
+    bar: &ProgressBar,
+) -> Queue
+where
+    C: Coordinator,
+    R: FnOnce() -> F,
+    F: Future<Output = anyhow::Result<Client<C>>>,
+{
+    let mut queue = Queue {
+        queued: send_batches(&client, payloads, bar).await,
+        found_after_end: 0,
+        sent_again: 0,
+    };
+    client.session().close().await.ok();
+    let queued = &mut queue.queued;
+    if !queued.iter().any(Queued::awaits_new_session) {
+        return queue;
+    }
+    let unanswered = queued
+        .iter()
+        .filter(|q| matches!(q, Queued::Unanswered { .. }))
+        .count();
+    let unsent = queued
+        .iter()
+        .filter(|q| matches!(q, Queued::Unsent(_)))
+        .count();
+    bar.suspend(|| {
+        tracing::warn!(
+            unanswered,
+            unsent,
+            "the session ended while submitting; looking up the unanswered creates on a new session and sending again what made no task"
+        )
+    });
+    match reconnect().await {
+        Ok(client) => {
+            queue.found_after_end = look_up_unanswered(&client, queued).await;
+            queue.sent_again = send_again(&client, payloads, queued).await;
+            client.session().close().await.ok();
+            bar.suspend(|| {
+                tracing::warn!(
+                    found = queue.found_after_end,
+                    sent_again = queue.sent_again,
+                    "on the new session"
+                )
+            });
+        }
+        Err(error) => {
+            bar.suspend(|| tracing::warn!("cannot open a new session: {error:#}"));
+            give_up_on_new_session(queued);
+        }
+    }
+    debug_assert!(!queue.queued.iter().any(Queued::awaits_new_session));
+    queue
+}
+
+/// Sends the payloads in batches of [`BATCH_TASKS`], one after another on
+/// one session, so that they are queued in order; stops at the first
+/// batch in which the session ended, leaving the rest unsent.
+async fn send_batches<C: Coordinator>(
+    client: &Client<C>,
+    payloads: &[&[u8]],
+    bar: &ProgressBar,
+) -> Vec<Queued> {
     let mut queued: Vec<Queued> = Vec::with_capacity(payloads.len());
-    let mut in_doubt: Vec<(usize, TaskToken)> = Vec::new();
     for batch in payloads.chunks(BATCH_TASKS) {
         let first = queued.len();
-        for (index, outcome) in client
-            .submit_many(batch, CREATES_IN_FLIGHT)
-            .await
-            .into_iter()
-            .enumerate()
-        {
+        for outcome in client.submit_many(batch, CREATES_IN_FLIGHT).await {
             queued.push(match outcome {
                 Ok(task) => Queued::Task(task),
                 Err(ClientError::SubmitInDoubt { token, cause }) if ends_session(&cause) => {
-                    in_doubt.push((first + index, token));
-                    Queued::Again
+                    Queued::Unanswered {
+                        token,
+                        cause: *cause,
+                    }
                 }
-                Err(ClientError::Zk(error)) if error.is_session_fatal() => Queued::Again,
+                Err(ClientError::Zk(error)) if error.is_session_fatal() => {
+                    Queued::Unsent(ClientError::Zk(error))
+                }
                 Err(error) => Queued::Failed(error),
             });
         }
         bar.inc(batch.len() as u64);
-        if queued[first..].iter().any(|q| matches!(q, Queued::Again)) {
-            // The session ended: the batches not yet sent go on the next.
-            queued.resize_with(payloads.len(), || Queued::Again);
+        if let Some(ending) = queued[first..].iter().find_map(session_ending).cloned() {
+            queued.resize_with(payloads.len(), || Queued::Unsent(ending.clone()));
             break;
         }
     }
+    queued
+}
 
-    if queued.iter().any(|q| matches!(q, Queued::Again)) {
-        // The session ended with creates unsent or unanswered. The old
-        // session can apply nothing any more: on a new one, look the
-        // unanswered ones up, and send again those no task carries.
-        let again = queued.iter().filter(|q| matches!(q, Queued::Again)).count();
-        tracing::warn!(
-            unanswered = in_doubt.len(),
-            unsent = again - in_doubt.len(),
-            "the session ended while submitting; looking up the unanswered creates on a new session and sending again what made no task"
-        );
-        client.session().close().await.ok();
-        let (zk, events) = connect::session(&args.connect).await?;
-        client = Client::new(zk, events, layout);
-        resolve_in_doubt(&client, &mut queued, &in_doubt).await;
-        send_again(&client, &payloads, &mut queued).await;
+/// The error that ended the session, if this payload met it.
+fn session_ending(queued: &Queued) -> Option<&ClientError> {
+    match queued {
+        Queued::Unanswered { cause, .. } | Queued::Unsent(cause) => Some(cause),
+        Queued::Task(_) | Queued::Failed(_) => None,
     }
-    client.session().close().await.ok();
-    bar.finish_and_clear();
-
-    let mut stdout = String::with_capacity(queued.len() * 40);
-    let mut failures = Vec::new();
-    for (line, queued) in lines.iter().zip(&queued) {
-        match queued {
-            Queued::Task(task) => writeln!(stdout, "{task}"),
-            Queued::Failed(error) => {
-                failures.push((line.number, error));
-                writeln!(stdout, "-")
-            }
-            Queued::Again => unreachable!("every payload sent again has an outcome"),
-        }
-        .expect("writing to a String cannot fail");
-    }
-    print!("{stdout}");
-    if !failures.is_empty() {
-        let mut message = format!(
-            "{} of {} tasks were not queued (their lines print as -):",
-            failures.len(),
-            lines.len()
-        );
-        name_lines(
-            &mut message,
-            failures
-                .iter()
-                .map(|(line, error)| (*line, error.to_string())),
-        );
-        bail!(message);
-    }
-    Ok(Outcome::Done)
 }
 
 /// Whether a submission is in doubt because its session ended, which a
@@ -141,9 +205,147 @@ fn ends_session(cause: &ClientError) -> bool {
     matches!(cause, ClientError::Zk(error) if error.is_session_fatal())
 }
 
+/// Looks up, on a new session, the payloads whose create was unanswered
+/// when the old session ended: those a task carries are queued; the others
+/// become unsent (the old session can apply nothing any more). A lookup
+/// that fails leaves them in doubt. Returns how many were found.
+async fn look_up_unanswered<C: Coordinator>(client: &Client<C>, queued: &mut [Queued]) -> usize {
+    let tokens: BTreeSet<TaskToken> = queued
+        .iter()
+        .filter_map(|q| match q {
+            Queued::Unanswered { token, .. } => Some(*token),
+            _ => None,
+        })
+        .collect();
+    if tokens.is_empty() {
+        return 0;
+    }
+    let found = client.find_submissions(&tokens).await;
+    let mut found_count = 0;
+    for entry in queued.iter_mut() {
+        let Queued::Unanswered { token, cause } = entry else {
+            continue;
+        };
+        *entry = match &found {
+            Ok(found) => match found.get(token) {
+                Some(task) => {
+                    found_count += 1;
+                    Queued::Task(task.clone())
+                }
+                None => Queued::Unsent(cause.clone()),
+            },
+            Err(error) => Queued::Failed(ClientError::SubmitInDoubt {
+                token: *token,
+                cause: Box::new(error.clone()),
+            }),
+        };
+    }
+    found_count
+}
+
+/// Sends again, in order, the payloads no task carries; returns how many.
+async fn send_again<C: Coordinator>(
+    client: &Client<C>,
+    payloads: &[&[u8]],
+    queued: &mut [Queued],
+) -> usize {
+    let again: Vec<usize> = (0..queued.len())
+        .filter(|&index| matches!(queued[index], Queued::Unsent(_)))
+        .collect();
+    if again.is_empty() {
+        return 0;
+    }
+    let resent: Vec<&[u8]> = again.iter().map(|&index| payloads[index]).collect();
+    let outcomes = client.submit_many(&resent, CREATES_IN_FLIGHT).await;
+    let sent = again.len();
+    for (index, outcome) in again.into_iter().zip(outcomes) {
+        queued[index] = match outcome {
+            Ok(task) => Queued::Task(task),
+            Err(error) => Queued::Failed(error),
+        };
+    }
+    sent
+}
+
+/// No new session: the unanswered payloads stay in doubt, the unsent ones
+/// were not queued.
+fn give_up_on_new_session(queued: &mut [Queued]) {
+    for entry in queued.iter_mut() {
+        let given_up = match entry {
+            Queued::Unanswered { token, cause } => ClientError::SubmitInDoubt {
+                token: *token,
+                cause: Box::new(cause.clone()),
+            },
+            Queued::Unsent(cause) => cause.clone(),
+            Queued::Task(_) | Queued::Failed(_) => continue,
+        };
+        *entry = Queued::Failed(given_up);
+    }
+}
+
+/// Prints one line per payload, in order: its task id, `?` if it may or
+/// may not have been queued, `-` if it was not; then fails naming the
+/// lines of the last two kinds, if any.
+fn report(lines: &[Line<'_>], queued: &[Queued]) -> anyhow::Result<Outcome> {
+    let mut stdout = String::with_capacity(queued.len() * 40);
+    let mut failures: Vec<(usize, &ClientError)> = Vec::new();
+    for (line, queued) in lines.iter().zip(queued) {
+        let printed = match queued {
+            Queued::Task(task) => task.as_str(),
+            Queued::Failed(error @ ClientError::SubmitInDoubt { .. }) => {
+                failures.push((line.number, error));
+                "?"
+            }
+            Queued::Failed(error) => {
+                failures.push((line.number, error));
+                "-"
+            }
+            Queued::Unanswered { .. } | Queued::Unsent(_) => {
+                unreachable!("every payload is settled before the report")
+            }
+        };
+        writeln!(stdout, "{printed}").expect("writing to a String cannot fail");
+    }
+    print!("{stdout}");
+    let Some(&(_, first_failure)) = failures.first() else {
+        return Ok(Outcome::Done);
+    };
+    let in_doubt = failures
+        .iter()
+        .filter(|(_, error)| matches!(error, ClientError::SubmitInDoubt { .. }))
+        .count();
+    let not_queued = failures.len() - in_doubt;
+    let total = lines.len();
+    let mut parts = Vec::new();
+    if not_queued > 0 {
+        parts.push(format!(
+            "{not_queued} of {total} tasks were not queued (printed as -)"
+        ));
+    }
+    if in_doubt > 0 {
+        parts.push(format!(
+            "{in_doubt} of {total} may or may not have been queued (printed as ?: look each up \
+             by its token before submitting it again)"
+        ));
+    }
+    let mut message = parts.join("; ");
+    message.push(':');
+    name_lines(
+        &mut message,
+        failures
+            .iter()
+            .map(|(number, error)| (*number, error.to_string())),
+    );
+    // The first failure goes in the chain, where the binary's edge can
+    // explain an ACL's refusal (`--auth`).
+    Err(anyhow::Error::new(first_failure.clone()).context(message))
+}
+
 /// Every payload line of `input`, checked as a single submit checks its
-/// payload; blank lines are skipped. If any line is refused, the error
-/// names each (up to [`NAMED_LINES`]) and nothing is returned to send.
+/// payload (a JSON object with a `kind`, within the size limit, and, unless
+/// `no_check`, valid for its built-in kind); blank lines are skipped. If
+/// any line is refused, the error names each (up to [`NAMED_LINES`]) and
+/// nothing is returned to send.
 fn checked_lines<'a>(
     input: &'a [u8],
     layout: &Layout,
@@ -157,13 +359,7 @@ fn checked_lines<'a>(
             continue;
         }
         let number = index + 1;
-        let checked = validate_data(&layout.task_prefix(), payload)
-            .map_err(anyhow::Error::from)
-            .and_then(|()| match no_check {
-                true => Ok(()),
-                false => handlers::validate(payload).map_err(anyhow::Error::from),
-            });
-        match checked {
+        match check_payload(payload, layout, no_check) {
             Ok(()) => lines.push(Line { number, payload }),
             Err(error) => refused.push((number, format!("{error:#}"))),
         }
@@ -187,6 +383,17 @@ fn checked_lines<'a>(
     Ok(lines)
 }
 
+/// What `Client::submit_many` would refuse, and with `no_check` unset what
+/// this binary's handlers would.
+fn check_payload(payload: &[u8], layout: &Layout, no_check: bool) -> anyhow::Result<()> {
+    validate_data(&layout.task_prefix(), payload)?;
+    TaskPayload::decode(payload)?;
+    if !no_check {
+        handlers::validate(payload)?;
+    }
+    Ok(())
+}
+
 /// Appends `line N: reason` for the first [`NAMED_LINES`] lines, then how
 /// many more there are.
 fn name_lines(message: &mut String, lines: impl ExactSizeIterator<Item = (usize, String)>) {
@@ -199,54 +406,92 @@ fn name_lines(message: &mut String, lines: impl ExactSizeIterator<Item = (usize,
     }
 }
 
-/// Looks up, on a new session, the payloads whose create was unanswered
-/// when the old session ended: those a task carries are queued; the others
-/// stay to be sent again. A lookup that fails leaves them in doubt, named
-/// by token.
-async fn resolve_in_doubt(
-    client: &Client<ZkSession>,
-    queued: &mut [Queued],
-    in_doubt: &[(usize, TaskToken)],
-) {
-    if in_doubt.is_empty() {
-        return;
-    }
-    let tokens: BTreeSet<TaskToken> = in_doubt.iter().map(|&(_, token)| token).collect();
-    match client.find_submissions(&tokens).await {
-        Ok(mut found) => {
-            for &(index, token) in in_doubt {
-                if let Some(task) = found.remove(&token) {
-                    queued[index] = Queued::Task(task);
-                }
-            }
-        }
-        Err(error) => {
-            for &(index, token) in in_doubt {
-                queued[index] = Queued::Failed(ClientError::SubmitInDoubt {
-                    token,
-                    cause: Box::new(error.clone()),
-                });
-            }
-        }
-    }
-}
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
 
-/// Sends again, in order, the payloads no task carries. They are queued
-/// behind the batch's others. A second session's end is not retried: the
-/// payloads it leaves are reported.
-async fn send_again(client: &Client<ZkSession>, payloads: &[&[u8]], queued: &mut [Queued]) {
-    let again: Vec<usize> = (0..queued.len())
-        .filter(|&index| matches!(queued[index], Queued::Again))
-        .collect();
-    if again.is_empty() {
-        return;
-    }
-    let resent: Vec<&[u8]> = again.iter().map(|&index| payloads[index]).collect();
-    let outcomes = client.submit_many(&resent, CREATES_IN_FLIGHT).await;
-    for (index, outcome) in again.into_iter().zip(outcomes) {
-        queued[index] = match outcome {
-            Ok(task) => Queued::Task(task),
-            Err(error) => Queued::Failed(error),
-        };
+    use zkdist_coord::{TaskPayload, Watch};
+    use zkdist_sim::{Latency, SimConfig, SimZk};
+
+    use super::*;
+
+    /// The session's link is cut in the middle of the batch for longer than
+    /// its timeout: a seeded prefix of the creates in flight was applied and
+    /// never answered, the rest never arrived, and the batches after were
+    /// never sent. On the new session every payload ends up queued exactly
+    /// once, in order.
+    #[test]
+    fn a_session_ending_midway_loses_no_payload_and_queues_none_twice() {
+        zkdist_sim::runtime::block_on(11, async {
+            let config = SimConfig {
+                seed: 11,
+                latency: Latency::Fixed { ms: 1 },
+                session_timeout_ms: 2_000,
+                ..SimConfig::default()
+            };
+            let sim = SimZk::start(config);
+            let layout = Layout::default();
+            let (zk, events) = sim.connect("submitter").await.unwrap();
+            let session = zk.session_id();
+            let client = Client::new(zk, events, layout.clone());
+            let payloads: Vec<Vec<u8>> = (0..(BATCH_TASKS as u64 + 2_000))
+                .map(|n| TaskPayload::new("echo").with("n", n).encode().unwrap())
+                .collect();
+            let payloads: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+
+            let cutting = {
+                let sim = sim.clone();
+                tokio::spawn(async move {
+                    // Some 30 round trips in: a few thousand creates queued.
+                    tokio::time::sleep(Duration::from_millis(61)).await;
+                    sim.cut(session, Duration::from_secs(3)).await;
+                })
+            };
+            let reconnect = || async {
+                let (zk, events) = sim.connect("resumer").await?;
+                Ok(Client::new(zk, events, layout.clone()))
+            };
+            let queue = queue_all(client, &payloads, reconnect, &ProgressBar::hidden()).await;
+            cutting.await.unwrap();
+
+            assert!(
+                queue.found_after_end > 0,
+                "no create was applied unanswered ({} sent again)",
+                queue.sent_again
+            );
+            assert!(
+                queue.sent_again >= payloads.len() - BATCH_TASKS,
+                "the batch never started went on the new session: {}",
+                queue.sent_again
+            );
+            let tasks: Vec<TaskId> = queue
+                .queued
+                .iter()
+                .map(|queued| match queued {
+                    Queued::Task(task) => task.clone(),
+                    other => panic!("not queued: {other:?}"),
+                })
+                .collect();
+            assert!(
+                tasks.windows(2).all(|pair| pair[0] < pair[1]),
+                "queued in the payloads' order"
+            );
+            let (reader, _events) = sim.connect("reader").await.unwrap();
+            let (mut names, _) = reader
+                .get_children(&layout.tasks_dir(), Watch::No)
+                .await
+                .unwrap();
+            names.sort();
+            let mut expected: Vec<String> = tasks.iter().map(|t| t.as_str().to_owned()).collect();
+            expected.sort();
+            assert_eq!(names, expected, "exactly one task per payload");
+            for (task, payload) in tasks.iter().zip(&payloads) {
+                let (data, _) = reader
+                    .get_data(&layout.task(task), Watch::No)
+                    .await
+                    .unwrap();
+                assert_eq!(data, *payload, "{task}");
+            }
+        });
     }
 }
