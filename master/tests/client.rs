@@ -317,17 +317,7 @@ fn status_counts_a_queue_it_does_not_list_with_reads_that_do_not_grow_with_it() 
             }
         };
         let tasks = submit(0, 40).await;
-        let (actor, _actor_events) = sim.connect("actor").await.unwrap();
-        for task in &tasks[..10] {
-            actor
-                .create(
-                    &layout.result(task),
-                    &TaskResult::failure("x").encode(),
-                    CreateMode::Persistent,
-                )
-                .await
-                .unwrap();
-        }
+        let actor = finish_by_hand(&sim, &layout, &tasks[..10]).await;
         // One assignment to an unfinished task, one to a finished task
         // whose worker has yet to release it, one to a task cancelled
         // (deleted) since, and a stray node with a child among the tasks.
@@ -419,17 +409,7 @@ fn status_never_takes_a_task_submitted_during_its_reads_for_a_finished_one() {
         for n in 0..20 {
             tasks.push(client.submit(&payload("echo", n, 0)).await.unwrap());
         }
-        let (actor, _actor_events) = sim.connect("actor").await.unwrap();
-        for task in &tasks[..5] {
-            actor
-                .create(
-                    &layout.result(task),
-                    &TaskResult::failure("x").encode(),
-                    CreateMode::Persistent,
-                )
-                .await
-                .unwrap();
-        }
+        finish_by_hand(&sim, &layout, &tasks[..5]).await;
 
         // Another client submits one task after another while this one
         // reads the status again and again.
@@ -469,6 +449,23 @@ async fn submitter_client(
         .await
         .expect("the submitter connects");
     zkdist_coord::Client::new(zk, events, layout.clone())
+}
+
+/// Writes a (failure) result for each task, as a worker would, on a
+/// session of its own, which it returns for more writes by hand.
+async fn finish_by_hand(sim: &SimZk, layout: &Layout, tasks: &[TaskId]) -> zkdist_sim::SimSession {
+    let (actor, _events) = sim.connect("actor").await.unwrap();
+    for task in tasks {
+        actor
+            .create(
+                &layout.result(task),
+                &TaskResult::failure("x").encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+    }
+    actor
 }
 
 /// The requests the session named `client` sent after trace line `from`.
