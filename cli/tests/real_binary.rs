@@ -104,11 +104,14 @@ impl Target {
     }
 
     /// Runs `read` on a session of the library's own, closed afterwards.
+    /// On an ensemble that session's server may lag behind what the
+    /// processes under test wrote: it catches up (`sync`) first.
     fn read<T>(&self, read: impl AsyncFnOnce(&ZkSession) -> T) -> T {
         testing::runtime().block_on(async {
             let (zk, _events) = ZkSession::connect(&testing::config(&self.connect))
                 .await
                 .expect("connect");
+            zk.sync("/").await.expect("sync");
             let value = read(&zk).await;
             zk.close().await.unwrap();
             value

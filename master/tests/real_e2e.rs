@@ -339,7 +339,11 @@ async fn one_master_four_workers_two_hundred_tasks(connect_string: String) {
     }
 
     // Stopped workers deregister; closed sessions take their ephemerals
-    // (the master node, the worker ids) with them.
+    // (the master node, the worker ids) with them. The workers' deletes are
+    // committed, but this session's server may not have applied them yet.
+    zk.sync(layout.root())
+        .await
+        .expect("sync before reading the workers");
     assert_eq!(
         children(zk, &layout.workers_dir()).await,
         Vec::<String>::new()
