@@ -645,8 +645,9 @@ impl<C: Coordinator> Client<C> {
         }
     }
 
-    /// Reads workers, assignments and tasks. Sends only reads, so it works
-    /// for an identity that may not write.
+    /// Reads workers, assignments and tasks, after a `sync`, so that it
+    /// sees every write committed before it was called. Sends only reads,
+    /// so it works for an identity that may not write.
     ///
     /// The tasks are counted, not read one by one: `tasks/`'s stat gives
     /// how many tasks there are and one `count_descendants` how many
@@ -681,6 +682,10 @@ impl<C: Coordinator> Client<C> {
             },
             other => other.into(),
         };
+        // On an ensemble this session's server may lag behind the leader:
+        // catch up first, so that what other clients wrote before this call
+        // (a submit that returned, a worker that finished) shows.
+        until_known(|| self.zk.sync(self.layout.root())).await?;
         let master_path = self.layout.master();
         let mut status = Status {
             master_present: until_known(|| self.zk.exists(&master_path, Watch::No))

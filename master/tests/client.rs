@@ -365,10 +365,10 @@ fn status_counts_a_queue_it_does_not_list_with_reads_that_do_not_grow_with_it() 
         let counted = client.status_listing_at_most(39).await.unwrap();
         let requests = client_reads_since(&sim, trace_before).await;
         assert!(!counted.task_names_read);
-        // The master node, two listings (workers/, assignments/), the
-        // three assignments, the stat of tasks/, the count below it, the
-        // stat again, and the three assigned tasks.
-        assert_eq!(requests.len(), 12, "{requests:#?}");
+        // A sync, the master node, two listings (workers/, assignments/),
+        // the three assignments, the stat of tasks/, the count below it,
+        // the stat again, and the three assigned tasks.
+        assert_eq!(requests.len(), 13, "{requests:#?}");
         assert_eq!(
             (
                 counted.pending_tasks,

@@ -281,12 +281,9 @@ fn wait_and_status_read_again_after_a_connection_loss() {
         assert_eq!(status.pending_tasks, 0);
         let trace = setup.sim.trace().await;
         assert_eq!(
-            count_lines(
-                &trace,
-                &format!("fail client exists {}", setup.layout.master())
-            ),
+            count_lines(&trace, &format!("fail client sync {}", setup.layout.root())),
             1,
-            "the status's first read failed with the cut:\n{}",
+            "the status's first request, its sync, failed with the cut:\n{}",
             trace.join("\n")
         );
     });
