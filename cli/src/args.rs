@@ -37,6 +37,10 @@ pub enum Command {
     Submit(SubmitArgs),
     /// Wait for a task's result and print it.
     Wait(WaitArgs),
+    /// Look submissions up by their tokens (as an in-doubt submission's
+    /// error names them): print each token with the task it made, or
+    /// `none` if it made none, so it is safe to submit again.
+    Find(FindArgs),
     /// Show workers, their assignments, and pending and finished task counts.
     Status(StatusArgs),
     /// Run a master, workers and a client on the embedded simulated
@@ -137,8 +141,8 @@ pub struct SubmitArgs {
     /// round trip each. Every line is checked first: if one is refused,
     /// none is sent. Prints one line per payload: its task id; `-` if it
     /// was not queued; `?` if it may or may not have been (its session
-    /// ended unanswered and the lookup failed: look its token up before
-    /// sending it again). The error names the lines of both.
+    /// ended unanswered and the lookup failed: `zkdist find TOKEN` tells,
+    /// before it is sent again). The error names the lines of both.
     #[arg(long, conflicts_with = "wait")]
     pub lines: bool,
     /// Wait for the result and print it.
@@ -162,6 +166,15 @@ pub struct WaitArgs {
     /// Delete the task and its result once printed.
     #[arg(long)]
     pub cleanup: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FindArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// The tokens: 16 hex digits each, alone or as `task-<token>-`.
+    #[arg(required = true)]
+    pub tokens: Vec<String>,
 }
 
 #[derive(Debug, Args)]

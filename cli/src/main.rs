@@ -64,6 +64,7 @@ fn connect_args(command: &Command) -> Option<&args::ConnectArgs> {
         Command::Master(args) => Some(&args.connect),
         Command::Submit(args) => Some(&args.connect),
         Command::Wait(args) => Some(&args.connect),
+        Command::Find(args) => Some(&args.connect),
         Command::Status(args) => Some(&args.connect),
         Command::Bench(args) => Some(&args.connect),
         Command::Demo(_) | Command::Explore(_) | Command::Replay(_) => None,
@@ -91,6 +92,7 @@ fn execute(command: Command) -> anyhow::Result<Outcome> {
             Command::Worker(args) => commands::role::worker(args).await.map(|()| Outcome::Done),
             Command::Submit(args) => commands::submit::submit(args).await,
             Command::Wait(args) => commands::submit::wait(args).await,
+            Command::Find(args) => commands::submit::find(args).await.map(|()| Outcome::Done),
             Command::Status(args) => commands::status::status(args).await.map(|()| Outcome::Done),
             Command::Bench(args) => commands::bench::bench(args).await.map(|()| Outcome::Done),
             Command::Demo(_) | Command::Explore(_) | Command::Replay(_) => {

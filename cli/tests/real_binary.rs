@@ -770,6 +770,34 @@ fn submit_lines_queues_every_line_in_order_or_refuses_them_all(connect: String) 
         .collect();
     names.sort();
     assert_eq!(target.children(&layout.tasks_dir()), names);
+    // `find` looks submissions up by token: two of these, and one that
+    // made nothing.
+    let (first, last) = (&printed[0], &printed[printed.len() - 1]);
+    let token = |task: &TaskId| {
+        task.token()
+            .expect("a submitted task has a token")
+            .to_string()
+    };
+    let unknown = "0123456789abcdef";
+    let found = target.run(&[
+        "find",
+        &token(last),
+        &first.token().unwrap().name_prefix(),
+        unknown,
+    ]);
+    found.expect_code(0);
+    assert_eq!(
+        found.stdout_lines(),
+        [
+            format!("{} {last}", token(last)),
+            format!("{} {first}", token(first)),
+            format!("{unknown} none"),
+        ]
+    );
+    target
+        .run(&["find", "12345"])
+        .expect_code(1)
+        .expect_stderr(&["invalid token", "16 lowercase hex digits"]);
     for (task, payload) in printed.iter().zip(&payloads).step_by(37) {
         assert_eq!(
             String::from_utf8(target.data(&layout.task(task))).unwrap(),

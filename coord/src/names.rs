@@ -90,6 +90,40 @@ impl TaskToken {
     }
 }
 
+impl TaskToken {
+    /// Reads a token as [`ClientError::SubmitInDoubt`](crate::ClientError)
+    /// and the task names show it: 16 hex digits, alone or in the name
+    /// prefix `task-<token>-`.
+    pub fn parse(text: &str) -> Result<TaskToken, InvalidName> {
+        let digits = text
+            .strip_prefix(TASK_PREFIX)
+            .and_then(|rest| rest.strip_suffix('-'))
+            .unwrap_or(text);
+        let well_formed = digits.len() == TASK_TOKEN_DIGITS
+            && digits
+                .bytes()
+                .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte));
+        if !well_formed {
+            return Err(invalid(
+                "task token",
+                text,
+                format!(
+                    "a token is {TASK_TOKEN_DIGITS} lowercase hex digits, alone or as task-<token>-"
+                ),
+            ));
+        }
+        let value = u64::from_str_radix(digits, 16).expect("16 hex digits fit a u64");
+        Ok(TaskToken(value))
+    }
+}
+
+impl FromStr for TaskToken {
+    type Err = InvalidName;
+    fn from_str(s: &str) -> Result<TaskToken, InvalidName> {
+        TaskToken::parse(s)
+    }
+}
+
 impl fmt::Display for TaskToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:0width$x}", self.0, width = TASK_TOKEN_DIGITS)
@@ -328,6 +362,30 @@ impl FromStr for WorkerId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_reads_back_from_how_it_is_shown() {
+        for value in [0, 1, 0x08b4_fda8_c892_b50e, u64::MAX] {
+            let token = TaskToken(value);
+            assert_eq!(TaskToken::parse(&token.to_string()), Ok(token));
+            assert_eq!(TaskToken::parse(&token.name_prefix()), Ok(token));
+        }
+        for bad in [
+            "",
+            "08b4fda8c892b50",
+            "08b4fda8c892b50e0",
+            "08B4FDA8C892B50E",
+            "+8b4fda8c892b50e",
+            "task-08b4fda8c892b50e",
+            "task-08b4fda8c892b50e-0000000001",
+        ] {
+            let error = TaskToken::parse(bad).unwrap_err();
+            assert!(
+                error.to_string().contains("16 lowercase hex digits"),
+                "{bad}: {error}"
+            );
+        }
+    }
 
     #[test]
     fn task_ids_parse_and_order_by_sequence() {

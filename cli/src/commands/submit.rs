@@ -3,10 +3,10 @@
 use std::io::Read;
 
 use anyhow::Context;
-use zkdist_coord::{Client, ClientError, Coordinator, TaskId, validate_data};
+use zkdist_coord::{Client, ClientError, Coordinator, TaskId, TaskToken, validate_data};
 
 use super::{Outcome, print_result};
-use crate::args::{SubmitArgs, WaitArgs};
+use crate::args::{FindArgs, SubmitArgs, WaitArgs};
 use crate::{connect, handlers};
 
 pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
@@ -37,7 +37,8 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
             let found = client.find_submission(token).await.with_context(|| {
                 format!(
                     "the session ended while submitting; cannot find out whether a task \
-                     task-{token}-NNNNNNNNNN was created"
+                     task-{token}-NNNNNNNNNN was created (`zkdist find {token}` tells, \
+                     before you submit it again)"
                 )
             })?;
             match found {
@@ -58,6 +59,33 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
     };
     client.session().close().await.ok();
     Ok(outcome)
+}
+
+/// Prints, for each token in the order given, the task its submission
+/// made or `none`. One lookup for all of them (a `sync` and a listing of
+/// `tasks/`).
+pub async fn find(args: &FindArgs) -> anyhow::Result<()> {
+    let tokens: Vec<TaskToken> = args
+        .tokens
+        .iter()
+        .map(|text| TaskToken::parse(text))
+        .collect::<Result<_, _>>()
+        .context("invalid token")?;
+    let layout = connect::layout(&args.connect)?;
+    let (zk, events) = connect::session(&args.connect).await?;
+    let client = Client::new(zk.clone(), events, layout);
+    let found = client
+        .find_submissions(&tokens.iter().copied().collect())
+        .await
+        .context("cannot look the submissions up")?;
+    zk.close().await.ok();
+    for token in &tokens {
+        match found.get(token) {
+            Some(task) => println!("{token} {task}"),
+            None => println!("{token} none"),
+        }
+    }
+    Ok(())
 }
 
 pub async fn wait(args: &WaitArgs) -> anyhow::Result<Outcome> {

@@ -324,8 +324,8 @@ fn report(lines: &[Line<'_>], queued: &[Queued]) -> anyhow::Result<Outcome> {
     }
     if in_doubt > 0 {
         parts.push(format!(
-            "{in_doubt} of {total} may or may not have been queued (printed as ?: look each up \
-             by its token before submitting it again)"
+            "{in_doubt} of {total} may or may not have been queued (printed as ?: look each \
+             up with `zkdist find TOKEN` before submitting it again)"
         ));
     }
     let mut message = parts.join("; ");
