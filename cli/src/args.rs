@@ -39,7 +39,8 @@ pub enum Command {
     Wait(WaitArgs),
     /// Look submissions up by their tokens (as an in-doubt submission's
     /// error names them): print each token with the task it made, or
-    /// `none` if it made none, so it is safe to submit again.
+    /// `none` if it made none, so that, once the submitting process has
+    /// ended, submitting it again cannot queue it twice.
     Find(FindArgs),
     /// Show workers, their assignments, and pending and finished task counts.
     Status(StatusArgs),
