@@ -676,12 +676,6 @@ impl<C: Coordinator> Client<C> {
         &self,
         max_listed_tasks: usize,
     ) -> Result<Status, ClientError> {
-        let no_layout = |error: ZkError| match error {
-            ZkError::NoNode { .. } => ClientError::NoLayout {
-                root: self.layout.root().to_owned(),
-            },
-            other => other.into(),
-        };
         // On an ensemble this session's server may lag behind the leader:
         // catch up first, so that what other clients wrote before this call
         // (a submit that returned, a worker that finished) shows.
@@ -697,7 +691,7 @@ impl<C: Coordinator> Client<C> {
         let workers_dir = self.layout.workers_dir();
         let (mut workers, _) = until_known(|| self.zk.get_children(&workers_dir, Watch::No))
             .await
-            .map_err(no_layout)?;
+            .map_err(|error| self.no_layout(error))?;
         workers.sort();
         for name in &workers {
             match WorkerId::parse(name) {
@@ -710,7 +704,7 @@ impl<C: Coordinator> Client<C> {
         let (assignment_names, _) =
             until_known(|| self.zk.get_children(&assignments_dir, Watch::No))
                 .await
-                .map_err(no_layout)?;
+                .map_err(|error| self.no_layout(error))?;
         let mut assigned_workers = Vec::new();
         for name in assignment_names {
             match WorkerId::parse(&name) {
@@ -763,6 +757,20 @@ impl<C: Coordinator> Client<C> {
         Ok(status)
     }
 
+    /// A missing node read by `status` means nobody laid the root out.
+    fn no_layout(&self, error: ZkError) -> ClientError {
+        match error {
+            ZkError::NoNode { .. } => self.missing_layout(),
+            other => other.into(),
+        }
+    }
+
+    fn missing_layout(&self) -> ClientError {
+        ClientError::NoLayout {
+            root: self.layout.root().to_owned(),
+        }
+    }
+
     /// Counts the tasks under `tasks/` and those of them with a result,
     /// listing `tasks/` for the names that are not tasks only while it
     /// holds at most `max_listed_tasks` nodes.
@@ -778,18 +786,10 @@ impl<C: Coordinator> Client<C> {
     /// at most short by the tasks created meanwhile.
     async fn count_tasks(&self, max_listed_tasks: usize) -> Result<TaskCounts, ClientError> {
         let tasks_dir = self.layout.tasks_dir();
-        let no_layout = |error: ZkError| match error {
-            ZkError::NoNode { .. } => ClientError::NoLayout {
-                root: self.layout.root().to_owned(),
-            },
-            other => other.into(),
-        };
         let tasks_dir_stat = || async {
             until_known(|| self.zk.exists(&tasks_dir, Watch::No))
                 .await?
-                .ok_or_else(|| ClientError::NoLayout {
-                    root: self.layout.root().to_owned(),
-                })
+                .ok_or_else(|| self.missing_layout())
         };
         let child_count = |stat: &Stat| {
             usize::try_from(stat.num_children).expect("a child count is never negative")
@@ -802,7 +802,7 @@ impl<C: Coordinator> Client<C> {
             if names_read {
                 let names = match self.list_tasks().await {
                     Ok(names) => names,
-                    Err(ClientError::Zk(error)) => return Err(no_layout(error)),
+                    Err(ClientError::Zk(error)) => return Err(self.no_layout(error)),
                     Err(error) => return Err(error),
                 };
                 foreign_names.extend(
@@ -813,7 +813,7 @@ impl<C: Coordinator> Client<C> {
             }
             let below_tasks_dir = until_known(|| self.zk.count_descendants(&tasks_dir))
                 .await
-                .map_err(no_layout)?;
+                .map_err(|error| self.no_layout(error))?;
             // What lies below a node that is not a task is no result.
             let mut below_foreign_nodes = 0;
             for name in &foreign_names {

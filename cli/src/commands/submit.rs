@@ -119,7 +119,7 @@ async fn wait_and_print<C: Coordinator>(
 
 /// Whether a submit's doubt comes from its session's end, which a new
 /// session can resolve.
-fn is_session_end(cause: &ClientError) -> bool {
+pub(super) fn is_session_end(cause: &ClientError) -> bool {
     matches!(cause, ClientError::Zk(error) if error.is_session_fatal())
 }
 

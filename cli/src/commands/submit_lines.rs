@@ -12,6 +12,7 @@ use zkdist_coord::{
 };
 
 use super::Outcome;
+use super::submit::is_session_end;
 use crate::args::SubmitArgs;
 use crate::{connect, handlers};
 
@@ -170,7 +171,7 @@ async fn send_batches<C: Coordinator>(
         for outcome in client.submit_many(batch, CREATES_IN_FLIGHT).await {
             queued.push(match outcome {
                 Ok(task) => Queued::Task(task),
-                Err(ClientError::SubmitInDoubt { token, cause }) if ends_session(&cause) => {
+                Err(ClientError::SubmitInDoubt { token, cause }) if is_session_end(&cause) => {
                     Queued::Unanswered {
                         token,
                         cause: *cause,
@@ -197,12 +198,6 @@ fn session_ending(queued: &Queued) -> Option<&ClientError> {
         Queued::Unanswered { cause, .. } | Queued::Unsent(cause) => Some(cause),
         Queued::Task(_) | Queued::Failed(_) => None,
     }
-}
-
-/// Whether a submission is in doubt because its session ended, which a
-/// new session can resolve.
-fn ends_session(cause: &ClientError) -> bool {
-    matches!(cause, ClientError::Zk(error) if error.is_session_fatal())
 }
 
 /// Looks up, on a new session, the payloads whose create was unanswered
