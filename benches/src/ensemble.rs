@@ -290,7 +290,7 @@ struct Run<C> {
     /// Every session but the client's.
     sessions: Vec<C>,
     /// Every task queued, so that cleaning up needs no listing of `tasks/`
-    /// (which stops working past the client's 1 MiB reply limit).
+    /// (which stops working past the client's reply limit).
     queued: Vec<TaskId>,
 }
 

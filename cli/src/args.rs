@@ -82,13 +82,26 @@ pub struct ConnectArgs {
     /// Digest credentials, USER:PASSWORD.
     #[arg(long, env = "ZKDIST_AUTH")]
     pub auth: Option<String>,
-    /// The largest listing reply to accept, in bytes (a Java client's
-    /// jute.maxbuffer). The default, 1 MiB, holds some 29,000 task names:
-    /// raise it for a master to start on, or reconcile, a larger tasks/.
-    /// It cannot be lowered.
-    #[arg(long, env = "ZKDIST_MAX_REPLY_BYTES", default_value_t = zkdist_coord::MAX_REPLY_BYTES)]
+    /// The largest listing reply to accept, in bytes (what a Java client
+    /// calls jute.maxbuffer). The default, 64 MiB, holds some 1.8 million
+    /// task names, so that a master can start on, or reconcile, a large
+    /// backlog; 1048576, a Java client's default and the least allowed,
+    /// holds some 29,000.
+    #[arg(long, env = "ZKDIST_MAX_REPLY_BYTES", default_value_t = DEFAULT_MAX_REPLY_BYTES)]
     pub max_reply_bytes: usize,
 }
+
+/// The binary's default `--max-reply-bytes`: 64 times a Java client's.
+///
+/// A master lists all of `tasks/` when it starts and after every
+/// reconnection, and a listing over the limit can never be read. At a Java
+/// client's 1 MiB, a failover during a backlog of more than some 29,000
+/// tasks would leave the queue with no master at all. The server sends
+/// listings of any size and the Rust client reads them whole, so the limit
+/// protects no memory: it only stands for a Java client's. The library and
+/// the simulator keep the Java default ([`zkdist_coord::MAX_REPLY_BYTES`]),
+/// so that what they accept is what any client accepts.
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 64 * zkdist_coord::MAX_REPLY_BYTES;
 
 /// How a master candidate works.
 #[derive(Debug, Args, Clone, Copy)]
@@ -96,8 +109,8 @@ pub struct MasterOptions {
     /// How the master learns of tasks: `watch` (a persistent recursive
     /// watch on tasks/, listed only at start and after a reconnection) or
     /// `listing` (the founding design: the whole of tasks/ listed again on
-    /// every change, which stops working past some 29,000 tasks with the
-    /// default --max-reply-bytes).
+    /// every change, which costs a listing of the whole queue per task and
+    /// stops working once a listing passes --max-reply-bytes).
     #[arg(long, default_value_t = TaskDiscovery::default())]
     pub discovery: TaskDiscovery,
 }

@@ -51,6 +51,10 @@ fn main() {
             submit_lines_queues_every_line_in_order_or_refuses_them_all,
         ),
         server_trial(
+            "a_master_starts_on_a_queue_past_a_java_clients_listing_limit",
+            a_master_starts_on_a_queue_past_a_java_clients_listing_limit,
+        ),
+        server_trial(
             "bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root",
             bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root,
         ),
@@ -861,6 +865,66 @@ fn submit_lines_queues_every_line_in_order_or_refuses_them_all(connect: String) 
         target.children(&layout.tasks_dir()),
         names,
         "exactly the printed tasks"
+    );
+    target.delete_root();
+}
+
+/// A master taking over a queue longer than a Java client's listing limit
+/// (1 MiB: some 29,000 task names). With that limit it cannot read
+/// `tasks/` and never assigns a task; with the binary's default it starts,
+/// and the queue drains.
+fn a_master_starts_on_a_queue_past_a_java_clients_listing_limit(connect: String) {
+    let scratch = Scratch::new("long-queue");
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let tasks = 30_000;
+    let input: String = (0..tasks)
+        .map(|_| "{\"kind\":\"pi\",\"samples\":1}\n")
+        .collect();
+    let file = scratch.path("queue.jsonl");
+    std::fs::write(&file, input).unwrap();
+    target
+        .run(&["submit", "--lines", "--file", file.to_str().unwrap()])
+        .expect_code(0);
+    let java_limit = zkdist_coord::MAX_REPLY_BYTES.to_string();
+    let mut limited = target.spawn(
+        "master-java-limit",
+        &["run", "--max-reply-bytes", &java_limit],
+        &scratch,
+    );
+    eventually("the master names the listing limit it hit", || {
+        limited
+            .log()
+            .contains(&format!("over the client's {java_limit}-byte limit"))
+            .then_some(())
+    });
+    let status = target.status();
+    assert_eq!(
+        status["finished_tasks"].as_u64(),
+        Some(0),
+        "nothing ran: {status}"
+    );
+    assert_eq!(status["pending_tasks"].as_u64(), Some(tasks), "{status}");
+    limited.terminate();
+    limited.wait_exit();
+
+    let mut defaults = target.spawn("run-default-limit", &["run"], &scratch);
+    let finished = eventually("tasks finish under the default limit", || {
+        let finished = target.status()["finished_tasks"].as_u64()?;
+        (finished >= 100).then_some(finished)
+    });
+    assert!(elected(&defaults), "{}", defaults.log());
+    terminate_all(std::slice::from_mut(&mut defaults));
+    let status = target.status();
+    let finished_after = status["finished_tasks"].as_u64().expect("finished");
+    assert!(finished_after >= finished, "{status}");
+    let count = |field: &str| status[field].as_u64().unwrap_or_else(|| panic!("{field}"));
+    assert_eq!(
+        count("pending_tasks") + count("assigned_tasks") + finished_after,
+        tasks,
+        "every task is still there, once: {status}"
     );
     target.delete_root();
 }

@@ -52,11 +52,11 @@ pub enum ClientError {
         cause: Box<ClientError>,
     },
     /// A listing kept failing as a lost connection. A listing larger than
-    /// the client accepts (`jute.maxbuffer`, 1 MiB by default; see
-    /// `ZkConfig::with_max_reply_bytes`) fails that way every time: `tasks/`
-    /// reaches the default at some 29,000 tasks.
+    /// the client accepts (`ZkConfig::with_max_reply_bytes`; a Java client's
+    /// `jute.maxbuffer`, 1 MiB by default, the library's default too) fails
+    /// that way every time: `tasks/` reaches 1 MiB at some 29,000 tasks.
     #[error(
-        "cannot list {path}: {attempts} attempts ended in a lost connection (last: {error}); the listing may be over the client's reply limit (jute.maxbuffer: {limit_bytes} bytes by default, --max-reply-bytes raises it) if {path} holds tens of thousands of tasks"
+        "cannot list {path}: {attempts} attempts ended in a lost connection (last: {error}); the listing may be over the client's reply limit (--max-reply-bytes; a Java client's jute.maxbuffer, {limit_bytes} bytes by default) if {path} holds tens of thousands of tasks"
     )]
     ListingUnreadable {
         path: String,
