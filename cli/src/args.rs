@@ -86,22 +86,22 @@ pub struct ConnectArgs {
     /// calls jute.maxbuffer). The default, 64 MiB, holds some 1.8 million
     /// task names, so that a master can start on, or reconcile, a large
     /// backlog; 1048576, a Java client's default and the least allowed,
-    /// holds some 29,000.
-    #[arg(long, env = "ZKDIST_MAX_REPLY_BYTES", default_value_t = DEFAULT_MAX_REPLY_BYTES)]
+    /// holds some 29,000. (The library and the simulator keep a Java
+    /// client's default, so that what they accept is what any client does.)
+    #[arg(
+        long,
+        env = "ZKDIST_MAX_REPLY_BYTES",
+        default_value_t = zkdist_coord::LARGE_REPLY_BYTES,
+        value_parser = reply_limit_parser(),
+    )]
     pub max_reply_bytes: usize,
 }
 
-/// The binary's default `--max-reply-bytes`: 64 times a Java client's.
-///
-/// A master lists all of `tasks/` when it starts and after every
-/// reconnection, and a listing over the limit can never be read. At a Java
-/// client's 1 MiB, a failover during a backlog of more than some 29,000
-/// tasks would leave the queue with no master at all. The server sends
-/// listings of any size and the Rust client reads them whole, so the limit
-/// protects no memory: it only stands for a Java client's. The library and
-/// the simulator keep the Java default ([`zkdist_coord::MAX_REPLY_BYTES`]),
-/// so that what they accept is what any client accepts.
-pub const DEFAULT_MAX_REPLY_BYTES: usize = 64 * zkdist_coord::MAX_REPLY_BYTES;
+/// `--max-reply-bytes` takes no less than a Java client's default, which
+/// clap then names in its error.
+fn reply_limit_parser() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(zkdist_coord::MIN_REPLY_BYTES as u64..)
+}
 
 /// How a master candidate works.
 #[derive(Debug, Args, Clone, Copy)]

@@ -207,6 +207,10 @@ fn malformed_connection_flags_are_named() {
     run(&["status", "--zk", NOBODY, "--connect-timeout-ms", "0"])
         .expect_code(1)
         .expect_stderr(&["connect_timeout_ms is 0"]);
+    // The reply limit may be raised from a Java client's, never lowered.
+    run(&["status", "--zk", NOBODY, "--max-reply-bytes", "100"])
+        .expect_code(2)
+        .expect_stderr(&["--max-reply-bytes", "100 is not in 1048576.."]);
 }
 
 #[test]

@@ -112,9 +112,10 @@ impl Target {
     /// processes under test wrote: it catches up (`sync`) first.
     fn read<T>(&self, read: impl AsyncFnOnce(&ZkSession) -> T) -> T {
         testing::runtime().block_on(async {
-            let (zk, _events) = ZkSession::connect(&testing::config(&self.connect))
-                .await
-                .expect("connect");
+            // Whatever the processes under test left, listings included.
+            let config = testing::config(&self.connect)
+                .with_max_reply_bytes(zkdist_coord::LARGE_REPLY_BYTES);
+            let (zk, _events) = ZkSession::connect(&config).await.expect("connect");
             zk.sync("/").await.expect("sync");
             let value = read(&zk).await;
             zk.close().await.unwrap();
@@ -871,23 +872,32 @@ fn submit_lines_queues_every_line_in_order_or_refuses_them_all(connect: String) 
 
 /// A master taking over a queue longer than a Java client's listing limit
 /// (1 MiB: some 29,000 task names). With that limit it cannot read
-/// `tasks/` and never assigns a task; with the binary's default it starts,
-/// and the queue drains.
+/// `tasks/` and never assigns a task; with the binary's default it starts
+/// and runs them, and no task is lost or run twice.
 fn a_master_starts_on_a_queue_past_a_java_clients_listing_limit(connect: String) {
+    /// A task's name (32 bytes) and its length prefix in a listing reply.
+    const LISTED_BYTES_PER_TASK: usize = 36;
+    let tasks = zkdist_coord::MAX_REPLY_BYTES / LISTED_BYTES_PER_TASK + 1_000;
     let scratch = Scratch::new("long-queue");
     let target = Target {
         connect,
         root: testing::unique_root(ROOT_PREFIX),
     };
-    let tasks = 30_000;
+    let layout = Layout::new(&target.root).unwrap();
     let input: String = (0..tasks)
         .map(|_| "{\"kind\":\"pi\",\"samples\":1}\n")
         .collect();
     let file = scratch.path("queue.jsonl");
     std::fs::write(&file, input).unwrap();
-    target
-        .run(&["submit", "--lines", "--file", file.to_str().unwrap()])
-        .expect_code(0);
+    let submitted = target.run(&["submit", "--lines", "--file", file.to_str().unwrap()]);
+    submitted.expect_code(0);
+    let mut queued: Vec<TaskId> = submitted
+        .stdout_lines()
+        .iter()
+        .map(|line| TaskId::parse(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
+        .collect();
+    assert_eq!(queued.len(), tasks, "one id per payload");
+
     let java_limit = zkdist_coord::MAX_REPLY_BYTES.to_string();
     let mut limited = target.spawn(
         "master-java-limit",
@@ -906,25 +916,47 @@ fn a_master_starts_on_a_queue_past_a_java_clients_listing_limit(connect: String)
         Some(0),
         "nothing ran: {status}"
     );
-    assert_eq!(status["pending_tasks"].as_u64(), Some(tasks), "{status}");
+    assert_eq!(
+        status["pending_tasks"].as_u64(),
+        Some(tasks as u64),
+        "{status}"
+    );
     limited.terminate();
     limited.wait_exit();
 
     let mut defaults = target.spawn("run-default-limit", &["run"], &scratch);
-    let finished = eventually("tasks finish under the default limit", || {
+    eventually("tasks finish under the default limit", || {
         let finished = target.status()["finished_tasks"].as_u64()?;
-        (finished >= 100).then_some(finished)
+        (finished >= 100).then_some(())
     });
     assert!(elected(&defaults), "{}", defaults.log());
     terminate_all(std::slice::from_mut(&mut defaults));
+
+    // Every task queued is still there, none was added, and the tasks
+    // with a result are exactly as many as status counts finished.
+    let mut listed: Vec<TaskId> = target
+        .children(&layout.tasks_dir())
+        .iter()
+        .map(|name| TaskId::parse(name).unwrap_or_else(|e| panic!("{name:?}: {e}")))
+        .collect();
+    listed.sort();
+    queued.sort();
+    assert!(listed == queued, "tasks/ holds exactly the queued tasks");
+    let with_result = target.read(async |zk| {
+        let paths: Vec<String> = queued.iter().map(|task| layout.result(task)).collect();
+        let results =
+            futures::future::join_all(paths.iter().map(|path| zk.exists(path, Watch::No))).await;
+        results
+            .into_iter()
+            .filter(|result| result.as_ref().expect("exists").is_some())
+            .count()
+    });
     let status = target.status();
-    let finished_after = status["finished_tasks"].as_u64().expect("finished");
-    assert!(finished_after >= finished, "{status}");
-    let count = |field: &str| status[field].as_u64().unwrap_or_else(|| panic!("{field}"));
+    assert!(with_result >= 100, "{with_result} tasks have a result");
     assert_eq!(
-        count("pending_tasks") + count("assigned_tasks") + finished_after,
-        tasks,
-        "every task is still there, once: {status}"
+        status["finished_tasks"].as_u64(),
+        Some(with_result as u64),
+        "{status}"
     );
     target.delete_root();
 }

@@ -40,6 +40,6 @@ pub use op::{Op, OpResult};
 pub use registration::{INLINE_PAYLOAD_FEATURE, reads_inline_payloads, registration_data};
 pub use types::{AddWatchMode, ChildCreates, CreateMode, SessionId, Stat, Watch};
 pub use validate::{
-    MAX_DATA_BYTES, MAX_REPLY_BYTES, MAX_REQUEST_BYTES, MIN_REPLY_BYTES, validate_data,
-    validate_version,
+    LARGE_REPLY_BYTES, MAX_DATA_BYTES, MAX_REPLY_BYTES, MAX_REQUEST_BYTES, MIN_REPLY_BYTES,
+    validate_data, validate_version,
 };

@@ -35,8 +35,9 @@ where
 ///
 /// For a request that may never succeed while it fails as a connection
 /// loss: a listing larger than the client accepts (`jute.maxbuffer`) is
-/// refused by the client as a corrupt frame, which it reports as
-/// `ConnectionLoss`, every time.
+/// refused by the client (a Java client drops the frame as corrupt; zkdist's
+/// sessions refuse the reply alone) and reported as `ConnectionLoss`,
+/// every time.
 pub async fn until_known_within<T, F, Fut>(max_attempts: u32, mut request: F) -> ZkResult<T>
 where
     F: FnMut() -> Fut,

@@ -43,16 +43,26 @@ pub const MAX_DATA_BYTES: usize = 1024 * 1024 - 1024;
 /// Java client). A `get_children` listing whose encoding passes the
 /// session's limit fails with connection loss, as it does on Java clients.
 /// The server sends replies of any size, so a session may raise its limit
-/// (`ZkConfig::with_max_reply_bytes`, `SimConfig::max_reply_bytes`,
-/// `--max-reply-bytes`): a master then lists, and starts on, a `tasks/`
-/// directory larger than some 29,000 tasks.
+/// (`ZkConfig::with_max_reply_bytes`, `SimConfig::max_reply_bytes`; the
+/// binary's `--max-reply-bytes` defaults to [`LARGE_REPLY_BYTES`]): a
+/// master then lists, and starts on, a `tasks/` directory larger than some
+/// 29,000 tasks.
 pub const MAX_REPLY_BYTES: usize = 1024 * 1024;
 
-/// The smallest reply limit a session may set: the default. The limit is
-/// there to be raised; a lower one would refuse listings of `workers/` or
+/// The smallest reply limit a session may set: a Java client's default,
+/// [`MAX_REPLY_BYTES`]. A lower one would refuse listings of `workers/` or
 /// `assignments/` that a Java client reads, and the master retries those
 /// without end.
 pub const MIN_REPLY_BYTES: usize = MAX_REPLY_BYTES;
+
+/// A reply limit that takes any listing zkdist makes in practice: 64 MiB,
+/// some 1.8 million task names. The binary's default `--max-reply-bytes`
+/// (a master must list all of `tasks/` to start, so at a Java client's
+/// 1 MiB a failover during a backlog of more than some 29,000 tasks would
+/// leave the queue without a master), and what test cleanup lists with.
+/// The server sends listings of any size and the Rust client reads them
+/// whole: a limit protects no memory, it only stands for a Java client's.
+pub const LARGE_REPLY_BYTES: usize = 64 * MAX_REPLY_BYTES;
 
 /// The largest multi request zkdist sends, as counted by
 /// [`multi_request_bytes`]. The server drops the connection on a request

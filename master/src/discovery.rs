@@ -10,8 +10,9 @@ use zkdist_coord::Directory;
 /// The founding design re-lists the whole directory on every change to it:
 /// each new task costs a listing as long as the queue (O(n²) to fill a
 /// backlog), and the master stops working altogether once a listing passes
-/// the client's reply limit (1 MiB by default: some 29,000 tasks with
-/// zkdist's names; `--max-reply-bytes` raises it, at a listing's cost).
+/// the client's reply limit (a Java client's 1 MiB, the library's default,
+/// holds some 29,000 tasks with zkdist's names; the binary's
+/// `--max-reply-bytes` defaults to 64 MiB).
 /// The watch design hears of each task by itself and lists the directory
 /// only to start and to reconcile after a disconnection; it hears of each
 /// finished assignment the same way.

@@ -104,8 +104,9 @@ pub const RECONCILE_RETRY_DELAY_MS: u64 = 5_000;
 
 /// How many times the watch discovery sends one listing of `tasks/` while
 /// it fails as a lost connection. Few: a reply over the client's limit
-/// fails that way every time, and costs the session its connection (the
-/// client drops it as corrupt), which the other requests in flight feel.
+/// fails that way every time (a Java client drops the connection on such
+/// a frame, which the other requests in flight would feel; zkdist's
+/// sessions refuse the reply alone, as a lost connection).
 const WATCH_LISTING_ATTEMPTS: u32 = 5;
 
 /// The master of one session. Build it with [`Master::new`], optionally

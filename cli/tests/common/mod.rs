@@ -62,6 +62,7 @@ pub fn zkdist(args: &[&str]) -> Command {
         .env_remove("ZKDIST_ZK")
         .env_remove("ZKDIST_ROOT")
         .env_remove("ZKDIST_AUTH")
+        .env_remove("ZKDIST_MAX_REPLY_BYTES")
         .env_remove("RUST_LOG")
         .env("NO_COLOR", "1")
         .stdin(Stdio::null());

@@ -170,10 +170,6 @@ pub async fn delete_run_root_tree(config: &ZkConfig) {
     }
 }
 
-/// The reply limit cleanup lists with: a test's root may hold more names
-/// than a listing at the default limit, and the server sends any size.
-const CLEANUP_REPLY_BYTES: usize = 64 * crate::MAX_REPLY_BYTES;
-
 /// Deletes issued at once by [`delete_tree`].
 const CLEANUP_DELETES_IN_FLIGHT: usize = 1_000;
 
@@ -182,13 +178,14 @@ const CLEANUP_DELETES_IN_FLIGHT: usize = 1_000;
 pub async fn delete_tree(config: &ZkConfig, root: &str) {
     let config = config
         .clone()
-        .with_max_reply_bytes(config.max_reply_bytes.max(CLEANUP_REPLY_BYTES));
+        .with_max_reply_bytes(config.max_reply_bytes.max(crate::LARGE_REPLY_BYTES));
     let Ok((admin, _events)) = ZkSession::connect(&config).await else {
         return;
     };
     // A directory's children are deleted together, many at once; those
     // that have children of their own refuse, and are emptied the same way
-    // before their parent is deleted.
+    // before their parent is deleted. So is a child whose delete's outcome
+    // is unknown (a lost connection): listed again, then deleted.
     let mut stack = vec![(root.to_owned(), false)];
     while let Some((path, children_done)) = stack.pop() {
         if children_done {
@@ -208,7 +205,12 @@ pub async fn delete_tree(config: &ZkConfig, root: &str) {
                 futures::future::join_all(chunk.iter().map(|child| admin.delete(child, None)))
                     .await;
             for (child, outcome) in chunk.iter().zip(outcomes) {
-                if matches!(outcome, Err(ZkError::NotEmpty { .. })) {
+                let again = match outcome {
+                    Err(ZkError::NotEmpty { .. }) => true,
+                    Err(error) => error.is_outcome_unknown(),
+                    Ok(()) => false,
+                };
+                if again {
                     stack.push((child.clone(), false));
                 }
             }
