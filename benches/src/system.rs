@@ -13,7 +13,7 @@ use std::future::Future;
 
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-use zkdist_coord::{Coordinator, EventStream, Layout, ZkError};
+use zkdist_coord::{Coordinator, EventStream, Layout, Observer, ZkError};
 use zkdist_master::{Master, MasterDecision, MasterError, TaskDiscovery, claim_master};
 use zkdist_worker::{TaskError, TaskHandler, Worker, WorkerDecision, WorkerError};
 
@@ -132,14 +132,12 @@ impl System {
             Ok(None) => return Err(SystemError::MasterTaken { path }),
             Err(error) => return Err(SystemError::Claim { path, error }),
         };
-        let (decisions_tx, decisions) = mpsc::unbounded_channel();
         let (seen_tx, seen) = watch::channel(MasterSeen::default());
-        tokio::spawn(count_seen(decisions, seen_tx));
         self.master_seen = Some(seen);
         let (stop, stopped) = oneshot::channel::<()>();
         let master = Master::new(zk, events, self.layout.clone(), epoch)
             .with_discovery(self.discovery)
-            .with_observer(decisions_tx);
+            .with_observer(count_seen(seen_tx));
         let task = self.spawn(
             "master",
             master.run_until(async move {
@@ -276,24 +274,20 @@ struct MasterSeen {
     tasks_queued: u64,
 }
 
-/// Counts the workers the master saw join and the tasks it queued, and
-/// drops every other decision.
-async fn count_seen(
-    mut decisions: mpsc::UnboundedReceiver<MasterDecision>,
-    seen: watch::Sender<MasterSeen>,
-) {
-    while let Some(decision) = decisions.recv().await {
-        match decision {
-            MasterDecision::Initialised { .. } => {
-                seen.send_modify(|seen| seen.initialised = true);
-            }
-            MasterDecision::WorkerJoined { .. } => {
-                seen.send_modify(|seen| seen.workers_joined += 1);
-            }
-            MasterDecision::TaskQueued { .. } => {
-                seen.send_modify(|seen| seen.tasks_queued += 1);
-            }
-            _ => {}
+/// Counts the workers the master saw join and the tasks it queued, as it
+/// decides, and drops every other decision. The watch channel closes when
+/// the master drops its observer, which tells a waiter that it stopped.
+fn count_seen(seen: watch::Sender<MasterSeen>) -> Observer<MasterDecision> {
+    Observer::new(move |decision| match decision {
+        MasterDecision::Initialised { .. } => {
+            seen.send_modify(|seen| seen.initialised = true);
         }
-    }
+        MasterDecision::WorkerJoined { .. } => {
+            seen.send_modify(|seen| seen.workers_joined += 1);
+        }
+        MasterDecision::TaskQueued { .. } => {
+            seen.send_modify(|seen| seen.tasks_queued += 1);
+        }
+        _ => {}
+    })
 }

@@ -12,8 +12,9 @@ use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc::UnboundedSender;
-use zkdist_coord::{Connector, Coordinator, ErrorCode, EventStream, Layout, SessionState, ZkError};
+use zkdist_coord::{
+    Connector, Coordinator, ErrorCode, EventStream, Layout, Observer, SessionState, ZkError,
+};
 
 use crate::decision::MasterDecision;
 use crate::discovery::TaskDiscovery;
@@ -64,7 +65,7 @@ pub async fn run_master_role<K: Connector>(
     layout: Layout,
     discovery: TaskDiscovery,
     shutdown: impl Future<Output = ()>,
-    observer: Option<UnboundedSender<MasterDecision>>,
+    observer: Option<Observer<MasterDecision>>,
 ) -> Result<(), MasterError> {
     run_master_role_for_state(connector, layout, discovery, shutdown, observer)
         .await
@@ -79,14 +80,13 @@ pub async fn run_master_role_for_state<K: Connector>(
     layout: Layout,
     discovery: TaskDiscovery,
     shutdown: impl Future<Output = ()>,
-    observer: Option<UnboundedSender<MasterDecision>>,
+    observer: Option<Observer<MasterDecision>>,
 ) -> Result<Option<MasterState>, MasterError> {
     let mut shutdown = pin!(shutdown);
     let publish = |decision: MasterDecision| {
         tracing::info!(target: "zkdist::master", "{decision}");
         if let Some(observer) = &observer {
-            // An observer that went away stops observing; the role goes on.
-            let _ = observer.send(decision);
+            observer.observe(decision);
         }
     };
     loop {
@@ -179,7 +179,7 @@ async fn run_session<C: Coordinator>(
     layout: &Layout,
     discovery: TaskDiscovery,
     mut shutdown: Pin<&mut impl Future<Output = ()>>,
-    observer: &Option<UnboundedSender<MasterDecision>>,
+    observer: &Option<Observer<MasterDecision>>,
     publish: &impl Fn(MasterDecision),
 ) -> Result<SessionEnd, MasterError> {
     let layout_error = |error: ZkError| -> Result<SessionEnd, MasterError> {

@@ -9,12 +9,11 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc::UnboundedSender;
 use zkdist_coord::retry::{until_known, until_known_within};
 use zkdist_coord::{
     AddWatchMode, AssignmentView, Coordinator, CreateMode, Directory, Event, EventStream, Layout,
-    MAX_LISTING_ATTEMPTS, Op, SessionState, Stat, TaskId, Watch, WatchKind, WorkerId, ZkError,
-    ZkResult, encode_assignment,
+    MAX_LISTING_ATTEMPTS, Observer, Op, SessionState, Stat, TaskId, Watch, WatchKind, WorkerId,
+    ZkError, ZkResult, encode_assignment,
 };
 
 use crate::decision::{Command, MasterDecision};
@@ -115,7 +114,7 @@ pub struct Master<C: Coordinator> {
     zk: Arc<C>,
     events: EventStream,
     layout: Layout,
-    observer: Option<UnboundedSender<MasterDecision>>,
+    observer: Option<Observer<MasterDecision>>,
     /// The epoch this session was elected in: every write checks it.
     epoch: Epoch,
     discovery: TaskDiscovery,
@@ -163,8 +162,8 @@ impl<C: Coordinator> Master<C> {
     }
 
     /// Sends every decision, in order, to `observer` as well as to the log.
-    pub fn with_observer(mut self, observer: UnboundedSender<MasterDecision>) -> Master<C> {
-        self.observer = Some(observer);
+    pub fn with_observer(mut self, observer: impl Into<Observer<MasterDecision>>) -> Master<C> {
+        self.observer = Some(observer.into());
         self
     }
 
@@ -436,9 +435,7 @@ impl<C: Coordinator> Master<C> {
                 tracing::info!(target: "zkdist::master", "{decision}");
             }
             if let Some(observer) = &self.observer {
-                // An observer that went away stops observing; the master
-                // goes on.
-                let _ = observer.send(decision);
+                observer.observe(decision);
             }
         }
         for command in step.commands {

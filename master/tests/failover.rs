@@ -48,7 +48,7 @@ impl Candidate {
             async move {
                 let _ = stopped.await;
             },
-            Some(decisions_tx),
+            Some(decisions_tx.into()),
         ));
         Candidate {
             stop,

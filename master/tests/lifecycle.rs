@@ -294,7 +294,7 @@ fn the_role_gives_up_on_a_root_that_cannot_be_created() {
                 layout,
                 TaskDiscovery::Watch,
                 std::future::pending(),
-                Some(decisions_tx),
+                Some(decisions_tx.into()),
             ),
         )
         .await
@@ -321,7 +321,7 @@ fn a_standing_by_role_returns_on_shutdown_without_leading() {
             async move {
                 let _ = stopped.await;
             },
-            Some(decisions_tx),
+            Some(decisions_tx.into()),
         ));
         let first = tokio::time::timeout(STEP_TIMEOUT, decisions.recv())
             .await

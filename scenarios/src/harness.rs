@@ -18,9 +18,11 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
-use zkdist_coord::{Client, ClientError, Coordinator, Layout, SessionId, TaskId, WorkerId};
+use zkdist_coord::{
+    Client, ClientError, Coordinator, Layout, Observer, SessionId, TaskId, WorkerId,
+};
 use zkdist_master::{MasterDecision, MasterError, MasterState, TaskDiscovery};
 use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
 use zkdist_worker::{WorkerDecision, WorkerError};
@@ -84,7 +86,7 @@ pub struct RunReport {
     pub submitted: Vec<TaskId>,
 }
 
-/// What the checker, the simulator's hook and the decision forwarders share.
+/// What the checker, the simulator's hook and the actors' observers share.
 struct Shared {
     checker: Mutex<Checker>,
     violated: watch::Sender<bool>,
@@ -103,12 +105,12 @@ impl Shared {
     }
 }
 
-/// One running process of an actor: how to stop it, its task, and the task
-/// that notes its decisions (it ends once they are all noted).
+/// One running process of an actor: how to stop it, and its task. Its
+/// decisions are noted and checked as it makes them ([`master_observer`],
+/// [`worker_observer`]).
 struct Process<T> {
     stop: oneshot::Sender<()>,
     task: JoinHandle<T>,
-    forwarder: JoinHandle<()>,
 }
 
 /// An actor (a master candidate or a worker): its sessions, and its process
@@ -291,49 +293,31 @@ impl Harness {
             Kind::Master => {
                 let mut masters = lock(&self.masters);
                 let actor = &mut masters[index];
-                let (decisions_tx, decisions) = mpsc::unbounded_channel();
                 let task = tokio::spawn(master_role(
                     actor.connector.clone(),
                     self.layout.clone(),
                     self.config.discovery,
                     shutdown,
-                    decisions_tx,
+                    master_observer(self.sim.clone(), Arc::clone(&self.shared), name),
                 ));
-                let forwarder = tokio::spawn(forward_master_decisions(
-                    self.sim.clone(),
-                    Arc::clone(&self.shared),
-                    name.to_owned(),
-                    decisions,
-                ));
-                let previous = actor.process.replace(Process {
-                    stop,
-                    task,
-                    forwarder,
-                });
+                let previous = actor.process.replace(Process { stop, task });
                 assert!(previous.is_none(), "one process per actor at a time");
             }
             Kind::Worker => {
                 let mut workers = lock(&self.workers);
                 let actor = &mut workers[index];
-                let (decisions_tx, decisions) = mpsc::unbounded_channel();
                 let task = tokio::spawn(worker_role(
                     actor.connector.clone(),
                     self.layout.clone(),
                     shutdown,
-                    decisions_tx,
+                    worker_observer(
+                        self.sim.clone(),
+                        Arc::clone(&self.shared),
+                        name,
+                        Arc::clone(&actor.worker_id),
+                    ),
                 ));
-                let forwarder = tokio::spawn(forward_worker_decisions(
-                    self.sim.clone(),
-                    Arc::clone(&self.shared),
-                    name.to_owned(),
-                    decisions,
-                    Arc::clone(&actor.worker_id),
-                ));
-                let previous = actor.process.replace(Process {
-                    stop,
-                    task,
-                    forwarder,
-                });
+                let previous = actor.process.replace(Process { stop, task });
                 assert!(previous.is_none(), "one process per actor at a time");
             }
         }
@@ -537,17 +521,17 @@ impl Harness {
                 lock(&self.masters)[actor_index(&name)]
                     .process
                     .take()
-                    .map(|p| (p.task.abort_handle(), p.forwarder))
+                    .map(|p| p.task.abort_handle())
             } else {
                 lock(&self.workers)[actor_index(&name)]
                     .process
                     .take()
-                    .map(|p| (p.task.abort_handle(), p.forwarder))
+                    .map(|p| p.task.abort_handle())
             };
-            if let Some((task, forwarder)) = process {
+            // What it decided before dying is noted already: decisions are
+            // noted as they are made.
+            if let Some(task) = process {
                 task.abort();
-                // What it decided before dying is still noted.
-                let _ = forwarder.await;
                 killed = Some(name);
             }
         }
@@ -655,7 +639,6 @@ impl Harness {
                     None
                 }
             };
-            let _ = process.forwarder.await;
             if leads {
                 leading = state;
             }
@@ -702,33 +685,30 @@ fn actor_index(name: &str) -> usize {
         - 1
 }
 
-/// Notes every master decision in the trace and checks it, in order.
-async fn forward_master_decisions(
-    sim: SimZk,
-    shared: Arc<Shared>,
-    name: String,
-    mut decisions: mpsc::UnboundedReceiver<MasterDecision>,
-) {
-    while let Some(decision) = decisions.recv().await {
+/// Notes each master decision in the trace and checks it, as the master
+/// makes it: before the master's next request goes out.
+fn master_observer(sim: SimZk, shared: Arc<Shared>, name: &str) -> Observer<MasterDecision> {
+    let name = name.to_owned();
+    Observer::new(move |decision| {
         sim.note(decision_line(&name, &decision));
         shared.check(|checker| checker.on_master_decision(&name, &decision));
-    }
+    })
 }
 
-/// Notes every worker decision in the trace and checks it, in order, and
-/// publishes the worker's id each time it registers.
-async fn forward_worker_decisions(
+/// Notes each worker decision in the trace and checks it, as the worker
+/// makes it, and publishes the worker's id each time it registers.
+fn worker_observer(
     sim: SimZk,
     shared: Arc<Shared>,
-    name: String,
-    mut decisions: mpsc::UnboundedReceiver<WorkerDecision>,
+    name: &str,
     id: Arc<watch::Sender<Option<WorkerId>>>,
-) {
-    while let Some(decision) = decisions.recv().await {
+) -> Observer<WorkerDecision> {
+    let name = name.to_owned();
+    Observer::new(move |decision| {
         sim.note(decision_line(&name, &decision));
         if let WorkerDecision::Registered { worker } = &decision {
             id.send_replace(Some(worker.clone()));
         }
         shared.check(|checker| checker.on_worker_decision(&name, &decision));
-    }
+    })
 }

@@ -15,8 +15,8 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::{mpsc, watch};
-use zkdist_coord::{Connector, Coordinator, EventStream, Layout, SessionId, ZkResult};
+use tokio::sync::watch;
+use zkdist_coord::{Connector, Coordinator, EventStream, Layout, Observer, SessionId, ZkResult};
 use zkdist_master::{
     MasterDecision, MasterError, MasterState, TaskDiscovery, run_master_role_for_state,
 };
@@ -119,7 +119,7 @@ pub(crate) async fn master_role<C: Connector>(
     layout: Layout,
     discovery: TaskDiscovery,
     shutdown: impl Future<Output = ()>,
-    observer: mpsc::UnboundedSender<MasterDecision>,
+    observer: Observer<MasterDecision>,
 ) -> Result<Option<MasterState>, MasterError> {
     run_master_role_for_state(connector, layout, discovery, shutdown, Some(observer)).await
 }
@@ -130,7 +130,7 @@ pub(crate) async fn worker_role<C: Connector>(
     connector: C,
     layout: Layout,
     shutdown: impl Future<Output = ()>,
-    observer: mpsc::UnboundedSender<WorkerDecision>,
+    observer: Observer<WorkerDecision>,
 ) -> Result<(), WorkerError>
 where
     C::Session: Clone,

@@ -8,8 +8,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc::UnboundedSender;
-use zkdist_coord::{Connector, Coordinator, Layout};
+use zkdist_coord::{Connector, Coordinator, Layout, Observer};
 
 use crate::decision::WorkerDecision;
 use crate::handler::TaskHandler;
@@ -50,7 +49,7 @@ pub async fn run_worker_role<K, H>(
     layout: Layout,
     handler: H,
     shutdown: impl Future<Output = ()>,
-    observer: Option<UnboundedSender<WorkerDecision>>,
+    observer: Option<Observer<WorkerDecision>>,
 ) -> Result<(), WorkerError>
 where
     K: Connector,

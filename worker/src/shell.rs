@@ -22,10 +22,9 @@ use std::future::Future;
 use std::pin::{Pin, pin};
 
 use futures::future::join;
-use tokio::sync::mpsc::UnboundedSender;
 use zkdist_coord::retry::until_known;
 use zkdist_coord::{
-    AddWatchMode, AssignmentView, Coordinator, CreateMode, Event, EventStream, Layout,
+    AddWatchMode, AssignmentView, Coordinator, CreateMode, Event, EventStream, Layout, Observer,
     SessionState, Stat, TaskId, TaskResult, Watch, WatchKind, WorkerId, ZkError, path,
     registration_data,
 };
@@ -93,7 +92,7 @@ pub struct Worker<C: Coordinator, H: TaskHandler> {
     unhandled_events: VecDeque<Event>,
     layout: Layout,
     handler: H,
-    observer: Option<UnboundedSender<WorkerDecision>>,
+    observer: Option<Observer<WorkerDecision>>,
 }
 
 impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
@@ -109,14 +108,14 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     }
 
     /// Sends every decision, in order, to `observer` as well as to the log.
-    pub fn with_observer(mut self, observer: UnboundedSender<WorkerDecision>) -> Worker<C, H> {
-        self.observer = Some(observer);
+    pub fn with_observer(mut self, observer: impl Into<Observer<WorkerDecision>>) -> Worker<C, H> {
+        self.observer = Some(observer.into());
         self
     }
 
     pub(crate) fn with_optional_observer(
         mut self,
-        observer: Option<UnboundedSender<WorkerDecision>>,
+        observer: Option<Observer<WorkerDecision>>,
     ) -> Worker<C, H> {
         self.observer = observer;
         self
@@ -562,11 +561,10 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
 }
 
 /// Logs a decision and sends it to the observer, if any.
-fn note(observer: Option<&UnboundedSender<WorkerDecision>>, decision: WorkerDecision) {
+fn note(observer: Option<&Observer<WorkerDecision>>, decision: WorkerDecision) {
     tracing::info!(target: "zkdist::worker", "{decision}");
     if let Some(observer) = observer {
-        // An observer that went away stops observing; the worker goes on.
-        let _ = observer.send(decision);
+        observer.observe(decision);
     }
 }
 

@@ -31,7 +31,7 @@ impl RunningRole {
             async move {
                 let _ = stop_rx.await;
             },
-            Some(decisions_tx),
+            Some(decisions_tx.into()),
         ));
         RunningRole {
             stop: Some(stop),
