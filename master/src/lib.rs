@@ -15,7 +15,7 @@
 //! ```text
 //! let layout = Layout::new("/zkdist")?;
 //! let (tx, decisions) = tokio::sync::mpsc::unbounded_channel();
-//! run_master_role(connector, layout, TaskDiscovery::Watch, shutdown_signal, Some(tx)).await?;
+//! run_master_role(connector, layout, TaskDiscovery::Watch, shutdown_signal, Some(tx.into())).await?;
 //!
 //! // Or, for one session that is known to lead:
 //! if let Some(epoch) = claim_master(&session, &layout).await? {

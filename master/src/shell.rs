@@ -161,7 +161,8 @@ impl<C: Coordinator> Master<C> {
         self
     }
 
-    /// Sends every decision, in order, to `observer` as well as to the log.
+    /// Calls `observer` with every decision, in order, as it is made, on
+    /// the master's task; the log has each one too.
     pub fn with_observer(mut self, observer: impl Into<Observer<MasterDecision>>) -> Master<C> {
         self.observer = Some(observer.into());
         self

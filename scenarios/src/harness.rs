@@ -613,8 +613,8 @@ impl Harness {
         self.report().await
     }
 
-    /// Stops every master candidate and waits for each and its last
-    /// decisions. Returns the state of the one that led.
+    /// Stops every master candidate and waits for each. Returns the state
+    /// of the one that led.
     async fn stop_masters(&self) -> Option<MasterState> {
         let leader = self.current_leader().await;
         let processes: Vec<(String, bool, Process<MasterRun>)> = lock(&self.masters)

@@ -83,6 +83,11 @@ fn master_killed_mid_round() {
 }
 
 #[test]
+fn restarted_master_races_the_standby() {
+    holds("restarted_master_races_the_standby");
+}
+
+#[test]
 fn master_partitioned_standby_takes_over() {
     holds("master_partitioned_standby_takes_over");
 }

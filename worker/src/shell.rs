@@ -107,7 +107,8 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         }
     }
 
-    /// Sends every decision, in order, to `observer` as well as to the log.
+    /// Calls `observer` with every decision, in order, as it is made, on
+    /// the worker's task; the log has each one too.
     pub fn with_observer(mut self, observer: impl Into<Observer<WorkerDecision>>) -> Worker<C, H> {
         self.observer = Some(observer.into());
         self
@@ -560,7 +561,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     }
 }
 
-/// Logs a decision and sends it to the observer, if any.
+/// Logs a decision and hands it to the observer, if any.
 fn note(observer: Option<&Observer<WorkerDecision>>, decision: WorkerDecision) {
     tracing::info!(target: "zkdist::worker", "{decision}");
     if let Some(observer) = observer {

@@ -32,27 +32,33 @@ async fn cluster(h: &crate::Harness, workers: usize) {
     settle().await;
 }
 
-/// The leader is killed between the two assignment creates of one round:
-/// the first is applied, the second is in flight (the seed decides whether
-/// it reached the server). The standby takes over once the dead leader's
-/// session expires, rebuilds from the tree and finishes the job; the dead
-/// candidate restarts then, and stands by. (Restarted before the expiry,
-/// it would race the standby for the master node, and under madsim's
-/// random scheduling either may win.)
+/// Two candidates and two workers, two tasks submitted; the leader `m1` is
+/// killed between the two assignment creates of its round: the first is
+/// applied, the second is in flight (the seed decides whether it reached
+/// the server). Returns the killed actor's name, for a restart.
+async fn kill_leader_mid_round(h: &crate::Harness) -> String {
+    cluster(h, 2).await;
+    let m1 = h.master_session(1);
+    h.submit(20_000).await;
+    h.submit(20_000).await;
+    h.note("pause, and step until the first assignment is applied");
+    h.sim().pause().await;
+    step_until(h, "create /zkdist/assignments/").await;
+    h.note("the round's first assignment is applied: kill the master");
+    let killed = h.crash(m1).await.expect("m1's process");
+    h.sim().resume().await;
+    killed
+}
+
+/// The leader is killed mid-round ([`kill_leader_mid_round`]). The standby
+/// takes over once the dead leader's session expires, rebuilds from the
+/// tree and finishes the job; the dead candidate restarts then, and stands
+/// by.
 pub fn master_killed_mid_round(seed: u64) -> RunReport {
     run(seed, async move |h| {
-        cluster(h, 2).await;
-        let m1 = h.master_session(1);
-        h.submit(20_000).await;
-        h.submit(20_000).await;
-        h.note("pause, and step until the first assignment is applied");
-        h.sim().pause().await;
-        step_until(h, "create /zkdist/assignments/").await;
-        h.note("the round's first assignment is applied: kill the master");
-        let killed = h.crash(m1).await.expect("m1's process");
+        let killed = kill_leader_mid_round(h).await;
         let m2 = h.master_session(2);
         let master = h.layout().master();
-        h.sim().resume().await;
         until(h, "m2 takes over", move |tree| {
             tree.stat(&master)
                 .is_some_and(|stat| SessionId(stat.ephemeral_owner) == m2)
@@ -68,6 +74,41 @@ pub fn master_killed_mid_round(seed: u64) -> RunReport {
         find(trace, expired, "decide m2: elected");
         let restarted = find(trace, expired, "harness: restart m1");
         find(trace, restarted, "decide m1: standing-by");
+        report
+    })
+}
+
+/// The leader is killed mid-round ([`kill_leader_mid_round`]) and restarts
+/// at once, while its old session still holds the master node: it stands
+/// by beside the standby, and when the old session expires both race for
+/// the node. Whichever wins (the seed and, under madsim, the scheduler
+/// decide) rebuilds from the tree and finishes the job; the other stands
+/// by; no rule breaks.
+pub fn restarted_master_races_the_standby(seed: u64) -> RunReport {
+    run(seed, async move |h| {
+        let killed = kill_leader_mid_round(h).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        h.restart(&killed);
+        assert!(h.all_finished(FINISH_LIMIT).await, "every task finishes");
+        let report = h.finish().await;
+
+        let trace = &report.trace;
+        let crashed = find(trace, 0, "control crash m1");
+        let restarted = find(trace, crashed, "harness: restart m1");
+        let expired = find(trace, restarted, "m1 expire");
+        find(trace, restarted, "decide m1: standing-by");
+        let elected: Vec<&str> = trace[expired..]
+            .iter()
+            .filter(|line| line.contains(": elected"))
+            .map(String::as_str)
+            .collect();
+        assert_eq!(elected.len(), 1, "one candidate wins the race: {elected:?}");
+        let loser = if elected[0].contains("decide m2:") {
+            "decide m1: standing-by"
+        } else {
+            "decide m2: standing-by"
+        };
+        find(trace, expired, loser);
         report
     })
 }

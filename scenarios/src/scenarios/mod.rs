@@ -57,7 +57,7 @@ impl Scenario {
     }
 }
 
-pub const ALL: [Scenario; 22] = [
+pub const ALL: [Scenario; 23] = [
     Scenario {
         name: "finish_then_task_arrive_while_master_held",
         seed: 101,
@@ -117,6 +117,12 @@ pub const ALL: [Scenario; 22] = [
         seed: 108,
         about: "the master dies between two assignment creates; the standby takes over",
         run: failures::master_killed_mid_round,
+    },
+    Scenario {
+        name: "restarted_master_races_the_standby",
+        seed: 108,
+        about: "the master dies mid-round and restarts at once; at its old session's expiry it races the standby, and one leads",
+        run: failures::restarted_master_races_the_standby,
     },
     Scenario {
         name: "master_partitioned_standby_takes_over",
