@@ -99,21 +99,15 @@ impl TaskToken {
             .strip_prefix(TASK_PREFIX)
             .and_then(|rest| rest.strip_suffix('-'))
             .unwrap_or(text);
-        let well_formed = digits.len() == TASK_TOKEN_DIGITS
-            && digits
-                .bytes()
-                .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte));
-        if !well_formed {
-            return Err(invalid(
+        token_from_digits(digits).ok_or_else(|| {
+            invalid(
                 "task token",
                 text,
                 format!(
                     "a token is {TASK_TOKEN_DIGITS} lowercase hex digits, alone or as task-<token>-"
                 ),
-            ));
-        }
-        let value = u64::from_str_radix(digits, 16).expect("16 hex digits fit a u64");
-        Ok(TaskToken(value))
+            )
+        })
     }
 }
 
@@ -287,21 +281,28 @@ fn parse_canonical(name: &str) -> Option<(Option<TaskToken>, i32)> {
 /// Reads a protected name's token: exactly [`TASK_TOKEN_DIGITS`] lowercase
 /// hex digits, so that each token has one spelling.
 fn parse_token(name: &str, digits: &str) -> Result<TaskToken, InvalidName> {
-    let well_formed = digits.len() == TASK_TOKEN_DIGITS
-        && digits
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if !well_formed {
-        return Err(invalid(
+    token_from_digits(digits).ok_or_else(|| {
+        invalid(
             "task id",
             name,
             format!(
                 "its token {digits:?} is not {TASK_TOKEN_DIGITS} lowercase hex digits (task-<token>-NNNNNNNNNN)"
             ),
-        ));
-    }
-    let value = u64::from_str_radix(digits, 16).expect("checked: 16 hex digits fit a u64");
-    Ok(TaskToken(value))
+        )
+    })
+}
+
+/// The token spelt by `digits`, if they are exactly [`TASK_TOKEN_DIGITS`]
+/// lowercase hex digits: the one spelling each token has, in a task's name
+/// and on its own.
+fn token_from_digits(digits: &str) -> Option<TaskToken> {
+    let well_formed = digits.len() == TASK_TOKEN_DIGITS
+        && digits
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    well_formed.then(|| {
+        TaskToken(u64::from_str_radix(digits, 16).expect("checked: 16 hex digits fit a u64"))
+    })
 }
 
 impl Ord for TaskId {
