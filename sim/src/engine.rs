@@ -251,7 +251,7 @@ impl Engine {
                 let _ = done.send(());
             }
             Command::Note { text } => {
-                self.record(text);
+                self.record_with(|line| line.push_str(&text));
             }
         }
         if cfg!(debug_assertions) {

@@ -12,6 +12,11 @@ pub(crate) struct Trace {
     text: String,
     /// Where each line ends in `text`.
     ends: Vec<usize>,
+    /// The last timestamp written, and for which time: lines come in
+    /// bursts at one instant (every line of a zero-latency run is at
+    /// 0.000ms), and copying a stamp costs a fraction of writing it.
+    stamp: String,
+    stamp_us: Option<u64>,
 }
 
 /// `[   12.345ms]`: milliseconds with microsecond precision, fixed width up
@@ -60,7 +65,7 @@ impl Trace {
     /// a string formatted for the occasion.
     pub(crate) fn record(&mut self, elapsed_us: u64, text: impl fmt::Display) -> &str {
         let start = self.text.len();
-        Timestamp(elapsed_us).write_to(&mut self.text);
+        self.write_stamp(elapsed_us);
         write!(self.text, " {text}").expect("writing to a String cannot fail");
         self.ends.push(self.text.len());
         &self.text[start..]
@@ -70,10 +75,21 @@ impl Trace {
     /// busiest lines push their pieces with `push_str` rather than through
     /// the formatting machinery, which costs more than the copying.
     pub(crate) fn record_with(&mut self, elapsed_us: u64, write: impl FnOnce(&mut String)) {
-        Timestamp(elapsed_us).write_to(&mut self.text);
+        self.write_stamp(elapsed_us);
         self.text.push(' ');
         write(&mut self.text);
         self.ends.push(self.text.len());
+    }
+
+    /// Appends the timestamp of `elapsed_us`, written again only when the
+    /// time moved since the last line.
+    fn write_stamp(&mut self, elapsed_us: u64) {
+        if self.stamp_us != Some(elapsed_us) {
+            self.stamp.clear();
+            Timestamp(elapsed_us).write_to(&mut self.stamp);
+            self.stamp_us = Some(elapsed_us);
+        }
+        self.text.push_str(&self.stamp);
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -171,6 +187,18 @@ mod tests {
         assert_eq!(
             trace.lines_from(2).collect::<Vec<_>>(),
             ["[      3.000ms] empty line next", "[      3.000ms] "]
+        );
+        // The stamp written last is reused only for the same time.
+        trace.record(3_001, "a");
+        trace.record_with(3_001, |line| line.push('b'));
+        trace.record(3_000, "c");
+        assert_eq!(
+            trace.lines_from(4).collect::<Vec<_>>(),
+            [
+                "[      3.001ms] a",
+                "[      3.001ms] b",
+                "[      3.000ms] c"
+            ]
         );
     }
 }

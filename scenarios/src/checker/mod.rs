@@ -71,7 +71,7 @@ mod submission_order;
 mod view;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use zkdist_coord::{
     AssignmentView, ErrorCode, Layout, SessionId, TaskId, TaskToken, WorkerId, ZkError,
@@ -174,9 +174,18 @@ impl fmt::Display for Step {
     }
 }
 
+/// Bytes reserved for a decision line: the longest common ones take about
+/// 90 ("decide m1: round 12 [new-task] task-e9fd6049d65af21e-0000000001->
+/// worker-0000000002"); a round assigning several tasks grows it.
+const DECISION_LINE_BYTES: usize = 128;
+
 /// How the harness notes an actor's decision in the trace.
 pub(crate) fn decision_line(actor: &str, text: impl fmt::Display) -> String {
-    format!("decide {actor}: {text}")
+    // Sized for the longest common line (a round assigning a task), so that
+    // the line is written without growing its buffer piece by piece.
+    let mut line = String::with_capacity(DECISION_LINE_BYTES);
+    write!(line, "decide {actor}: {text}").expect("writing to a String cannot fail");
+    line
 }
 
 /// A broken invariant: what, where, and the trace leading to it.
