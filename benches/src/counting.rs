@@ -8,9 +8,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use zkdist_coord::{
-    AddWatchMode, Coordinator, CreateMode, Op, OpResult, SessionId, Stat, Watch, ZkResult,
-};
+use zkdist_coord::{Coordinator, Op, Reply, Request, SessionId, ZkResult};
 
 /// Live counters, shared by every [`Counted`] session of a run.
 #[derive(Debug, Default)]
@@ -150,97 +148,39 @@ impl<C: Coordinator> Coordinator for Counted<C> {
         self.inner.session_id()
     }
 
-    fn create(
-        &self,
-        path: &str,
-        data: &[u8],
-        mode: CreateMode,
-    ) -> impl Future<Output = ZkResult<String>> + Send {
-        bump(&self.counter.creates);
-        self.inner.create(path, data, mode)
-    }
-
-    fn delete(
-        &self,
-        path: &str,
-        version: Option<i32>,
-    ) -> impl Future<Output = ZkResult<()>> + Send {
-        bump(&self.counter.deletes);
-        self.inner.delete(path, version)
-    }
-
-    fn exists(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send {
-        bump(&self.counter.exists);
-        self.inner.exists(path, watch)
-    }
-
-    fn get_data(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<u8>, Stat)>> + Send {
-        bump(&self.counter.get_datas);
-        self.inner.get_data(path, watch)
-    }
-
-    fn set_data(
-        &self,
-        path: &str,
-        data: &[u8],
-        version: Option<i32>,
-    ) -> impl Future<Output = ZkResult<Stat>> + Send {
-        bump(&self.counter.set_datas);
-        self.inner.set_data(path, data, version)
-    }
-
-    fn get_children(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send {
-        bump(&self.counter.get_childrens);
-        // Sent now, like every request; the names are counted on reply.
-        let listing = self.inner.get_children(path, watch);
-        let listed = &self.counter.listed_children;
+    /// Counts the request and sends it now, like every request; a
+    /// listing's names are counted on reply.
+    fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {
+        let counter = &self.counter;
+        match &request {
+            Request::Create { .. } => bump(&counter.creates),
+            Request::Delete { .. } => bump(&counter.deletes),
+            Request::Exists { .. } => bump(&counter.exists),
+            Request::GetData { .. } => bump(&counter.get_datas),
+            Request::SetData { .. } => bump(&counter.set_datas),
+            Request::GetChildren { .. } => bump(&counter.get_childrens),
+            Request::Multi { ops } => {
+                bump(&counter.multis);
+                let node_writes = ops
+                    .iter()
+                    .filter(|op| !matches!(op, Op::Check { .. }))
+                    .count();
+                counter
+                    .multi_node_writes
+                    .fetch_add(node_writes as u64, Ordering::Relaxed);
+            }
+            Request::CountDescendants { .. } | Request::Sync { .. } | Request::AddWatch { .. } => {}
+        }
+        let reply = self.inner.call(request);
         async move {
-            let outcome = listing.await;
-            if let Ok((children, _)) = &outcome {
-                listed.fetch_add(children.len() as u64, Ordering::Relaxed);
+            let outcome = reply.await;
+            if let Ok(Reply::Children(names, _)) = &outcome {
+                counter
+                    .listed_children
+                    .fetch_add(names.len() as u64, Ordering::Relaxed);
             }
             outcome
         }
-    }
-
-    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send {
-        self.inner.count_descendants(path)
-    }
-
-    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
-        bump(&self.counter.multis);
-        let node_writes = ops
-            .iter()
-            .filter(|op| !matches!(op, Op::Check { .. }))
-            .count();
-        self.counter
-            .multi_node_writes
-            .fetch_add(node_writes as u64, Ordering::Relaxed);
-        self.inner.multi(ops)
-    }
-
-    fn add_watch(
-        &self,
-        path: &str,
-        mode: AddWatchMode,
-    ) -> impl Future<Output = ZkResult<()>> + Send {
-        self.inner.add_watch(path, mode)
-    }
-
-    fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {
-        self.inner.sync(path)
     }
 
     fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {

@@ -5,6 +5,7 @@ use std::future::Future;
 
 use crate::error::ZkResult;
 use crate::op::{Op, OpResult};
+use crate::request::{Reply, Request, unexpected};
 use crate::types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
 
 /// One ZooKeeper session. Master, worker and client are generic over this
@@ -25,9 +26,20 @@ use crate::types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
 ///
 /// Futures are `Send` so that a multi-threaded runtime can run them; methods
 /// take `&self` so one handle can serve several concurrent requests.
+///
+/// A backend implements [`Coordinator::call`], which takes any request as
+/// a [`Request`]; the typed methods build one, call it and unpack the
+/// [`Reply`]. A wrapper of a session (one that counts requests, or delays
+/// some) implements `call` alone as well, and sees every request.
 pub trait Coordinator: Send + Sync + 'static {
     /// The server-assigned id of this session.
     fn session_id(&self) -> SessionId;
+
+    /// Checks `request` and sends it at once, before the future is polled,
+    /// so that a session's requests keep the order of the calls; the
+    /// future is its reply. A request that fails the client-side checks is
+    /// an error of the future, and nothing is sent.
+    fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send;
 
     /// Creates a node and returns its actual path (with the sequence suffix
     /// for sequential modes).
@@ -36,11 +48,37 @@ pub trait Coordinator: Send + Sync + 'static {
         path: &str,
         data: &[u8],
         mode: CreateMode,
-    ) -> impl Future<Output = ZkResult<String>> + Send;
+    ) -> impl Future<Output = ZkResult<String>> + Send {
+        let reply = self.call(Request::Create {
+            path: path.to_owned(),
+            data: data.to_vec(),
+            mode,
+        });
+        async move {
+            match reply.await? {
+                Reply::Created(path) => Ok(path),
+                other => Err(unexpected("create", other)),
+            }
+        }
+    }
 
     /// Deletes a node; `version: None` accepts any version.
-    fn delete(&self, path: &str, version: Option<i32>)
-    -> impl Future<Output = ZkResult<()>> + Send;
+    fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = ZkResult<()>> + Send {
+        let reply = self.call(Request::Delete {
+            path: path.to_owned(),
+            version,
+        });
+        async move {
+            match reply.await? {
+                Reply::Deleted => Ok(()),
+                other => Err(unexpected("delete", other)),
+            }
+        }
+    }
 
     /// The node's stat, or `None` if it does not exist. With `Watch::Yes` the
     /// watch is left even when the node is missing (it fires on create).
@@ -48,13 +86,35 @@ pub trait Coordinator: Send + Sync + 'static {
         &self,
         path: &str,
         watch: Watch,
-    ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send;
+    ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send {
+        let reply = self.call(Request::Exists {
+            path: path.to_owned(),
+            watch: watch == Watch::Yes,
+        });
+        async move {
+            match reply.await? {
+                Reply::Exists(stat) => Ok(stat),
+                other => Err(unexpected("exists", other)),
+            }
+        }
+    }
 
     fn get_data(
         &self,
         path: &str,
         watch: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<u8>, Stat)>> + Send;
+    ) -> impl Future<Output = ZkResult<(Vec<u8>, Stat)>> + Send {
+        let reply = self.call(Request::GetData {
+            path: path.to_owned(),
+            watch: watch == Watch::Yes,
+        });
+        async move {
+            match reply.await? {
+                Reply::Data(data, stat) => Ok((data, stat)),
+                other => Err(unexpected("get_data", other)),
+            }
+        }
+    }
 
     /// Replaces the node's data; `version: None` accepts any version.
     fn set_data(
@@ -62,7 +122,19 @@ pub trait Coordinator: Send + Sync + 'static {
         path: &str,
         data: &[u8],
         version: Option<i32>,
-    ) -> impl Future<Output = ZkResult<Stat>> + Send;
+    ) -> impl Future<Output = ZkResult<Stat>> + Send {
+        let reply = self.call(Request::SetData {
+            path: path.to_owned(),
+            data: data.to_vec(),
+            version,
+        });
+        async move {
+            match reply.await? {
+                Reply::DataSet(stat) => Ok(stat),
+                other => Err(unexpected("set_data", other)),
+            }
+        }
+    }
 
     /// The node's children's names in no particular order (ZooKeeper gives
     /// no order; sort before relying on one), and the node's stat.
@@ -70,7 +142,18 @@ pub trait Coordinator: Send + Sync + 'static {
         &self,
         path: &str,
         watch: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send;
+    ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send {
+        let reply = self.call(Request::GetChildren {
+            path: path.to_owned(),
+            watch: watch == Watch::Yes,
+        });
+        async move {
+            match reply.await? {
+                Reply::Children(names, stat) => Ok((names, stat)),
+                other => Err(unexpected("get_children", other)),
+            }
+        }
+    }
 
     /// How many nodes lie below `path` at every depth, the node itself not
     /// counted (ZooKeeper 3.6+ `getAllChildrenNumber`); `NoNode` if it is
@@ -79,11 +162,29 @@ pub trait Coordinator: Send + Sync + 'static {
     /// it works where a listing would pass the reply limit; the server
     /// counts by scanning its whole tree, so it is for occasional reads
     /// such as a status, not for every event.
-    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send;
+    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send {
+        let reply = self.call(Request::CountDescendants {
+            path: path.to_owned(),
+        });
+        async move {
+            match reply.await? {
+                Reply::DescendantCount(count) => Ok(count),
+                other => Err(unexpected("count_descendants", other)),
+            }
+        }
+    }
 
     /// Applies all ops atomically or none of them. On failure the error is
     /// `ZkError::Multi` with the index of the first op that failed.
-    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send;
+    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
+        let reply = self.call(Request::Multi { ops });
+        async move {
+            match reply.await? {
+                Reply::Multi(results) => Ok(results),
+                other => Err(unexpected("multi", other)),
+            }
+        }
+    }
 
     /// Leaves a persistent watch on `path` (ZooKeeper 3.6+ `addWatch`),
     /// which need not exist. Unlike a one-shot watch it fires on every
@@ -105,11 +206,32 @@ pub trait Coordinator: Send + Sync + 'static {
         &self,
         path: &str,
         mode: AddWatchMode,
-    ) -> impl Future<Output = ZkResult<()>> + Send;
+    ) -> impl Future<Output = ZkResult<()>> + Send {
+        let reply = self.call(Request::AddWatch {
+            path: path.to_owned(),
+            mode,
+        });
+        async move {
+            match reply.await? {
+                Reply::WatchAdded => Ok(()),
+                other => Err(unexpected("add_watch", other)),
+            }
+        }
+    }
 
     /// Waits until the server this session talks to has caught up with the
     /// leader, so that a following read sees every write committed before.
-    fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send;
+    fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {
+        let reply = self.call(Request::Sync {
+            path: path.to_owned(),
+        });
+        async move {
+            match reply.await? {
+                Reply::Synced => Ok(()),
+                other => Err(unexpected("sync", other)),
+            }
+        }
+    }
 
     /// Closes the session: the server deletes its ephemerals at once. Later
     /// calls fail with `SessionClosed`.

@@ -20,6 +20,7 @@ mod observer;
 mod op;
 pub mod path;
 pub mod registration;
+pub mod request;
 pub mod retry;
 mod types;
 pub mod validate;
@@ -40,6 +41,7 @@ pub use names::{InvalidName, TaskId, TaskToken, WorkerId};
 pub use observer::Observer;
 pub use op::{Op, OpResult};
 pub use registration::{INLINE_PAYLOAD_FEATURE, reads_inline_payloads, registration_data};
+pub use request::{Reply, Request};
 pub use types::{AddWatchMode, ChildCreates, CreateMode, SessionId, Stat, Watch};
 pub use validate::{
     LARGE_REPLY_BYTES, MAX_DATA_BYTES, MAX_REPLY_BYTES, MAX_REQUEST_BYTES, MIN_REPLY_BYTES,

@@ -5,10 +5,11 @@
 //! cannot show this.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Mutex;
 
 use zkdist_coord::{
-    AddWatchMode, Coordinator, CreateMode, Op, OpResult, SessionId, Stat, Watch, ZkError, ZkResult,
+    Coordinator, CreateMode, Op, OpResult, Reply, Request, SessionId, Stat, ZkError, ZkResult,
 };
 
 #[derive(Debug, Clone)]
@@ -160,10 +161,43 @@ fn apply(tree: &mut BTreeMap<String, Node>, ops: Vec<Op>, session: i64) -> ZkRes
     Ok(results)
 }
 
-fn unsupported<T>(what: &str) -> ZkResult<T> {
-    Err(ZkError::Unimplemented {
-        what: format!("{what} on the lagging-follower test coordinator"),
-    })
+impl LaggingFollower {
+    fn answer(&self, request: Request) -> ZkResult<Reply> {
+        match request {
+            Request::Exists { path, .. } => {
+                Ok(Reply::Exists(self.read(&path).map(|node| node.stat)))
+            }
+            Request::GetData { path, .. } => match self.read(&path) {
+                Some(node) => Ok(Reply::Data(node.data, node.stat)),
+                None => Err(ZkError::NoNode { path }),
+            },
+            Request::Multi { ops } => {
+                let mut trees = self.trees.lock().unwrap();
+                trees.multis += 1;
+                if trees.multis > MAX_MULTIS {
+                    return Err(ZkError::System {
+                        reason: format!("more than {MAX_MULTIS} writes: a write repeated for ever"),
+                    });
+                }
+                let applied = apply(&mut trees.leader, ops, self.session.0);
+                if std::mem::take(&mut trees.lose_next_reply) {
+                    return Err(ZkError::ConnectionLoss {
+                        reason: "the reply was lost".into(),
+                    });
+                }
+                applied.map(Reply::Multi)
+            }
+            Request::Sync { .. } => {
+                let mut trees = self.trees.lock().unwrap();
+                trees.follower = trees.leader.clone();
+                trees.syncs += 1;
+                Ok(Reply::Synced)
+            }
+            other => Err(ZkError::Unimplemented {
+                what: format!("{} on the lagging-follower test coordinator", other.name()),
+            }),
+        }
+    }
 }
 
 impl Coordinator for LaggingFollower {
@@ -171,64 +205,8 @@ impl Coordinator for LaggingFollower {
         self.session
     }
 
-    async fn create(&self, _path: &str, _data: &[u8], _mode: CreateMode) -> ZkResult<String> {
-        unsupported("create")
-    }
-
-    async fn delete(&self, _path: &str, _version: Option<i32>) -> ZkResult<()> {
-        unsupported("delete")
-    }
-
-    async fn exists(&self, path: &str, _watch: Watch) -> ZkResult<Option<Stat>> {
-        Ok(self.read(path).map(|node| node.stat))
-    }
-
-    async fn get_data(&self, path: &str, _watch: Watch) -> ZkResult<(Vec<u8>, Stat)> {
-        self.read(path)
-            .map(|node| (node.data, node.stat))
-            .ok_or_else(|| ZkError::NoNode {
-                path: path.to_owned(),
-            })
-    }
-
-    async fn set_data(&self, _path: &str, _data: &[u8], _version: Option<i32>) -> ZkResult<Stat> {
-        unsupported("set_data")
-    }
-
-    async fn get_children(&self, _path: &str, _watch: Watch) -> ZkResult<(Vec<String>, Stat)> {
-        unsupported("get_children")
-    }
-
-    async fn count_descendants(&self, _path: &str) -> ZkResult<usize> {
-        unsupported("count_descendants")
-    }
-
-    async fn multi(&self, ops: Vec<Op>) -> ZkResult<Vec<OpResult>> {
-        let mut trees = self.trees.lock().unwrap();
-        trees.multis += 1;
-        if trees.multis > MAX_MULTIS {
-            return Err(ZkError::System {
-                reason: format!("more than {MAX_MULTIS} writes: a write repeated for ever"),
-            });
-        }
-        let applied = apply(&mut trees.leader, ops, self.session.0);
-        if std::mem::take(&mut trees.lose_next_reply) {
-            return Err(ZkError::ConnectionLoss {
-                reason: "the reply was lost".into(),
-            });
-        }
-        applied
-    }
-
-    async fn add_watch(&self, _path: &str, _mode: AddWatchMode) -> ZkResult<()> {
-        unsupported("add_watch")
-    }
-
-    async fn sync(&self, _path: &str) -> ZkResult<()> {
-        let mut trees = self.trees.lock().unwrap();
-        trees.follower = trees.leader.clone();
-        trees.syncs += 1;
-        Ok(())
+    fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {
+        std::future::ready(self.answer(request))
     }
 
     async fn close(&self) -> ZkResult<()> {

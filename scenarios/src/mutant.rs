@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use zkdist_coord::{
-    AddWatchMode, AssignmentView, Coordinator, CreateMode, Layout, Op, OpResult, SessionId, Stat,
-    Watch, WorkerId, ZkError, ZkResult, path,
+    AddWatchMode, AssignmentView, Coordinator, CreateMode, Layout, Op, OpResult, Reply, Request,
+    SessionId, Stat, Watch, WorkerId, ZkError, ZkResult, path,
 };
 
 use crate::checker::Invariant;
@@ -184,138 +184,85 @@ impl<C: Coordinator> MutantSession<C> {
     }
 }
 
-impl<C: Coordinator> Coordinator for MutantSession<C> {
-    fn session_id(&self) -> SessionId {
-        self.inner.session_id()
-    }
-
-    fn create(
-        &self,
-        path: &str,
-        data: &[u8],
-        mode: CreateMode,
-    ) -> impl Future<Output = ZkResult<String>> + Send {
-        let path = path.to_owned();
-        let data = data.to_vec();
-        async move {
-            if self.delayed_create(&path, &data) {
-                tokio::time::sleep(REORDER_DELAY).await;
-            }
-            let is_result = path.ends_with("/result");
-            if self.mutant == Some(Mutant::WorkerReleasesBeforeResult)
-                && is_result
-                && let Some(assignment) = self.own_assignment()
-            {
-                let _ = self.inner.delete(&assignment, None).await;
-            }
-            let created = self.inner.create(&path, &data, mode).await?;
-            let task_prefix = format!("{}/task-", self.layout.tasks_dir());
-            if self.mutant == Some(Mutant::ClientSubmitsBlindly)
-                && path.starts_with(&task_prefix)
-                && !self.remember(|memory| std::mem::replace(&mut memory.submit_loss_planted, true))
-            {
-                return Err(ZkError::ConnectionLoss {
-                    reason: "planted by the blind-submit mutant, after the create".to_owned(),
-                });
-            }
-            if path == self.layout.worker_id_prefix() {
-                let worker = WorkerId::parse(path::name(&created)).ok();
-                self.remember(|memory| memory.worker = worker);
-            }
-            let registered = self
-                .remember(|memory| memory.worker.clone())
-                .is_some_and(|worker| created == self.layout.worker(&worker));
-            if self.mutant == Some(Mutant::WorkerArmsAfterRegistering)
-                && registered
-                && let Some(assignment) = self.own_assignment()
-            {
-                tokio::time::sleep(LATE_ARM_DELAY).await;
-                // Armed now; an assignment made meanwhile goes unseen.
-                let _ = self
-                    .inner
-                    .add_watch(&assignment, AddWatchMode::Persistent)
-                    .await;
-            }
-            Ok(created)
+/// The requests a mutant may change, each with what it changes; every other
+/// request passes through unchanged.
+impl<C: Coordinator> MutantSession<C> {
+    async fn create(&self, path: String, data: Vec<u8>, mode: CreateMode) -> ZkResult<String> {
+        if self.delayed_create(&path, &data) {
+            tokio::time::sleep(REORDER_DELAY).await;
         }
+        let is_result = path.ends_with("/result");
+        if self.mutant == Some(Mutant::WorkerReleasesBeforeResult)
+            && is_result
+            && let Some(assignment) = self.own_assignment()
+        {
+            let _ = self.inner.delete(&assignment, None).await;
+        }
+        let created = self.inner.create(&path, &data, mode).await?;
+        let task_prefix = format!("{}/task-", self.layout.tasks_dir());
+        if self.mutant == Some(Mutant::ClientSubmitsBlindly)
+            && path.starts_with(&task_prefix)
+            && !self.remember(|memory| std::mem::replace(&mut memory.submit_loss_planted, true))
+        {
+            return Err(ZkError::ConnectionLoss {
+                reason: "planted by the blind-submit mutant, after the create".to_owned(),
+            });
+        }
+        if path == self.layout.worker_id_prefix() {
+            let worker = WorkerId::parse(path::name(&created)).ok();
+            self.remember(|memory| memory.worker = worker);
+        }
+        let registered = self
+            .remember(|memory| memory.worker.clone())
+            .is_some_and(|worker| created == self.layout.worker(&worker));
+        if self.mutant == Some(Mutant::WorkerArmsAfterRegistering)
+            && registered
+            && let Some(assignment) = self.own_assignment()
+        {
+            tokio::time::sleep(LATE_ARM_DELAY).await;
+            // Armed now; an assignment made meanwhile goes unseen.
+            let _ = self
+                .inner
+                .add_watch(&assignment, AddWatchMode::Persistent)
+                .await;
+        }
+        Ok(created)
     }
 
-    fn delete(
-        &self,
-        path: &str,
-        version: Option<i32>,
-    ) -> impl Future<Output = ZkResult<()>> + Send {
-        self.inner.delete(path, version)
+    async fn get_data(&self, path: String, watch: Watch) -> ZkResult<(Vec<u8>, Stat)> {
+        let (mut data, stat) = self.inner.get_data(&path, watch).await?;
+        if self.mutant == Some(Mutant::MasterIgnoresWorkerFormats)
+            && path::parent(&path) == self.layout.workers_dir()
+        {
+            data = zkdist_coord::registration_data().to_vec();
+        }
+        Ok((data, stat))
     }
 
-    fn exists(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send {
-        self.inner.exists(path, watch)
-    }
-
-    fn get_data(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<u8>, Stat)>> + Send {
-        let path = path.to_owned();
-        async move {
-            let (mut data, stat) = self.inner.get_data(&path, watch).await?;
-            if self.mutant == Some(Mutant::MasterIgnoresWorkerFormats)
-                && path::parent(&path) == self.layout.workers_dir()
-            {
-                data = zkdist_coord::registration_data().to_vec();
+    async fn get_children(&self, path: String, watch: Watch) -> ZkResult<(Vec<String>, Stat)> {
+        let (children, stat) = self.inner.get_children(&path, watch).await?;
+        let children = match self.mutant {
+            Some(Mutant::ClientSubmitsBlindly) if path == self.layout.tasks_dir() => Vec::new(),
+            Some(Mutant::MasterAssignsBusyWorkers) if path == self.layout.assignments_dir() => {
+                Vec::new()
             }
-            Ok((data, stat))
-        }
-    }
-
-    fn set_data(
-        &self,
-        path: &str,
-        data: &[u8],
-        version: Option<i32>,
-    ) -> impl Future<Output = ZkResult<Stat>> + Send {
-        self.inner.set_data(path, data, version)
-    }
-
-    fn get_children(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send {
-        let path = path.to_owned();
-        async move {
-            let (children, stat) = self.inner.get_children(&path, watch).await?;
-            let children = match self.mutant {
-                Some(Mutant::ClientSubmitsBlindly) if path == self.layout.tasks_dir() => Vec::new(),
-                Some(Mutant::MasterAssignsBusyWorkers) if path == self.layout.assignments_dir() => {
-                    Vec::new()
-                }
-                Some(Mutant::MasterSkipsTasksDiff) if path == self.layout.tasks_dir() => self
-                    .remember(|memory| {
-                        memory
-                            .first_tasks_listing
-                            .get_or_insert_with(|| children.clone())
-                            .clone()
-                    }),
-                Some(Mutant::MasterListsIdsAsWorkers) if path == self.layout.workers_dir() => {
-                    self.inner
-                        .get_children(&self.layout.ids_dir(), Watch::No)
-                        .await?
-                        .0
-                }
-                _ => children,
-            };
-            Ok((children, stat))
-        }
-    }
-
-    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send {
-        self.inner.count_descendants(path)
+            Some(Mutant::MasterSkipsTasksDiff) if path == self.layout.tasks_dir() => {
+                self.remember(|memory| {
+                    memory
+                        .first_tasks_listing
+                        .get_or_insert_with(|| children.clone())
+                        .clone()
+                })
+            }
+            Some(Mutant::MasterListsIdsAsWorkers) if path == self.layout.workers_dir() => {
+                self.inner
+                    .get_children(&self.layout.ids_dir(), Watch::No)
+                    .await?
+                    .0
+            }
+            _ => children,
+        };
+        Ok((children, stat))
     }
 
     async fn multi(&self, mut ops: Vec<Op>) -> ZkResult<Vec<OpResult>> {
@@ -367,32 +314,51 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         self.inner.multi(ops).await
     }
 
-    fn add_watch(
-        &self,
-        path: &str,
-        mode: AddWatchMode,
-    ) -> impl Future<Output = ZkResult<()>> + Send {
-        let skipped =
-            self.mutant == Some(Mutant::MasterSkipsTasksDiff) && path == self.layout.tasks_dir();
-        let path = path.to_owned();
-        async move {
-            if skipped {
-                // Answered as set, never set: no task event ever comes.
-                return Ok(());
-            }
-            let first_arm = self.mutant == Some(Mutant::WorkerArmsAfterRegistering)
-                && self.own_assignment().as_deref() == Some(path.as_str())
-                && !self.remember(|memory| std::mem::replace(&mut memory.first_arm_skipped, true));
-            if first_arm {
-                // Not armed yet: that happens after registering.
-                return Ok(());
-            }
-            self.inner.add_watch(&path, mode).await
+    async fn add_watch(&self, path: String, mode: AddWatchMode) -> ZkResult<()> {
+        if self.mutant == Some(Mutant::MasterSkipsTasksDiff) && path == self.layout.tasks_dir() {
+            // Answered as set, never set: no task event ever comes.
+            return Ok(());
         }
+        let first_arm = self.mutant == Some(Mutant::WorkerArmsAfterRegistering)
+            && self.own_assignment().as_deref() == Some(path.as_str())
+            && !self.remember(|memory| std::mem::replace(&mut memory.first_arm_skipped, true));
+        if first_arm {
+            // Not armed yet: that happens after registering.
+            return Ok(());
+        }
+        self.inner.add_watch(&path, mode).await
+    }
+}
+
+impl<C: Coordinator> Coordinator for MutantSession<C> {
+    fn session_id(&self) -> SessionId {
+        self.inner.session_id()
     }
 
-    fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {
-        self.inner.sync(path)
+    /// Every request is sent once this future is polled, as a request of
+    /// the mutant's own may be, later or split.
+    fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {
+        let watch = |watch: bool| if watch { Watch::Yes } else { Watch::No };
+        async move {
+            match request {
+                Request::Create { path, data, mode } => {
+                    self.create(path, data, mode).await.map(Reply::Created)
+                }
+                Request::GetData { path, watch: w } => self
+                    .get_data(path, watch(w))
+                    .await
+                    .map(|(data, stat)| Reply::Data(data, stat)),
+                Request::GetChildren { path, watch: w } => self
+                    .get_children(path, watch(w))
+                    .await
+                    .map(|(names, stat)| Reply::Children(names, stat)),
+                Request::Multi { ops } => self.multi(ops).await.map(Reply::Multi),
+                Request::AddWatch { path, mode } => {
+                    self.add_watch(path, mode).await.map(|()| Reply::WatchAdded)
+                }
+                other => self.inner.call(other).await,
+            }
+        }
     }
 
     fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {

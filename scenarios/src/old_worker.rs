@@ -14,10 +14,7 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use zkdist_coord::{
-    AddWatchMode, Coordinator, CreateMode, Layout, Op, OpResult, SessionId, Stat, Watch, WorkerId,
-    ZkResult, path,
-};
+use zkdist_coord::{Coordinator, Layout, Reply, Request, SessionId, WorkerId, ZkResult, path};
 
 /// A session that, when `old` is set, makes its worker one of the build
 /// older than inline payloads (see the module's docs); otherwise every call
@@ -64,87 +61,42 @@ impl<C: Coordinator> Coordinator for OldWorkerSession<C> {
         self.inner.session_id()
     }
 
-    async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> ZkResult<String> {
-        // The old build's registration names no format.
-        let data = if self.old && self.is_own_registration(path) {
-            &[]
-        } else {
-            data
-        };
-        let created = self.inner.create(path, data, mode).await?;
-        if self.old && path == self.layout.worker_id_prefix() {
-            let worker = WorkerId::parse(path::name(&created)).ok();
-            *self.worker.lock().unwrap_or_else(PoisonError::into_inner) = worker;
-        }
-        Ok(created)
-    }
-
-    fn delete(
-        &self,
-        path: &str,
-        version: Option<i32>,
-    ) -> impl Future<Output = ZkResult<()>> + Send {
-        self.inner.delete(path, version)
-    }
-
-    fn exists(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send {
-        self.inner.exists(path, watch)
-    }
-
-    async fn get_data(&self, path: &str, watch: Watch) -> ZkResult<(Vec<u8>, Stat)> {
-        let (mut data, stat) = self.inner.get_data(path, watch).await?;
-        if self.old && self.is_own_assignment(path) {
-            // The old build took everything for the name: a newline and a
-            // payload make a name no task has (a NUL, which no name holds,
-            // stands for the difference).
-            for byte in &mut data {
-                if *byte == b'\n' {
-                    *byte = 0;
+    /// Sends the request at once, changed if it is the old build's
+    /// registration, and changes the reply if it is the worker's own
+    /// assignment.
+    fn call(&self, mut request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {
+        let learns_id = match &mut request {
+            Request::Create { path, data, .. } => {
+                // The old build's registration names no format.
+                if self.old && self.is_own_registration(path) {
+                    data.clear();
                 }
+                self.old && *path == self.layout.worker_id_prefix()
             }
+            _ => false,
+        };
+        let reads_own_assignment = matches!(&request,
+            Request::GetData { path, .. } if self.old && self.is_own_assignment(path));
+        let reply = self.inner.call(request);
+        async move {
+            let mut reply = reply.await?;
+            match &mut reply {
+                Reply::Created(created) if learns_id => {
+                    let worker = WorkerId::parse(path::name(created)).ok();
+                    *self.worker.lock().unwrap_or_else(PoisonError::into_inner) = worker;
+                }
+                // The old build took everything for the name: a newline and
+                // a payload make a name no task has (a NUL, which no name
+                // holds, stands for the difference).
+                Reply::Data(data, _) if reads_own_assignment => {
+                    for byte in data.iter_mut().filter(|byte| **byte == b'\n') {
+                        *byte = 0;
+                    }
+                }
+                _ => {}
+            }
+            Ok(reply)
         }
-        Ok((data, stat))
-    }
-
-    fn set_data(
-        &self,
-        path: &str,
-        data: &[u8],
-        version: Option<i32>,
-    ) -> impl Future<Output = ZkResult<Stat>> + Send {
-        self.inner.set_data(path, data, version)
-    }
-
-    fn get_children(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send {
-        self.inner.get_children(path, watch)
-    }
-
-    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send {
-        self.inner.count_descendants(path)
-    }
-
-    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
-        self.inner.multi(ops)
-    }
-
-    fn add_watch(
-        &self,
-        path: &str,
-        mode: AddWatchMode,
-    ) -> impl Future<Output = ZkResult<()>> + Send {
-        self.inner.add_watch(path, mode)
-    }
-
-    fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {
-        self.inner.sync(path)
     }
 
     fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {

@@ -2,7 +2,7 @@
 //! and its watch events and reply start back over the links.
 
 use rand::seq::SliceRandom;
-use zkdist_coord::SessionId;
+use zkdist_coord::{Reply, SessionId};
 
 use crate::applied::{AppliedOp, TxnKind, changes_of};
 use crate::digits::hex;
@@ -79,7 +79,7 @@ impl Engine {
         } else {
             self.server.apply(session, request)
         };
-        if let Ok(Response::Children(names, _)) = &mut applied.result {
+        if let Ok(Response::Reply(Reply::Children(names, _))) = &mut applied.result {
             // ZooKeeper lists children in hash order; a seeded shuffle
             // catches code that relies on any order.
             names.shuffle(&mut self.rng);

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 use zkdist_coord::{
-    AddWatchMode, Event, EventSender, EventStream, SessionId, SessionState, WatchEvent, WatchKind,
-    ZkError, ZkResult, path,
+    AddWatchMode, Event, EventSender, EventStream, Reply, Request as Call, SessionId, SessionState,
+    WatchEvent, WatchKind, ZkError, ZkResult, path,
 };
 
 use crate::request::{Request, Response, WatchingRead};
@@ -210,11 +210,17 @@ impl Client {
     /// does when the reply arrives.
     pub(crate) fn record_watch(&mut self, read: &WatchingRead, response: &Response) {
         let (watch, path) = match (read, response) {
-            (WatchingRead::Exists(p), Response::Exists(Some(_))) => (ClientWatch::Data, p),
-            (WatchingRead::Exists(p), Response::Exists(None)) => (ClientWatch::Exist, p),
-            (WatchingRead::GetData(p), Response::Data(..)) => (ClientWatch::Data, p),
-            (WatchingRead::GetChildren(p), Response::Children(..)) => (ClientWatch::Child, p),
-            (WatchingRead::AddWatch(p, mode), Response::WatchAdded) => {
+            (WatchingRead::Exists(p), Response::Reply(Reply::Exists(Some(_)))) => {
+                (ClientWatch::Data, p)
+            }
+            (WatchingRead::Exists(p), Response::Reply(Reply::Exists(None))) => {
+                (ClientWatch::Exist, p)
+            }
+            (WatchingRead::GetData(p), Response::Reply(Reply::Data(..))) => (ClientWatch::Data, p),
+            (WatchingRead::GetChildren(p), Response::Reply(Reply::Children(..))) => {
+                (ClientWatch::Child, p)
+            }
+            (WatchingRead::AddWatch(p, mode), Response::Reply(Reply::WatchAdded)) => {
                 (ClientWatch::of_mode(*mode), p)
             }
             (read, response) => unreachable!("{read:?} answered by {response:?}"),
@@ -226,7 +232,7 @@ impl Client {
     /// node that holds, or asked for, a persistent watch (see
     /// `AddWatchMode::refusal`), as the real backend refuses it.
     pub(crate) fn refuse_add_watch(&self, request: &Request) -> Option<ZkError> {
-        let Request::AddWatch { path, mode } = request else {
+        let Request::Call(Call::AddWatch { path, mode }) = request else {
             return None;
         };
         let other = match mode {

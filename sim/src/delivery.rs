@@ -3,7 +3,7 @@
 //! the stream).
 
 use zkdist_coord::validate::{check_children_reply, children_reply_bytes};
-use zkdist_coord::{SessionId, SessionState, WatchKind, ZkError, ZkResult};
+use zkdist_coord::{Reply, SessionId, SessionState, WatchKind, ZkError, ZkResult};
 
 use crate::arrival::push_words;
 use crate::client::ClientState;
@@ -111,7 +111,8 @@ impl Engine {
             .pending
             .remove(&request_id)
             .expect("a reply answers a pending request");
-        if let (Some(path), Ok(Response::Children(names, _))) = (&pending.listed_path, &result)
+        if let (Some(path), Ok(Response::Reply(Reply::Children(names, _)))) =
+            (&pending.listed_path, &result)
             && let Err(error) = check_children_reply(path, names, max_reply_bytes)
         {
             // The client library refuses a packet over its buffer size and

@@ -4,73 +4,39 @@
 use std::fmt;
 use std::sync::Arc;
 
-use zkdist_coord::{AddWatchMode, CreateMode, Op, OpResult, Stat, ZkError, ZkResult};
+use zkdist_coord::{AddWatchMode, CreateMode, Op, Reply, Request as Call, Stat, ZkError, ZkResult};
 
 use crate::applied::TxnKind;
 use crate::digits::{Digits, decimal, hex};
 
-/// A request as the server receives it. Client-side checks (paths, sizes,
-/// versions) have already passed.
+/// What a session sends the server: a request of the coordination trait
+/// (the client-side checks have already passed), or one of the session's
+/// own messages, which only the client library sends.
 #[derive(Debug, Clone)]
 pub(crate) enum Request {
     CreateSession,
-    Create {
-        path: String,
-        data: Vec<u8>,
-        mode: CreateMode,
-    },
-    Delete {
-        path: String,
-        version: Option<i32>,
-    },
-    Exists {
-        path: String,
-        watch: bool,
-    },
-    GetData {
-        path: String,
-        watch: bool,
-    },
-    SetData {
-        path: String,
-        data: Vec<u8>,
-        version: Option<i32>,
-    },
-    GetChildren {
-        path: String,
-        watch: bool,
-    },
-    CountDescendants {
-        path: String,
-    },
-    Multi {
-        ops: Vec<Op>,
-    },
-    Sync {
-        path: String,
-    },
-    AddWatch {
-        path: String,
-        mode: AddWatchMode,
-    },
+    Call(Call),
     Close,
+}
+
+impl From<Call> for Request {
+    fn from(call: Call) -> Request {
+        Request::Call(call)
+    }
 }
 
 /// The server's answer to a request that succeeded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Response {
     SessionCreated,
-    Created(String),
-    Deleted,
-    Exists(Option<Stat>),
-    Data(Vec<u8>, Stat),
-    DataSet(Stat),
-    Children(Vec<String>, Stat),
-    DescendantCount(usize),
-    Multi(Vec<OpResult>),
-    Synced,
-    WatchAdded,
+    Reply(Reply),
     Closed,
+}
+
+impl From<Reply> for Response {
+    fn from(reply: Reply) -> Response {
+        Response::Reply(reply)
+    }
 }
 
 /// The watch a read asks for, which the client records once the read's
@@ -89,19 +55,22 @@ impl Request {
     /// The kind of transaction the server runs it as, or `None` for a read
     /// (which takes no zxid).
     pub(crate) fn txn_kind(&self) -> Option<TxnKind> {
-        match self {
-            Request::CreateSession => Some(TxnKind::CreateSession),
-            Request::Create { .. } => Some(TxnKind::Create),
-            Request::Delete { .. } => Some(TxnKind::Delete),
-            Request::SetData { .. } => Some(TxnKind::SetData),
-            Request::Multi { .. } => Some(TxnKind::Multi),
-            Request::Close => Some(TxnKind::CloseSession),
-            Request::Exists { .. }
-            | Request::GetData { .. }
-            | Request::GetChildren { .. }
-            | Request::CountDescendants { .. }
-            | Request::Sync { .. }
-            | Request::AddWatch { .. } => None,
+        let call = match self {
+            Request::CreateSession => return Some(TxnKind::CreateSession),
+            Request::Close => return Some(TxnKind::CloseSession),
+            Request::Call(call) => call,
+        };
+        match call {
+            Call::Create { .. } => Some(TxnKind::Create),
+            Call::Delete { .. } => Some(TxnKind::Delete),
+            Call::SetData { .. } => Some(TxnKind::SetData),
+            Call::Multi { .. } => Some(TxnKind::Multi),
+            Call::Exists { .. }
+            | Call::GetData { .. }
+            | Call::GetChildren { .. }
+            | Call::CountDescendants { .. }
+            | Call::Sync { .. }
+            | Call::AddWatch { .. } => None,
         }
     }
 
@@ -111,13 +80,16 @@ impl Request {
     }
 
     pub(crate) fn watching_read(&self) -> Option<WatchingRead> {
-        match self {
-            Request::Exists { path, watch: true } => Some(WatchingRead::Exists(path.clone())),
-            Request::GetData { path, watch: true } => Some(WatchingRead::GetData(path.clone())),
-            Request::GetChildren { path, watch: true } => {
+        let Request::Call(call) = self else {
+            return None;
+        };
+        match call {
+            Call::Exists { path, watch: true } => Some(WatchingRead::Exists(path.clone())),
+            Call::GetData { path, watch: true } => Some(WatchingRead::GetData(path.clone())),
+            Call::GetChildren { path, watch: true } => {
                 Some(WatchingRead::GetChildren(path.clone()))
             }
-            Request::AddWatch { path, mode } => Some(WatchingRead::AddWatch(path.clone(), *mode)),
+            Call::AddWatch { path, mode } => Some(WatchingRead::AddWatch(path.clone(), *mode)),
             _ => None,
         }
     }
@@ -126,7 +98,7 @@ impl Request {
     /// reply before accepting it.
     pub(crate) fn listed_path(&self) -> Option<String> {
         match self {
-            Request::GetChildren { path, .. } => Some(path.clone()),
+            Request::Call(Call::GetChildren { path, .. }) => Some(path.clone()),
             _ => None,
         }
     }
@@ -156,22 +128,30 @@ fn write_words(out: &mut impl fmt::Write, words: &[&str]) -> fmt::Result {
 /// Writes a request's summary, as the trace shows it, with `write_str` for the pieces (every
 /// request's summary is written once, when it is sent).
 fn write_summary(out: &mut impl fmt::Write, request: &Request) -> fmt::Result {
-    let watch = |w: bool| if w { " watch" } else { "" };
     match request {
         Request::CreateSession => out.write_str("create_session"),
-        Request::Create { path, data, mode } => write_create(out, path, data, *mode),
-        Request::Delete { path, version } => write_delete(out, path, *version),
-        Request::Exists { path, watch: w } => write_words(out, &["exists ", path, watch(*w)]),
-        Request::GetData { path, watch: w } => write_words(out, &["get_data ", path, watch(*w)]),
-        Request::SetData {
+        Request::Call(call) => write_call(out, call),
+        Request::Close => out.write_str("close"),
+    }
+}
+
+/// A request of the coordination trait, as the trace shows it.
+fn write_call(out: &mut impl fmt::Write, call: &Call) -> fmt::Result {
+    let watch = |w: bool| if w { " watch" } else { "" };
+    match call {
+        Call::Create { path, data, mode } => write_create(out, path, data, *mode),
+        Call::Delete { path, version } => write_delete(out, path, *version),
+        Call::Exists { path, watch: w } => write_words(out, &["exists ", path, watch(*w)]),
+        Call::GetData { path, watch: w } => write_words(out, &["get_data ", path, watch(*w)]),
+        Call::SetData {
             path,
             data,
             version,
         } => write_set_data(out, path, data, *version),
-        Request::GetChildren { path, watch: w } => {
+        Call::GetChildren { path, watch: w } => {
             write_words(out, &["get_children ", path, watch(*w)])
         }
-        Request::Multi { ops } => {
+        Call::Multi { ops } => {
             out.write_str("multi [")?;
             for (index, op) in ops.iter().enumerate() {
                 if index > 0 {
@@ -181,12 +161,9 @@ fn write_summary(out: &mut impl fmt::Write, request: &Request) -> fmt::Result {
             }
             out.write_str("]")
         }
-        Request::CountDescendants { path } => write_words(out, &["count_descendants ", path]),
-        Request::Sync { path } => write_words(out, &["sync ", path]),
-        Request::AddWatch { path, mode } => {
-            write_words(out, &["add_watch ", path, " ", mode.name()])
-        }
-        Request::Close => out.write_str("close"),
+        Call::CountDescendants { path } => write_words(out, &["count_descendants ", path]),
+        Call::Sync { path } => write_words(out, &["sync ", path]),
+        Call::AddWatch { path, mode } => write_words(out, &["add_watch ", path, " ", mode.name()]),
     }
 }
 
@@ -306,17 +283,20 @@ pub(crate) fn write_outcome(out: &mut impl fmt::Write, result: &ZkResult<Respons
     // `v{version} mzxid=0x{mzxid:x}`.
     let stat = |s: &Stat| [decimal(s.version.into()), hex(s.mzxid)];
     let count = |items: usize| decimal(i64::try_from(items).expect("a count fits an i64"));
-    match result {
-        Err(error) => write!(out, "{}", ErrorName(error)),
-        Ok(Response::SessionCreated) => words(&["ok"]),
-        Ok(Response::Created(path)) => words(&[path]),
-        Ok(Response::Deleted) => words(&["ok"]),
-        Ok(Response::Exists(None)) => words(&["none"]),
-        Ok(Response::Exists(Some(s)) | Response::DataSet(s)) => {
+    let reply = match result {
+        Err(error) => return write!(out, "{}", ErrorName(error)),
+        Ok(Response::SessionCreated | Response::Closed) => return words(&["ok"]),
+        Ok(Response::Reply(reply)) => reply,
+    };
+    match reply {
+        Reply::Created(path) => words(&[path]),
+        Reply::Deleted => words(&["ok"]),
+        Reply::Exists(None) => words(&["none"]),
+        Reply::Exists(Some(s)) | Reply::DataSet(s) => {
             let [version, mzxid] = stat(s);
             words(&["v", version.as_str(), " mzxid=0x", mzxid.as_str()])
         }
-        Ok(Response::Data(data, s)) => {
+        Reply::Data(data, s) => {
             let [version, mzxid] = stat(s);
             let length = count(data.len());
             words(&[
@@ -327,34 +307,36 @@ pub(crate) fn write_outcome(out: &mut impl fmt::Write, result: &ZkResult<Respons
                 mzxid.as_str(),
             ])
         }
-        Ok(Response::Children(names, s)) => {
+        Reply::Children(names, s) => {
             let (listed, pzxid) = (count(names.len()), hex(s.pzxid));
             words(&[listed.as_str(), " children pzxid=0x", pzxid.as_str()])
         }
-        Ok(Response::DescendantCount(descendants)) => {
+        Reply::DescendantCount(descendants) => {
             words(&[count(*descendants).as_str(), " descendants"])
         }
-        Ok(Response::Multi(results)) => {
+        Reply::Multi(results) => {
             let applied = count(results.len());
             words(&["ok ", applied.as_str(), " ops"])
         }
-        Ok(Response::Synced | Response::WatchAdded | Response::Closed) => words(&["ok"]),
+        Reply::Synced | Reply::WatchAdded => words(&["ok"]),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use zkdist_coord::OpResult;
+
     use super::*;
 
     #[test]
     fn summaries_are_readable() {
-        let create = Request::Create {
+        let create = Request::from(Call::Create {
             path: "/a/t-".into(),
             data: vec![1, 2],
             mode: CreateMode::EphemeralSequential,
-        };
+        });
         assert_eq!(create.summary(), "create /a/t- ephemeral_sequential 2B");
-        let multi = Request::Multi {
+        let multi = Request::from(Call::Multi {
             ops: vec![
                 Op::Check {
                     path: "/a".into(),
@@ -365,7 +347,7 @@ mod tests {
                     version: None,
                 },
             ],
-        };
+        });
         assert_eq!(multi.summary(), "multi [check /a v3, delete /b v*]");
         let mut scratch = "left over".to_owned();
         assert_eq!(
@@ -379,14 +361,14 @@ mod tests {
         });
         assert_eq!(outcome(&failed).to_string(), "Multi[1] NoNode");
         assert_eq!(error_name(&ZkError::NoNode { path: "/b".into() }), "NoNode");
-        let data: ZkResult<Response> = Ok(Response::Data(
+        let data: ZkResult<Response> = Ok(Response::Reply(Reply::Data(
             vec![1, 2, 3],
             Stat {
                 version: 2,
                 mzxid: 0x1f,
                 ..Stat::default()
             },
-        ));
+        )));
         assert_eq!(outcome(&data).to_string(), "3B v2 mzxid=0x1f");
     }
 
@@ -400,28 +382,30 @@ mod tests {
             ..Stat::default()
         };
         let shown = |response: Response| outcome(&Ok(response)).to_string();
+        let reply = |reply: Reply| outcome(&Ok(Response::Reply(reply))).to_string();
         assert_eq!(shown(Response::SessionCreated), "ok");
-        assert_eq!(shown(Response::Created("/a/b".into())), "/a/b");
-        assert_eq!(shown(Response::Deleted), "ok");
-        assert_eq!(shown(Response::Exists(None)), "none");
+        assert_eq!(reply(Reply::Created("/a/b".into())), "/a/b");
+        assert_eq!(reply(Reply::Deleted), "ok");
+        assert_eq!(reply(Reply::Exists(None)), "none");
         let stat_text = format!("v{} mzxid=0x{:x}", stat.version, stat.mzxid);
         assert_eq!(stat_text, "v-3 mzxid=0x1000000ab");
-        assert_eq!(shown(Response::Exists(Some(stat))), stat_text);
-        assert_eq!(shown(Response::DataSet(stat)), stat_text);
+        assert_eq!(reply(Reply::Exists(Some(stat))), stat_text);
+        assert_eq!(reply(Reply::DataSet(stat)), stat_text);
         assert_eq!(
-            shown(Response::Data(vec![0; 1_234], stat)),
+            reply(Reply::Data(vec![0; 1_234], stat)),
             format!("1234B {stat_text}")
         );
         assert_eq!(
-            shown(Response::Children(vec!["x".into(), "y".into()], stat)),
+            reply(Reply::Children(vec!["x".into(), "y".into()], stat)),
             "2 children pzxid=0x2c"
         );
         assert_eq!(
-            shown(Response::Multi(vec![OpResult::Checked; 12])),
+            reply(Reply::Multi(vec![OpResult::Checked; 12])),
             "ok 12 ops"
         );
-        for done in [Response::Synced, Response::WatchAdded, Response::Closed] {
-            assert_eq!(shown(done), "ok");
+        for done in [Reply::Synced, Reply::WatchAdded] {
+            assert_eq!(reply(done), "ok");
         }
+        assert_eq!(shown(Response::Closed), "ok");
     }
 }

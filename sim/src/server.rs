@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use zkdist_coord::{SessionId, WatchEvent, WatchKind, ZkError, ZkResult};
+use zkdist_coord::{Reply, Request as Call, SessionId, WatchEvent, WatchKind, ZkError, ZkResult};
 
 use crate::multi::apply_multi;
 use crate::request::{Request, Response};
@@ -68,7 +68,8 @@ impl Server {
 
     /// Applies a request from a live session (or the request that creates
     /// it). A close goes through [`Server::end_session`] instead.
-    pub(crate) fn apply(&mut self, session: SessionId, request: Request) -> Applied {
+    pub(crate) fn apply(&mut self, session: SessionId, request: impl Into<Request>) -> Applied {
+        let request = request.into();
         assert!(
             self.is_alive(session) != matches!(request, Request::CreateSession),
             "request from session {session} in the wrong life state"
@@ -85,47 +86,59 @@ impl Server {
                 Ok(Response::SessionCreated)
             }
             Request::Close => unreachable!("refused above"),
-            Request::Create { path, data, mode } => self
+            Request::Call(call) => self
+                .apply_call(session, zxid, call, &mut journal)
+                .map(Response::Reply),
+        };
+        Applied {
+            zxid,
+            events: self.fire(&journal.triggers),
+            triggers: journal.triggers,
+            result,
+        }
+    }
+
+    /// Applies a request of the coordination trait; `zxid` is the
+    /// transaction's for a write.
+    fn apply_call(
+        &mut self,
+        session: SessionId,
+        zxid: Option<i64>,
+        call: Call,
+        journal: &mut Journal,
+    ) -> ZkResult<Reply> {
+        match call {
+            Call::Create { path, data, mode } => self
                 .tree
-                .create(
-                    zxid.expect("write"),
-                    session,
-                    &path,
-                    &data,
-                    mode,
-                    &mut journal,
-                )
-                .map(Response::Created),
-            Request::Delete { path, version } => self
+                .create(zxid.expect("write"), session, &path, &data, mode, journal)
+                .map(Reply::Created),
+            Call::Delete { path, version } => self
                 .tree
-                .delete(zxid.expect("write"), &path, version, &mut journal)
-                .map(|()| Response::Deleted),
-            Request::SetData {
+                .delete(zxid.expect("write"), &path, version, journal)
+                .map(|()| Reply::Deleted),
+            Call::SetData {
                 path,
                 data,
                 version,
             } => self
                 .tree
-                .set_data(zxid.expect("write"), &path, &data, version, &mut journal)
-                .map(Response::DataSet),
-            Request::Multi { ops } => {
-                apply_multi(&mut self.tree, zxid.expect("write"), session, &ops).map(
-                    |(results, triggers)| {
-                        journal.triggers = triggers;
-                        Response::Multi(results)
-                    },
-                )
-            }
-            Request::Exists { path, watch } => {
+                .set_data(zxid.expect("write"), &path, &data, version, journal)
+                .map(Reply::DataSet),
+            Call::Multi { ops } => apply_multi(&mut self.tree, zxid.expect("write"), session, &ops)
+                .map(|(results, triggers)| {
+                    journal.triggers = triggers;
+                    Reply::Multi(results)
+                }),
+            Call::Exists { path, watch } => {
                 // A watch is left even on a missing node: it fires on create.
                 if watch {
                     self.watches.add(WatchTable::Data, &path, session);
                 }
-                Ok(Response::Exists(self.tree.stat(&path)))
+                Ok(Reply::Exists(self.tree.stat(&path)))
             }
-            Request::GetData { path, watch } => match self.tree.get(&path) {
+            Call::GetData { path, watch } => match self.tree.get(&path) {
                 Some(node) => {
-                    let response = Response::Data(node.data().to_vec(), node.stat());
+                    let response = Reply::Data(node.data().to_vec(), node.stat());
                     if watch {
                         self.watches.add(WatchTable::Data, &path, session);
                     }
@@ -133,10 +146,10 @@ impl Server {
                 }
                 None => Err(ZkError::NoNode { path }),
             },
-            Request::GetChildren { path, watch } => match self.tree.get(&path) {
+            Call::GetChildren { path, watch } => match self.tree.get(&path) {
                 Some(node) => {
                     let names = node.children().map(str::to_owned).collect();
-                    let response = Response::Children(names, node.stat());
+                    let response = Reply::Children(names, node.stat());
                     if watch {
                         self.watches.add(WatchTable::Child, &path, session);
                     }
@@ -144,22 +157,16 @@ impl Server {
                 }
                 None => Err(ZkError::NoNode { path }),
             },
-            Request::CountDescendants { path } => match self.tree.descendant_count(&path) {
-                Some(count) => Ok(Response::DescendantCount(count)),
+            Call::CountDescendants { path } => match self.tree.descendant_count(&path) {
+                Some(count) => Ok(Reply::DescendantCount(count)),
                 None => Err(ZkError::NoNode { path }),
             },
-            Request::Sync { .. } => Ok(Response::Synced),
-            Request::AddWatch { path, mode } => {
+            Call::Sync { .. } => Ok(Reply::Synced),
+            Call::AddWatch { path, mode } => {
                 // The node need not exist; nothing fires now.
                 self.watches.add(WatchTable::of_mode(mode), &path, session);
-                Ok(Response::WatchAdded)
+                Ok(Reply::WatchAdded)
             }
-        };
-        Applied {
-            zxid,
-            events: self.fire(&journal.triggers),
-            triggers: journal.triggers,
-            result,
         }
     }
 
@@ -312,7 +319,7 @@ mod tests {
     fn create(server: &mut Server, session: SessionId, path: &str, mode: CreateMode) -> Applied {
         server.apply(
             session,
-            Request::Create {
+            Call::Create {
                 path: path.into(),
                 data: vec![],
                 mode,
@@ -333,7 +340,7 @@ mod tests {
         assert!(failed.result.is_err() && changes_of(&failed.triggers).is_empty());
         let read = server.apply(
             A,
-            Request::Exists {
+            Call::Exists {
                 path: "/".into(),
                 watch: false,
             },
@@ -357,14 +364,14 @@ mod tests {
         let mut server = server_with_sessions();
         server.apply(
             A,
-            Request::Exists {
+            Call::Exists {
                 path: "/a".into(),
                 watch: true,
             },
         );
         server.apply(
             A,
-            Request::GetChildren {
+            Call::GetChildren {
                 path: "/".into(),
                 watch: true,
             },
@@ -390,7 +397,7 @@ mod tests {
         let mut server = server_with_sessions();
         let read = server.apply(
             A,
-            Request::GetData {
+            Call::GetData {
                 path: "/a".into(),
                 watch: true,
             },
@@ -412,7 +419,7 @@ mod tests {
         for (session, path) in [(B, "/e2"), (A, "/e1")] {
             server.apply(
                 session,
-                Request::Exists {
+                Call::Exists {
                     path: path.into(),
                     watch: true,
                 },
@@ -420,7 +427,7 @@ mod tests {
         }
         server.apply(
             A,
-            Request::GetChildren {
+            Call::GetChildren {
                 path: "/e2".into(),
                 watch: true,
             },
@@ -480,7 +487,7 @@ mod tests {
         server.detach(A);
         server.apply(
             B,
-            Request::SetData {
+            Call::SetData {
                 path: "/changed".into(),
                 data: vec![1],
                 version: None,
@@ -488,7 +495,7 @@ mod tests {
         );
         server.apply(
             B,
-            Request::Delete {
+            Call::Delete {
                 path: "/gone".into(),
                 version: None,
             },

@@ -1,5 +1,5 @@
 //! `SimSession`: one simulated session's handle, implementing the
-//! `Coordinator` trait. It checks its arguments as a client library does,
+//! `Coordinator` trait. It checks each request as a client library does,
 //! before anything is sent (with `zkdist_coord::validate`, the checks every
 //! backend shares), then sends the request to the driver.
 
@@ -7,10 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
-use zkdist_coord::validate::{check_create, check_delete, check_multi, check_read, check_set_data};
-use zkdist_coord::{
-    AddWatchMode, Coordinator, CreateMode, Op, OpResult, SessionId, Stat, Watch, ZkError, ZkResult,
-};
+use zkdist_coord::{Coordinator, Reply, Request as Call, SessionId, ZkError, ZkResult};
 
 use crate::command::Command;
 use crate::request::{Request, Response};
@@ -80,18 +77,25 @@ impl SimSession {
         &self.name
     }
 
-    async fn call(&self, request: Request) -> ZkResult<Response> {
+    /// Sends `request` to the driver now, so that the session's requests
+    /// keep the order of the calls; the receiver gets the reply.
+    fn send(&self, request: Request) -> ZkResult<oneshot::Receiver<ZkResult<Response>>> {
         let (reply, answer) = oneshot::channel();
         let command = Command::Request {
             session: self.id,
             request,
             reply,
         };
-        if self.commands.send(command).is_err() {
-            return Err(simulator_stopped());
-        }
-        answer.await.unwrap_or_else(|_| Err(simulator_stopped()))
+        self.commands
+            .send(command)
+            .map_err(|_| simulator_stopped())?;
+        Ok(answer)
     }
+}
+
+/// The reply `answer` brings, once it comes.
+async fn reply_of(answer: ZkResult<oneshot::Receiver<ZkResult<Response>>>) -> ZkResult<Response> {
+    answer?.await.unwrap_or_else(|_| Err(simulator_stopped()))
 }
 
 impl Coordinator for SimSession {
@@ -99,167 +103,26 @@ impl Coordinator for SimSession {
         self.id
     }
 
-    fn create(
-        &self,
-        path: &str,
-        data: &[u8],
-        mode: CreateMode,
-    ) -> impl Future<Output = ZkResult<String>> + Send {
-        let request = check_create(path, data, mode).map(|()| Request::Create {
-            path: path.to_owned(),
-            data: data.to_vec(),
-            mode,
-        });
+    /// Checks the request as the client library does, then sends it.
+    fn call(&self, request: Call) -> impl Future<Output = ZkResult<Reply>> + Send {
+        let answer = request
+            .check()
+            .and_then(|()| self.send(Request::Call(request)));
         async move {
-            match self.call(request?).await? {
-                Response::Created(created) => Ok(created),
+            match reply_of(answer).await? {
+                Response::Reply(reply) => Ok(reply),
                 other => Err(unexpected(other)),
             }
         }
     }
 
-    fn delete(
-        &self,
-        path: &str,
-        version: Option<i32>,
-    ) -> impl Future<Output = ZkResult<()>> + Send {
-        let request = check_delete(path, version).map(|()| Request::Delete {
-            path: path.to_owned(),
-            version,
-        });
+    fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {
+        let answer = self.send(Request::Close);
         async move {
-            match self.call(request?).await? {
-                Response::Deleted => Ok(()),
+            match reply_of(answer).await? {
+                Response::Closed => Ok(()),
                 other => Err(unexpected(other)),
             }
-        }
-    }
-
-    fn exists(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send {
-        let request = check_read(path).map(|()| Request::Exists {
-            path: path.to_owned(),
-            watch: watch == Watch::Yes,
-        });
-        async move {
-            match self.call(request?).await? {
-                Response::Exists(stat) => Ok(stat),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    fn get_data(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<u8>, Stat)>> + Send {
-        let request = check_read(path).map(|()| Request::GetData {
-            path: path.to_owned(),
-            watch: watch == Watch::Yes,
-        });
-        async move {
-            match self.call(request?).await? {
-                Response::Data(data, stat) => Ok((data, stat)),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    fn set_data(
-        &self,
-        path: &str,
-        data: &[u8],
-        version: Option<i32>,
-    ) -> impl Future<Output = ZkResult<Stat>> + Send {
-        let request = check_set_data(path, data, version).map(|()| Request::SetData {
-            path: path.to_owned(),
-            data: data.to_vec(),
-            version,
-        });
-        async move {
-            match self.call(request?).await? {
-                Response::DataSet(stat) => Ok(stat),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    fn get_children(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send {
-        let request = check_read(path).map(|()| Request::GetChildren {
-            path: path.to_owned(),
-            watch: watch == Watch::Yes,
-        });
-        async move {
-            match self.call(request?).await? {
-                Response::Children(names, stat) => Ok((names, stat)),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send {
-        let request = check_read(path).map(|()| Request::CountDescendants {
-            path: path.to_owned(),
-        });
-        async move {
-            match self.call(request?).await? {
-                Response::DescendantCount(count) => Ok(count),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
-        let request = check_multi(&ops).map(|()| Request::Multi { ops });
-        async move {
-            match self.call(request?).await? {
-                Response::Multi(results) => Ok(results),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {
-        let request = check_read(path).map(|()| Request::Sync {
-            path: path.to_owned(),
-        });
-        async move {
-            match self.call(request?).await? {
-                Response::Synced => Ok(()),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    fn add_watch(
-        &self,
-        path: &str,
-        mode: AddWatchMode,
-    ) -> impl Future<Output = ZkResult<()>> + Send {
-        let request = check_read(path).map(|()| Request::AddWatch {
-            path: path.to_owned(),
-            mode,
-        });
-        async move {
-            match self.call(request?).await? {
-                Response::WatchAdded => Ok(()),
-                other => Err(unexpected(other)),
-            }
-        }
-    }
-
-    async fn close(&self) -> ZkResult<()> {
-        match self.call(Request::Close).await? {
-            Response::Closed => Ok(()),
-            other => Err(unexpected(other)),
         }
     }
 }

@@ -8,7 +8,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use super::*;
-use crate::{AddWatchMode, OpResult, SessionId, ZkResult};
+use crate::{OpResult, Reply, Request, SessionId, ZkResult};
 
 /// What the test makes the session's next write do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,8 +55,8 @@ impl LaggingSession {
         self.calls.lock().unwrap().clone()
     }
 
-    /// Records the call; fails it if the session has expired.
-    fn call(&self, what: &str, path: &str) -> ZkResult<()> {
+    /// Records the request; fails it if the session has expired.
+    fn record(&self, what: &str, path: &str) -> ZkResult<()> {
         self.calls.lock().unwrap().push(format!("{what} {path}"));
         if *self.expired.lock().unwrap() {
             return Err(ZkError::SessionExpired);
@@ -82,8 +82,71 @@ impl LaggingSession {
     }
 }
 
-fn ready<T: Send>(value: T) -> impl Future<Output = T> + Send {
-    std::future::ready(value)
+impl LaggingSession {
+    fn answer(&self, request: Request) -> ZkResult<Reply> {
+        match request {
+            Request::Create { path, mode, .. } => {
+                self.record("create", &path)?;
+                self.write(|nodes| {
+                    assert_eq!(
+                        mode,
+                        CreateMode::PersistentSequential,
+                        "only submits create"
+                    );
+                    let created = format!("{path}{:010}", nodes.len());
+                    nodes.insert(created.clone());
+                    Ok(Reply::Created(created))
+                })
+            }
+            Request::Exists { path, .. } => {
+                self.record("exists", &path)?;
+                let follower = self.follower.lock().unwrap();
+                Ok(Reply::Exists(follower.contains(&path).then(Stat::default)))
+            }
+            Request::GetChildren { path, .. } => {
+                self.record("get_children", &path)?;
+                let prefix = format!("{path}/");
+                let names = self
+                    .follower
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|node| node.strip_prefix(&prefix))
+                    .filter(|name| !name.contains('/'))
+                    .map(str::to_owned)
+                    .collect();
+                Ok(Reply::Children(names, Stat::default()))
+            }
+            Request::Multi { ops } => {
+                self.record("multi", "")?;
+                self.write(|nodes| {
+                    for (index, op) in ops.iter().enumerate() {
+                        let Op::Delete { path, .. } = op else {
+                            unreachable!("the client's multi only deletes");
+                        };
+                        if !nodes.contains(path) {
+                            return Err(ZkError::Multi {
+                                index,
+                                error: Box::new(ZkError::NoNode { path: path.clone() }),
+                            });
+                        }
+                    }
+                    for op in &ops {
+                        if let Op::Delete { path, .. } = op {
+                            nodes.remove(path);
+                        }
+                    }
+                    Ok(Reply::Multi(vec![OpResult::Deleted; ops.len()]))
+                })
+            }
+            Request::Sync { path } => {
+                self.record("sync", &path)?;
+                *self.follower.lock().unwrap() = self.leader.lock().unwrap().clone();
+                Ok(Reply::Synced)
+            }
+            other => unreachable!("the read-back tests make no {} request", other.name()),
+        }
+    }
 }
 
 impl Coordinator for LaggingSession {
@@ -91,132 +154,12 @@ impl Coordinator for LaggingSession {
         SessionId(self.id)
     }
 
-    fn create(
-        &self,
-        path: &str,
-        _data: &[u8],
-        mode: CreateMode,
-    ) -> impl Future<Output = ZkResult<String>> + Send {
-        let reply = self.call("create", path).and_then(|()| {
-            self.write(|nodes| {
-                assert_eq!(
-                    mode,
-                    CreateMode::PersistentSequential,
-                    "only submits create"
-                );
-                let created = format!("{path}{:010}", nodes.len());
-                nodes.insert(created.clone());
-                Ok(created)
-            })
-        });
-        ready(reply)
-    }
-
-    fn delete(&self, _: &str, _: Option<i32>) -> impl Future<Output = ZkResult<()>> + Send {
-        unreachable!("the client deletes through multi");
-        #[allow(unreachable_code)]
-        ready(Ok(()))
-    }
-
-    fn exists(&self, path: &str, _: Watch) -> impl Future<Output = ZkResult<Option<Stat>>> + Send {
-        let reply = self.call("exists", path).map(|()| {
-            self.follower
-                .lock()
-                .unwrap()
-                .contains(path)
-                .then(Stat::default)
-        });
-        ready(reply)
-    }
-
-    fn get_data(
-        &self,
-        _: &str,
-        _: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<u8>, Stat)>> + Send {
-        unreachable!("not read by these tests");
-        #[allow(unreachable_code)]
-        ready(Ok((Vec::new(), Stat::default())))
-    }
-
-    fn set_data(
-        &self,
-        _: &str,
-        _: &[u8],
-        _: Option<i32>,
-    ) -> impl Future<Output = ZkResult<Stat>> + Send {
-        unreachable!("the client sets no data");
-        #[allow(unreachable_code)]
-        ready(Ok(Stat::default()))
-    }
-
-    fn get_children(
-        &self,
-        path: &str,
-        _: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send {
-        let reply = self.call("get_children", path).map(|()| {
-            let prefix = format!("{path}/");
-            let names = self
-                .follower
-                .lock()
-                .unwrap()
-                .iter()
-                .filter_map(|node| node.strip_prefix(&prefix))
-                .filter(|name| !name.contains('/'))
-                .map(str::to_owned)
-                .collect();
-            (names, Stat::default())
-        });
-        ready(reply)
-    }
-
-    fn count_descendants(&self, _: &str) -> impl Future<Output = ZkResult<usize>> + Send {
-        unreachable!("the read-back tests do not read the status");
-        #[allow(unreachable_code)]
-        ready(Ok(0))
-    }
-
-    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
-        let reply = self.call("multi", "").and_then(|()| {
-            self.write(|nodes| {
-                for (index, op) in ops.iter().enumerate() {
-                    let Op::Delete { path, .. } = op else {
-                        unreachable!("the client's multi only deletes");
-                    };
-                    if !nodes.contains(path) {
-                        return Err(ZkError::Multi {
-                            index,
-                            error: Box::new(ZkError::NoNode { path: path.clone() }),
-                        });
-                    }
-                }
-                for op in &ops {
-                    if let Op::Delete { path, .. } = op {
-                        nodes.remove(path);
-                    }
-                }
-                Ok(vec![OpResult::Deleted; ops.len()])
-            })
-        });
-        ready(reply)
-    }
-
-    fn add_watch(&self, _: &str, _: AddWatchMode) -> impl Future<Output = ZkResult<()>> + Send {
-        unreachable!("the client leaves no persistent watch");
-        #[allow(unreachable_code)]
-        ready(Ok(()))
-    }
-
-    fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {
-        let reply = self.call("sync", path).map(|()| {
-            *self.follower.lock().unwrap() = self.leader.lock().unwrap().clone();
-        });
-        ready(reply)
+    fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {
+        std::future::ready(self.answer(request))
     }
 
     fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {
-        ready(Ok(()))
+        std::future::ready(Ok(()))
     }
 }
 

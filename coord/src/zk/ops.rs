@@ -7,67 +7,9 @@ use super::errors::{OpContext, map_error, map_multi_error};
 use super::watches::{Seen, WatchClass};
 use crate::error::{ZkError, ZkResult};
 use crate::op::{Op, OpResult};
+use crate::request::{Reply, Request};
 use crate::types::{AddWatchMode, CreateMode, Stat};
-use crate::validate::{
-    check_children_reply, check_create, check_delete, check_multi, check_read, check_set_data,
-};
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Request {
-    Create {
-        path: String,
-        data: Vec<u8>,
-        mode: CreateMode,
-    },
-    Delete {
-        path: String,
-        version: Option<i32>,
-    },
-    Exists {
-        path: String,
-        watch: bool,
-    },
-    GetData {
-        path: String,
-        watch: bool,
-    },
-    SetData {
-        path: String,
-        data: Vec<u8>,
-        version: Option<i32>,
-    },
-    GetChildren {
-        path: String,
-        watch: bool,
-    },
-    CountDescendants {
-        path: String,
-    },
-    Multi {
-        ops: Vec<Op>,
-    },
-    Sync {
-        path: String,
-    },
-    AddWatch {
-        path: String,
-        mode: AddWatchMode,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Reply {
-    Created(String),
-    Deleted,
-    Exists(Option<Stat>),
-    Data(Vec<u8>, Stat),
-    DataSet(Stat),
-    Children(Vec<String>, Stat),
-    DescendantCount(usize),
-    Multi(Vec<OpResult>),
-    Synced,
-    WatchAdded,
-}
+use crate::validate::check_children_reply;
 
 /// What running a request produced: the reply, and the watcher it left.
 pub(crate) struct Outcome {
@@ -89,30 +31,6 @@ pub(crate) struct NewWatcher {
     /// `watches.rs`).
     pub seen: Seen,
     pub watcher: zkc::OneshotWatcher,
-}
-
-impl Request {
-    /// Client-side checks, done before anything is sent. A multi's faulty
-    /// op is reported as `ZkError::Multi` with its index, as the server would
-    /// report a failing op.
-    pub(crate) fn check(&self) -> ZkResult<()> {
-        match self {
-            Request::Create { path, data, mode } => check_create(path, data, *mode),
-            Request::Delete { path, version } => check_delete(path, *version),
-            Request::Exists { path, .. }
-            | Request::GetData { path, .. }
-            | Request::GetChildren { path, .. }
-            | Request::CountDescendants { path }
-            | Request::Sync { path }
-            | Request::AddWatch { path, .. } => check_read(path),
-            Request::SetData {
-                path,
-                data,
-                version,
-            } => check_set_data(path, data, *version),
-            Request::Multi { ops } => check_multi(ops),
-        }
-    }
 }
 
 fn client_mode(mode: CreateMode) -> zkc::CreateMode {

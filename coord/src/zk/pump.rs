@@ -79,11 +79,12 @@ use futures::{FutureExt, StreamExt, ready};
 use tokio::sync::{mpsc, oneshot};
 use zookeeper_client as zkc;
 
-use super::ops::{self, Outcome, Reply, Request};
+use super::ops::{self, Outcome};
 use super::persistent::{OneShotPlan, PersistentWatches};
 use super::watches::{WatchClass, WatchId, WatchTable};
 use crate::error::{ZkError, ZkResult};
 use crate::event::{Event, EventSender, SessionState, WatchEvent, WatchKind};
+use crate::request::{Reply, Request};
 use crate::types::AddWatchMode;
 
 /// What a [`super::ZkSession`] asks its actor.

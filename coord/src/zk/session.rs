@@ -9,13 +9,12 @@ use zookeeper_client as zkc;
 use super::acl::acls_for_created_nodes;
 use super::config::ZkConfig;
 use super::connect::establish;
-use super::ops::{Reply, Request};
 use super::pump::{Command, Pump, session_state_of};
 use crate::coordinator::Coordinator;
 use crate::error::{ZkError, ZkResult};
 use crate::event::{Event, EventStream, SessionState};
-use crate::op::{Op, OpResult};
-use crate::types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
+use crate::request::{Reply, Request};
+use crate::types::SessionId;
 
 /// One session with a real ZooKeeper ensemble. Cloning shares the session;
 /// dropping the last clone closes it (as [`Coordinator::close`] does, but
@@ -107,10 +106,16 @@ impl ZkSession {
     pub(crate) fn state_watcher(&self) -> zkc::StateWatcher {
         self.inner.state.clone()
     }
+}
 
-    /// Sends a checked request to the session's actor now, so that requests
-    /// keep the order of the calls, and waits for its reply later.
-    fn request(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send + 'static {
+impl Coordinator for ZkSession {
+    fn session_id(&self) -> SessionId {
+        self.inner.session_id
+    }
+
+    /// Hands the checked request to the session's actor now, so that
+    /// requests keep the order of the calls, and waits for its reply later.
+    fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {
         let sent = request.check().and_then(|()| {
             let (reply, receiver) = oneshot::channel();
             self.inner
@@ -120,175 +125,6 @@ impl ZkSession {
             Ok(receiver)
         });
         async move { sent?.await.unwrap_or(Err(ZkError::SessionClosed)) }
-    }
-}
-
-fn unexpected(reply: Reply, op: &str) -> ZkError {
-    ZkError::System {
-        reason: format!("{op} got the reply {reply:?}"),
-    }
-}
-
-impl Coordinator for ZkSession {
-    fn session_id(&self) -> SessionId {
-        self.inner.session_id
-    }
-
-    fn create(
-        &self,
-        path: &str,
-        data: &[u8],
-        mode: CreateMode,
-    ) -> impl Future<Output = ZkResult<String>> + Send {
-        let reply = self.request(Request::Create {
-            path: path.to_owned(),
-            data: data.to_vec(),
-            mode,
-        });
-        async move {
-            match reply.await? {
-                Reply::Created(path) => Ok(path),
-                other => Err(unexpected(other, "create")),
-            }
-        }
-    }
-
-    fn delete(
-        &self,
-        path: &str,
-        version: Option<i32>,
-    ) -> impl Future<Output = ZkResult<()>> + Send {
-        let reply = self.request(Request::Delete {
-            path: path.to_owned(),
-            version,
-        });
-        async move {
-            match reply.await? {
-                Reply::Deleted => Ok(()),
-                other => Err(unexpected(other, "delete")),
-            }
-        }
-    }
-
-    fn exists(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<Option<Stat>>> + Send {
-        let reply = self.request(Request::Exists {
-            path: path.to_owned(),
-            watch: watch == Watch::Yes,
-        });
-        async move {
-            match reply.await? {
-                Reply::Exists(stat) => Ok(stat),
-                other => Err(unexpected(other, "exists")),
-            }
-        }
-    }
-
-    fn get_data(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<u8>, Stat)>> + Send {
-        let reply = self.request(Request::GetData {
-            path: path.to_owned(),
-            watch: watch == Watch::Yes,
-        });
-        async move {
-            match reply.await? {
-                Reply::Data(data, stat) => Ok((data, stat)),
-                other => Err(unexpected(other, "get_data")),
-            }
-        }
-    }
-
-    fn set_data(
-        &self,
-        path: &str,
-        data: &[u8],
-        version: Option<i32>,
-    ) -> impl Future<Output = ZkResult<Stat>> + Send {
-        let reply = self.request(Request::SetData {
-            path: path.to_owned(),
-            data: data.to_vec(),
-            version,
-        });
-        async move {
-            match reply.await? {
-                Reply::DataSet(stat) => Ok(stat),
-                other => Err(unexpected(other, "set_data")),
-            }
-        }
-    }
-
-    fn get_children(
-        &self,
-        path: &str,
-        watch: Watch,
-    ) -> impl Future<Output = ZkResult<(Vec<String>, Stat)>> + Send {
-        let reply = self.request(Request::GetChildren {
-            path: path.to_owned(),
-            watch: watch == Watch::Yes,
-        });
-        async move {
-            match reply.await? {
-                Reply::Children(children, stat) => Ok((children, stat)),
-                other => Err(unexpected(other, "get_children")),
-            }
-        }
-    }
-
-    fn count_descendants(&self, path: &str) -> impl Future<Output = ZkResult<usize>> + Send {
-        let reply = self.request(Request::CountDescendants {
-            path: path.to_owned(),
-        });
-        async move {
-            match reply.await? {
-                Reply::DescendantCount(count) => Ok(count),
-                other => Err(unexpected(other, "count_descendants")),
-            }
-        }
-    }
-
-    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = ZkResult<Vec<OpResult>>> + Send {
-        let reply = self.request(Request::Multi { ops });
-        async move {
-            match reply.await? {
-                Reply::Multi(results) => Ok(results),
-                other => Err(unexpected(other, "multi")),
-            }
-        }
-    }
-
-    fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {
-        let reply = self.request(Request::Sync {
-            path: path.to_owned(),
-        });
-        async move {
-            match reply.await? {
-                Reply::Synced => Ok(()),
-                other => Err(unexpected(other, "sync")),
-            }
-        }
-    }
-
-    fn add_watch(
-        &self,
-        path: &str,
-        mode: AddWatchMode,
-    ) -> impl Future<Output = ZkResult<()>> + Send {
-        let reply = self.request(Request::AddWatch {
-            path: path.to_owned(),
-            mode,
-        });
-        async move {
-            match reply.await? {
-                Reply::WatchAdded => Ok(()),
-                other => Err(unexpected(other, "add_watch")),
-            }
-        }
     }
 
     fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {
