@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::validate::MAX_DATA_BYTES;
+use crate::validate::{MAX_DATA_BYTES, MAX_REQUEST_BYTES};
 
 pub use serde_json::Value as JsonValue;
 
@@ -100,9 +100,24 @@ const STATUS_FAILURE: u8 = b'-';
 /// The bytes an encoded result spends before its body.
 pub const RESULT_HEADER_BYTES: usize = RESULT_MAGIC.len() + 2;
 
-/// The largest handler output that fits in a result node. A handler that
-/// caps its output should cap it to this.
-pub const MAX_RESULT_OUTPUT_BYTES: usize = MAX_DATA_BYTES - RESULT_HEADER_BYTES;
+/// What a worker's completion request spends besides the result: the
+/// multi's headers (some 80 bytes), the result's path and the assignment's
+/// path. The reserve covers paths of some 450 bytes each; a worker whose
+/// completion would still not fit (under a very long root path) writes a
+/// failure that says so instead.
+pub const COMPLETION_RESERVE_BYTES: usize = 1024;
+
+/// The largest handler output that fits in a result node and in the request
+/// that writes it (the worker's completion, which also releases the
+/// assignment). A handler that caps its output should cap it to this; a
+/// failure message is cut to it.
+pub const MAX_RESULT_OUTPUT_BYTES: usize =
+    MAX_REQUEST_BYTES - COMPLETION_RESERVE_BYTES - RESULT_HEADER_BYTES;
+
+const _: () = assert!(
+    RESULT_HEADER_BYTES + MAX_RESULT_OUTPUT_BYTES <= MAX_DATA_BYTES,
+    "the largest result fits in a node"
+);
 
 /// The outcome of a task, as written to `tasks/<task>/result`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,7 +287,9 @@ mod tests {
     fn outcomes_are_made_to_fit_a_node() {
         let fits = vec![7u8; MAX_RESULT_OUTPUT_BYTES];
         let encoded = TaskResult::from_outcome(Ok(fits)).encode();
-        assert_eq!(encoded.len(), MAX_DATA_BYTES);
+        // The request that writes it keeps room for the rest of a completion.
+        assert_eq!(encoded.len() + COMPLETION_RESERVE_BYTES, MAX_REQUEST_BYTES);
+        assert!(encoded.len() <= MAX_DATA_BYTES);
 
         let too_big = TaskResult::from_outcome(Ok(vec![7u8; MAX_RESULT_OUTPUT_BYTES + 1]));
         match &too_big {

@@ -7,7 +7,10 @@
 //! may have assigned the task elsewhere), the delete fails and so does the
 //! create: a zombie worker writes nothing.
 
-use zkdist_coord::{CreateMode, ErrorCode, Op, OpResult, ZkError, ZkResult};
+use zkdist_coord::validate::multi_request_bytes;
+use zkdist_coord::{
+    CreateMode, ErrorCode, MAX_REQUEST_BYTES, Op, OpResult, TaskResult, ZkError, ZkResult,
+};
 
 /// The ops of the completion multi. Their order is what
 /// [`judge_completion`] reads the failing index against.
@@ -28,6 +31,46 @@ pub(crate) fn completion_ops(
             version: Some(assignment_version),
         },
     ]
+}
+
+/// The result to write: `result` itself when its completion fits in one
+/// request, else a failure that says how large it was. A completion the
+/// client refuses as too large would fail the worker, and the master would
+/// give the task to the next worker, which would fail the same way: one
+/// task would stop every worker in turn. Results up to
+/// [`zkdist_coord::MAX_RESULT_OUTPUT_BYTES`] always fit under the default
+/// root; only a very long root path makes this fire.
+pub(crate) fn fit_to_completion(
+    result: TaskResult,
+    result_path: &str,
+    assignment_path: &str,
+    assignment_version: i32,
+) -> TaskResult {
+    let encoded = result.encode();
+    let request_bytes = multi_request_bytes(&completion_ops(
+        result_path,
+        &encoded,
+        assignment_path,
+        assignment_version,
+    ));
+    if request_bytes <= MAX_REQUEST_BYTES {
+        return result;
+    }
+    let fitted = TaskResult::failure(format!(
+        "the task's result is {} bytes, and the request that writes it ({request_bytes} bytes, \
+         with {result_path} and {assignment_path}) is over the {MAX_REQUEST_BYTES}-byte request limit",
+        encoded.len()
+    ));
+    assert!(
+        multi_request_bytes(&completion_ops(
+            result_path,
+            &fitted.encode(),
+            assignment_path,
+            assignment_version
+        )) <= MAX_REQUEST_BYTES,
+        "a failure naming the sizes fits where the result did not"
+    );
+    fitted
 }
 
 /// What the reply to the completion multi means.
@@ -101,7 +144,44 @@ pub(crate) fn judge_release(reply: &ZkResult<()>) -> ReleaseReply {
 
 #[cfg(test)]
 mod tests {
+    use zkdist_coord::MAX_RESULT_OUTPUT_BYTES;
+
     use super::*;
+
+    const RESULT: &str = "/zkdist/tasks/task-08b4fda8c892b50e-0000000000/result";
+    const ASSIGNMENT: &str = "/zkdist/assignments/worker-0000000000";
+
+    #[test]
+    fn the_largest_results_fit_their_completion_and_larger_ones_become_failures() {
+        let largest = TaskResult::Success {
+            output: vec![b'x'; MAX_RESULT_OUTPUT_BYTES],
+        };
+        assert_eq!(
+            fit_to_completion(largest.clone(), RESULT, ASSIGNMENT, 0),
+            largest
+        );
+        let longest_failure = TaskResult::failure("e".repeat(MAX_RESULT_OUTPUT_BYTES + 100));
+        assert_eq!(
+            fit_to_completion(longest_failure.clone(), RESULT, ASSIGNMENT, 0),
+            longest_failure
+        );
+        // Under a root of 600 bytes the largest output no longer fits with
+        // its two paths: the worker writes why instead.
+        let root = format!("/{}", "r".repeat(599));
+        let (result_path, assignment_path) =
+            (format!("{root}{RESULT}"), format!("{root}{ASSIGNMENT}"));
+        match fit_to_completion(largest, &result_path, &assignment_path, 7) {
+            TaskResult::Failure { message } => {
+                assert!(
+                    message.contains(&format!("result is {} bytes", MAX_RESULT_OUTPUT_BYTES + 5))
+                        && message.contains(&format!("{MAX_REQUEST_BYTES}-byte request limit"))
+                        && message.contains(&assignment_path),
+                    "{message}"
+                );
+            }
+            other => panic!("an oversized completion was kept: {other:?}"),
+        }
+    }
 
     fn multi_error(index: usize, error: ZkError) -> ZkResult<Vec<OpResult>> {
         Err(ZkError::Multi {

@@ -31,7 +31,8 @@ use zkdist_coord::{
 
 use crate::catch_unwind::CatchUnwind;
 use crate::completion::{
-    CompletionReply, ReleaseReply, completion_ops, judge_completion, judge_release,
+    CompletionReply, ReleaseReply, completion_ops, fit_to_completion, judge_completion,
+    judge_release,
 };
 use crate::decision::WorkerDecision;
 use crate::handler::TaskHandler;
@@ -339,7 +340,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         };
         let outcome = self.run_handler(state, &payload, shutdown).await?;
         let result = state.result_for(outcome);
-        self.complete(state, &task, assignment, &result).await
+        self.complete(state, &task, assignment, result).await
     }
 
     /// The payload of `task`, or `None` if its node is gone (its client
@@ -360,12 +361,13 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         state: &mut WorkerState,
         task: &TaskId,
         assignment: &str,
-        result: &TaskResult,
+        result: TaskResult,
     ) -> Result<(), WorkerError> {
         let held = state
             .held_assignment()
             .expect("a task is completed while its assignment is held");
         let result_path = self.layout.result(task);
+        let result = fit_to_completion(result, &result_path, assignment, held.version);
         let result_bytes = result.encode();
         let ops = completion_ops(&result_path, &result_bytes, assignment, held.version);
         loop {

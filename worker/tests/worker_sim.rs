@@ -87,6 +87,21 @@ fn every_task_gets_a_result_and_bad_ones_fail_without_stopping_the_worker() {
             other => panic!("big output gave {other:?}"),
         }
 
+        // The largest output, and a failure message cut to the same size,
+        // are written whole with the completion that releases the
+        // assignment, and the worker goes on.
+        for (kind, success) in [("largest", true), ("long-failure", false)] {
+            let task = setup.client.submit(&task_payload(kind, "")).await.unwrap();
+            assign_and_wait(&setup, &id, task.as_str()).await;
+            let result = setup.client.wait(&task).await.unwrap();
+            assert_eq!(result.is_success(), success, "{kind}");
+            let written = match result {
+                TaskResult::Success { output } => output.len(),
+                TaskResult::Failure { message } => message.len(),
+            };
+            assert_eq!(written, MAX_RESULT_OUTPUT_BYTES, "{kind}");
+        }
+
         let _ = worker.stop.send(());
         assert_eq!(worker.handle.await.unwrap(), Ok(id));
     });

@@ -10,7 +10,8 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use zkdist_coord::{
-    Client, Coordinator, CreateMode, Layout, MAX_RESULT_OUTPUT_BYTES, TaskPayload, WorkerId,
+    Client, Coordinator, CreateMode, Layout, MAX_DATA_BYTES, MAX_RESULT_OUTPUT_BYTES, TaskPayload,
+    WorkerId,
 };
 use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
 use zkdist_worker::{TaskError, TaskHandler, Worker, WorkerDecision, WorkerError};
@@ -33,7 +34,9 @@ pub fn run_seeded<F: std::future::Future>(seed: u64, body: F) -> F::Output {
 }
 
 /// `echo` returns its `text`; `fail` fails; `panic` panics; `big` returns
-/// one byte more than a result can hold; `slow` echoes after 5 s.
+/// one byte more than a result can hold, `largest` exactly what it can
+/// hold; `long-failure` fails with a message longer than a node; `slow`
+/// echoes after 5 s.
 pub struct KindHandler;
 
 impl TaskHandler for KindHandler {
@@ -49,6 +52,8 @@ impl TaskHandler for KindHandler {
             "fail" => Err(TaskError::new(format!("refused: {text}"))),
             "panic" => panic!("handler bug on {text}"),
             "big" => Ok(vec![b'x'; MAX_RESULT_OUTPUT_BYTES + 1]),
+            "largest" => Ok(vec![b'x'; MAX_RESULT_OUTPUT_BYTES]),
+            "long-failure" => Err(TaskError::new("e".repeat(MAX_DATA_BYTES))),
             other => Err(TaskError::new(format!("unknown kind {other:?}"))),
         }
     }
