@@ -147,6 +147,31 @@ fn a_refused_create_whose_blocking_node_was_seen_deleted_does_not_block() {
 }
 
 #[test]
+fn a_task_deleted_while_its_refused_create_was_in_flight_is_not_queued_again() {
+    // A foreign node appears at w1's assignment while the master's create
+    // is in flight (so its event is taken for the create's), the client
+    // deletes t0, and the create is refused: t0 is gone, not re-queued.
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_node_created(w(1).as_str());
+    master.on_task_deleted(t(0).as_str());
+    let step = master.on_assignment_created(w(1), t(0), WriteOutcome::Failed("node exists".into()));
+    assert!(matches!(
+        &step.decisions[..2],
+        [
+            MasterDecision::AssignmentFailed { task, .. },
+            MasterDecision::TaskVanished { task: vanished },
+        ] if *task == t(0) && *vanished == t(0)
+    ));
+    assert_eq!(pending(&master), vec![t(1)]);
+    assert!(!master.processed_tasks().contains(&t(0)), "forgotten");
+    assert!(
+        master.blocked_workers().contains(&w(1)),
+        "the node is in the way"
+    );
+    assert!(creates(&step).is_empty());
+}
+
+#[test]
 fn a_delete_before_an_unknown_create_reply_is_settled_by_the_read_back() {
     let mut master = t0_being_assigned_to_w1();
     master.on_assignment_node_created(w(1).as_str());

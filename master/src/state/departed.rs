@@ -93,6 +93,13 @@ impl MasterState {
         }
     }
 
+    /// Whether `task`'s node is known to be gone: a listing showed it
+    /// deleted, or its delete event came while a worker held it. Such a
+    /// task is never queued again.
+    pub(super) fn was_deleted(&self, task: &TaskId) -> bool {
+        !self.processed_tasks.contains(task) || self.deleted_while_held.contains(task)
+    }
+
     pub(super) fn held_tasks(&self) -> BTreeSet<TaskId> {
         self.workers
             .values()
@@ -117,7 +124,7 @@ impl MasterState {
     /// Puts a task no one holds back in the queue, at its place in task
     /// order, unless it was forgotten (a listing showed it deleted).
     pub(super) fn requeue(&mut self, task: TaskId, reason: RequeueReason) {
-        if !self.processed_tasks.contains(&task) || self.deleted_while_held.contains(&task) {
+        if self.was_deleted(&task) {
             self.decide(MasterDecision::TaskVanished { task });
             return;
         }

@@ -85,10 +85,15 @@ impl MasterState {
             }
             WriteOutcome::Failed(error) => {
                 *slot = None;
-                assert!(self.pending_tasks.insert(task.clone()));
+                // A task its client deleted while the create was in flight
+                // goes no further: it is forgotten now that no one holds it.
+                let deleted = self.was_deleted(&task);
+                if !deleted {
+                    assert!(self.pending_tasks.insert(task.clone()));
+                }
                 self.decide(MasterDecision::AssignmentFailed {
                     worker: worker.clone(),
-                    task,
+                    task: task.clone(),
                     error,
                 });
                 // A node deleted since is no longer in the way. Should
@@ -97,7 +102,11 @@ impl MasterState {
                 if !deleted_already {
                     self.block(worker);
                 }
-                self.trigger(Trigger::TaskRequeued);
+                if deleted {
+                    self.decide(MasterDecision::TaskVanished { task });
+                } else {
+                    self.trigger(Trigger::TaskRequeued);
+                }
             }
             // The read-back is sent after the delete was applied (its event
             // is in), so what it finds settles the create without it.
