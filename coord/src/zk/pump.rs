@@ -60,7 +60,9 @@
 //!   watchers, replies to requests the server answered before the change);
 //! - session states come from a "latest value" channel: a disconnection
 //!   that heals before the actor looks (Disconnected then Connected within
-//!   one wake-up) is not reported;
+//!   one wake-up) is reported when it looks, as `Disconnected` then
+//!   `Connected` (see `states_to_report`), a little late; one that ends
+//!   in a disconnection again is reported as that one;
 //! - events a persistent watcher buffered behind its first are reported
 //!   ahead of whatever else that burst woke after it (other watchers'
 //!   events included);
@@ -118,8 +120,11 @@ enum Completion {
     },
     /// A superseded or consumed watcher that was dropped.
     Dropped,
+    /// The session's state: read once at start (`woken: false`), then
+    /// each time the state channel wakes the pump (`woken: true`).
     State {
         state: zkc::SessionState,
+        woken: bool,
         watcher: zkc::StateWatcher,
     },
 }
@@ -159,6 +164,24 @@ pub(crate) fn session_state_of(state: zkc::SessionState) -> SessionState {
         zkc::SessionState::Expired => SessionState::Expired,
         zkc::SessionState::AuthFailed => SessionState::AuthFailed,
         zkc::SessionState::Closed => SessionState::Closed,
+    }
+}
+
+/// The session states to write to the stream when the state channel shows
+/// `now`, `reported` being the last one written. The client sends a state
+/// only when it differs from the one before, and the channel keeps only
+/// the latest: woken with the state already reported, the session left it
+/// and came back between two looks. Back to a connection, that was a
+/// disconnection (whose watch events may be lost), which whoever reads the
+/// stream must hear of to read again what matters: it is reported as it
+/// happened, `Disconnected` then `Connected`.
+fn states_to_report(reported: SessionState, now: SessionState, woken: bool) -> Vec<SessionState> {
+    if now != reported {
+        vec![now]
+    } else if woken && now == SessionState::Connected {
+        vec![SessionState::Disconnected, SessionState::Connected]
+    } else {
+        Vec::new()
     }
 }
 
@@ -273,7 +296,11 @@ impl Pump {
         // A change between the connect and now is already marked seen in
         // a fresh watcher; report it rather than lose it.
         let state = watcher.peek_state();
-        pump.handle_completion(Completion::State { state, watcher });
+        pump.handle_completion(Completion::State {
+            state,
+            woken: false,
+            watcher,
+        });
         pump
     }
 
@@ -309,7 +336,11 @@ impl Pump {
     fn watch_state(&mut self, mut watcher: zkc::StateWatcher) {
         let changed = async move {
             let state = watcher.changed().await;
-            Completion::State { state, watcher }
+            Completion::State {
+                state,
+                woken: true,
+                watcher,
+            }
         };
         if let Some(completion) = self.queue_then_poll(changed.boxed(), None) {
             self.handle_completion(completion);
@@ -584,11 +615,15 @@ impl Pump {
                 }
             }
             Completion::Dropped => {}
-            Completion::State { state, watcher } => {
+            Completion::State {
+                state,
+                woken,
+                watcher,
+            } => {
                 let state = session_state_of(state);
-                if state != self.reported {
-                    self.reported = state;
-                    self.emit(Event::Session(state));
+                for shown in states_to_report(self.reported, state, woken) {
+                    self.reported = shown;
+                    self.emit(Event::Session(shown));
                 }
                 if is_terminal(state) {
                     self.end(state);
@@ -741,5 +776,34 @@ impl Pump {
         // stream, so a reader sees `None` after it.
         self.events = None;
         tracing::debug!(?state, "zookeeper session ended");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_disconnection_healed_between_two_looks_is_reported_as_it_happened() {
+        use SessionState::{Closed, Connected, Disconnected, Expired};
+        // A change is reported as it is.
+        assert_eq!(
+            states_to_report(Connected, Disconnected, true),
+            [Disconnected]
+        );
+        assert_eq!(states_to_report(Disconnected, Connected, true), [Connected]);
+        assert_eq!(states_to_report(Connected, Expired, true), [Expired]);
+        assert_eq!(states_to_report(Connected, Closed, false), [Closed]);
+        // Woken to the state already reported: the session left it and
+        // came back. A reconnection is reported with its disconnection.
+        assert_eq!(
+            states_to_report(Connected, Connected, true),
+            [Disconnected, Connected]
+        );
+        // A brief connection between two disconnections changes nothing
+        // for the reader, who reconciles on the next `Connected`.
+        assert!(states_to_report(Disconnected, Disconnected, true).is_empty());
+        // Read at start, the state is not a change.
+        assert!(states_to_report(Connected, Connected, false).is_empty());
     }
 }
