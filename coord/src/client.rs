@@ -481,19 +481,24 @@ impl<C: Coordinator> Client<C> {
         Ok(found)
     }
 
-    /// The names under `tasks/`, sent again while the outcome is unknown
-    /// but at most [`MAX_LISTING_ATTEMPTS`] times (see
-    /// [`ClientError::ListingUnreadable`]).
+    /// The names under `tasks/` (see [`Client::list_children`]).
     async fn list_tasks(&self) -> Result<Vec<String>, ClientError> {
-        let tasks_dir = self.layout.tasks_dir();
+        self.list_children(&self.layout.tasks_dir()).await
+    }
+
+    /// The names under `dir`, sent again while the outcome is unknown but
+    /// at most [`MAX_LISTING_ATTEMPTS`] times: a listing over the session's
+    /// reply limit fails as a lost connection every time, and would
+    /// otherwise be sent for ever (see [`ClientError::ListingUnreadable`]).
+    async fn list_children(&self, dir: &str) -> Result<Vec<String>, ClientError> {
         let listed = until_known_within(MAX_LISTING_ATTEMPTS, || {
-            self.zk.get_children(&tasks_dir, Watch::No)
+            self.zk.get_children(dir, Watch::No)
         })
         .await;
         match listed {
             Ok((names, _)) => Ok(names),
             Err(error) if error.is_outcome_unknown() => Err(ClientError::ListingUnreadable {
-                path: tasks_dir,
+                path: dir.to_owned(),
                 attempts: MAX_LISTING_ATTEMPTS,
                 limit_bytes: crate::MAX_REPLY_BYTES,
                 error,
@@ -527,6 +532,20 @@ impl<C: Coordinator> Client<C> {
             task: task.clone(),
             path: task_path.clone(),
         };
+        // A session that ends is reported the same way whether a request
+        // or the event stream meets the end first.
+        let failed = |error: ZkError| {
+            let state = match error {
+                ZkError::SessionExpired => SessionState::Expired,
+                ZkError::SessionClosed => SessionState::Closed,
+                ZkError::AuthFailed { .. } => SessionState::AuthFailed,
+                other => return ClientError::Zk(other),
+            };
+            ClientError::SessionEnded {
+                task: task.clone(),
+                state: Some(state),
+            }
+        };
         loop {
             // Arms the watch and looks for the result in the same reply.
             let listing = until_known(|| self.zk.get_children(&task_path, Watch::Yes)).await;
@@ -535,7 +554,7 @@ impl<C: Coordinator> Client<C> {
                     .iter()
                     .any(|name| *name == path::name(&result_path)),
                 Err(ZkError::NoNode { .. }) => return Err(no_such_task()),
-                Err(error) => return Err(error.into()),
+                Err(error) => return Err(failed(error)),
             };
             if !has_result {
                 match self.wait_for_task_change(task, &task_path).await? {
@@ -556,7 +575,7 @@ impl<C: Coordinator> Client<C> {
                 // Not there (yet, or any more): list again, which re-arms
                 // the watch and tells a deleted task apart.
                 Err(ZkError::NoNode { .. }) => continue,
-                Err(error) => return Err(error.into()),
+                Err(error) => return Err(failed(error)),
             }
         }
     }
@@ -688,10 +707,10 @@ impl<C: Coordinator> Client<C> {
             ..Status::default()
         };
 
-        let workers_dir = self.layout.workers_dir();
-        let (mut workers, _) = until_known(|| self.zk.get_children(&workers_dir, Watch::No))
+        let mut workers = self
+            .list_children(&self.layout.workers_dir())
             .await
-            .map_err(|error| self.no_layout(error))?;
+            .map_err(|error| self.no_layout_listed(error))?;
         workers.sort();
         for name in &workers {
             match WorkerId::parse(name) {
@@ -700,11 +719,10 @@ impl<C: Coordinator> Client<C> {
             }
         }
 
-        let assignments_dir = self.layout.assignments_dir();
-        let (assignment_names, _) =
-            until_known(|| self.zk.get_children(&assignments_dir, Watch::No))
-                .await
-                .map_err(|error| self.no_layout(error))?;
+        let assignment_names = self
+            .list_children(&self.layout.assignments_dir())
+            .await
+            .map_err(|error| self.no_layout_listed(error))?;
         let mut assigned_workers = Vec::new();
         for name in assignment_names {
             match WorkerId::parse(&name) {
@@ -762,6 +780,14 @@ impl<C: Coordinator> Client<C> {
         match error {
             ZkError::NoNode { .. } => self.missing_layout(),
             other => other.into(),
+        }
+    }
+
+    /// [`Client::no_layout`] for a listing's error.
+    fn no_layout_listed(&self, error: ClientError) -> ClientError {
+        match error {
+            ClientError::Zk(error) => self.no_layout(error),
+            other => other,
         }
     }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use zkdist_coord::{
     Client, ClientError, Coordinator, CreateMode, Layout, MAX_LISTING_ATTEMPTS, MAX_REPLY_BYTES,
-    TaskId, TaskResult, TaskToken,
+    SessionState, TaskId, TaskResult, TaskToken,
 };
 use zkdist_sim::{Latency, SimSession, SimZk};
 
@@ -221,6 +221,35 @@ fn a_cleanup_applied_but_whose_reply_was_lost_counts_as_done() {
     });
 }
 
+/// A wait on a session that has ended says so and names the task, whether
+/// a request or the event stream meets the end first.
+#[test]
+fn a_wait_on_an_expired_session_names_the_task() {
+    run_sim(async {
+        let mut setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let task = setup
+            .client
+            .submit(&task_payload("echo", "x"))
+            .await
+            .unwrap();
+        setup.sim.expire(setup.client.session().session_id()).await;
+        match setup.client.wait(&task).await {
+            Err(error @ ClientError::SessionEnded { .. }) => {
+                assert!(
+                    matches!(
+                        &error,
+                        ClientError::SessionEnded { task: ended, state: Some(SessionState::Expired) }
+                            if *ended == task
+                    ),
+                    "{error:?}"
+                );
+                assert!(error.to_string().contains(task.as_str()), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
+    });
+}
+
 #[test]
 fn wait_and_status_read_again_after_a_connection_loss() {
     run_sim(async {
@@ -332,6 +361,41 @@ fn an_oversized_tasks_listing_is_given_up_on_with_a_clear_error() {
             Err(ClientError::ListingUnreadable { .. })
         ));
     });
+}
+
+/// The status lists `workers/` and `assignments/` too: over the reply
+/// limit, each is given up on in the same bounded way, naming the
+/// directory, rather than sent again for ever.
+#[test]
+fn a_status_gives_up_on_an_oversized_workers_or_assignments_listing() {
+    for dir in ["workers", "assignments"] {
+        run_sim(async {
+            let setup = setup(Latency::Fixed { ms: 1 }).await;
+            let listed = format!("{}/{dir}", setup.layout.root());
+            let name_bytes = 1_000;
+            for n in 0..MAX_REPLY_BYTES / name_bytes + 10 {
+                let name = format!("{n:06}{}", "x".repeat(name_bytes - 6));
+                setup
+                    .master
+                    .create(&format!("{listed}/{name}"), b"", CreateMode::Persistent)
+                    .await
+                    .unwrap();
+            }
+            match setup.client.status().await {
+                Err(ClientError::ListingUnreadable { path, attempts, .. }) => {
+                    assert_eq!(path, listed);
+                    assert_eq!(attempts, MAX_LISTING_ATTEMPTS);
+                }
+                other => panic!("{dir}: {other:?}"),
+            }
+            let trace = setup.sim.trace().await;
+            assert_eq!(
+                count_lines(&trace, &format!("get_children {listed} -> refused")),
+                MAX_LISTING_ATTEMPTS as usize,
+                "{dir}: every attempt refused, and no more attempts"
+            );
+        });
+    }
 }
 
 /// `submit_many` sends its creates back to back: the batch takes one
