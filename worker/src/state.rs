@@ -36,8 +36,13 @@ enum Phase {
 }
 
 /// Which assignment node the worker read: the transaction that created it
-/// and its data version. Completing deletes exactly this version, so a
-/// worker whose assignment was taken back writes nothing.
+/// and its data version. Completing deletes the node at this version, so a
+/// worker whose assignment was taken back and not made anew writes
+/// nothing. A delete checks the version only, and an assignment made anew
+/// has version 0 too: what keeps a zombie from completing a new one is the
+/// master, which takes an assignment back only from a worker it holds for
+/// gone and never assigns to that worker again. Read-backs after a lost
+/// reply compare `czxid` as well.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AssignmentNode {
     pub czxid: i64,
