@@ -8,6 +8,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures::future::Either;
 use zkdist_coord::{Coordinator, Op, Reply, Request, SessionId, ZkResult};
 
 /// Live counters, shared by every [`Counted`] session of a run.
@@ -171,8 +172,14 @@ impl<C: Coordinator> Coordinator for Counted<C> {
             }
             Request::CountDescendants { .. } | Request::Sync { .. } | Request::AddWatch { .. } => {}
         }
+        let listing = matches!(request, Request::GetChildren { .. });
         let reply = self.inner.call(request);
-        async move {
+        if !listing {
+            // Passed through as it is: a wrapping future would cost every
+            // request a poll more.
+            return Either::Left(reply);
+        }
+        Either::Right(async move {
             let outcome = reply.await;
             if let Ok(Reply::Children(names, _)) = &outcome {
                 counter
@@ -180,7 +187,7 @@ impl<C: Coordinator> Coordinator for Counted<C> {
                     .fetch_add(names.len() as u64, Ordering::Relaxed);
             }
             outcome
-        }
+        })
     }
 
     fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {

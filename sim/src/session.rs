@@ -93,11 +93,6 @@ impl SimSession {
     }
 }
 
-/// The reply `answer` brings, once it comes.
-async fn reply_of(answer: ZkResult<oneshot::Receiver<ZkResult<Response>>>) -> ZkResult<Response> {
-    answer?.await.unwrap_or_else(|_| Err(simulator_stopped()))
-}
-
 impl Coordinator for SimSession {
     fn session_id(&self) -> SessionId {
         self.id
@@ -109,7 +104,7 @@ impl Coordinator for SimSession {
             .check()
             .and_then(|()| self.send(Request::Call(request)));
         async move {
-            match reply_of(answer).await? {
+            match answer?.await.unwrap_or_else(|_| Err(simulator_stopped()))? {
                 Response::Reply(reply) => Ok(reply),
                 other => Err(unexpected(other)),
             }
@@ -119,7 +114,7 @@ impl Coordinator for SimSession {
     fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {
         let answer = self.send(Request::Close);
         async move {
-            match reply_of(answer).await? {
+            match answer?.await.unwrap_or_else(|_| Err(simulator_stopped()))? {
                 Response::Closed => Ok(()),
                 other => Err(unexpected(other)),
             }

@@ -33,44 +33,37 @@ pub(crate) fn completion_ops(
     ]
 }
 
-/// The result to write: `result` itself when its completion fits in one
-/// request, else a failure that says how large it was. A completion the
-/// client refuses as too large would fail the worker, and the master would
-/// give the task to the next worker, which would fail the same way: one
-/// task would stop every worker in turn. Results up to
+/// The failure to write instead of the result, when the completion `ops`
+/// (from [`completion_ops`]) do not fit in one request; `None` when they
+/// do. A completion the client refuses as too large would fail the worker,
+/// and the master would give the task to the next worker, which would fail
+/// the same way: one task would stop every worker in turn. Results up to
 /// [`zkdist_coord::MAX_RESULT_OUTPUT_BYTES`] always fit under the default
 /// root; only a very long root path makes this fire.
-pub(crate) fn fit_to_completion(
-    result: TaskResult,
-    result_path: &str,
-    assignment_path: &str,
-    assignment_version: i32,
-) -> TaskResult {
-    let encoded = result.encode();
-    let request_bytes = multi_request_bytes(&completion_ops(
-        result_path,
-        &encoded,
-        assignment_path,
-        assignment_version,
-    ));
+pub(crate) fn oversized_completion(ops: &[Op]) -> Option<TaskResult> {
+    let request_bytes = multi_request_bytes(ops);
     if request_bytes <= MAX_REQUEST_BYTES {
-        return result;
+        return None;
     }
-    let fitted = TaskResult::failure(format!(
+    let [
+        Op::Create {
+            path: result_path,
+            data: result,
+            ..
+        },
+        Op::Delete {
+            path: assignment_path,
+            ..
+        },
+    ] = ops
+    else {
+        unreachable!("not a completion: {ops:?}");
+    };
+    Some(TaskResult::failure(format!(
         "the task's result is {} bytes, and the request that writes it ({request_bytes} bytes, \
          with {result_path} and {assignment_path}) is over the {MAX_REQUEST_BYTES}-byte request limit",
-        encoded.len()
-    ));
-    assert!(
-        multi_request_bytes(&completion_ops(
-            result_path,
-            &fitted.encode(),
-            assignment_path,
-            assignment_version
-        )) <= MAX_REQUEST_BYTES,
-        "a failure naming the sizes fits where the result did not"
-    );
-    fitted
+        result.len()
+    )))
 }
 
 /// What the reply to the completion multi means.
@@ -151,26 +144,34 @@ mod tests {
     const RESULT: &str = "/zkdist/tasks/task-08b4fda8c892b50e-0000000000/result";
     const ASSIGNMENT: &str = "/zkdist/assignments/worker-0000000000";
 
+    /// The completion of `result` as the worker sends it: `result`'s, or
+    /// the failure that replaces it.
+    fn sent(result: &TaskResult, result_path: &str, assignment_path: &str) -> TaskResult {
+        let ops = completion_ops(result_path, &result.encode(), assignment_path, 7);
+        match oversized_completion(&ops) {
+            None => result.clone(),
+            Some(failure) => {
+                let ops = completion_ops(result_path, &failure.encode(), assignment_path, 7);
+                assert_eq!(oversized_completion(&ops), None, "a failure fits");
+                failure
+            }
+        }
+    }
+
     #[test]
     fn the_largest_results_fit_their_completion_and_larger_ones_become_failures() {
         let largest = TaskResult::Success {
             output: vec![b'x'; MAX_RESULT_OUTPUT_BYTES],
         };
-        assert_eq!(
-            fit_to_completion(largest.clone(), RESULT, ASSIGNMENT, 0),
-            largest
-        );
+        assert_eq!(sent(&largest, RESULT, ASSIGNMENT), largest);
         let longest_failure = TaskResult::failure("e".repeat(MAX_RESULT_OUTPUT_BYTES + 100));
-        assert_eq!(
-            fit_to_completion(longest_failure.clone(), RESULT, ASSIGNMENT, 0),
-            longest_failure
-        );
+        assert_eq!(sent(&longest_failure, RESULT, ASSIGNMENT), longest_failure);
         // Under a root of 600 bytes the largest output no longer fits with
         // its two paths: the worker writes why instead.
         let root = format!("/{}", "r".repeat(599));
         let (result_path, assignment_path) =
             (format!("{root}{RESULT}"), format!("{root}{ASSIGNMENT}"));
-        match fit_to_completion(largest, &result_path, &assignment_path, 7) {
+        match sent(&largest, &result_path, &assignment_path) {
             TaskResult::Failure { message } => {
                 assert!(
                     message.contains(&format!("result is {} bytes", MAX_RESULT_OUTPUT_BYTES + 5))

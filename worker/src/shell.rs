@@ -31,8 +31,8 @@ use zkdist_coord::{
 
 use crate::catch_unwind::CatchUnwind;
 use crate::completion::{
-    CompletionReply, ReleaseReply, completion_ops, fit_to_completion, judge_completion,
-    judge_release,
+    CompletionReply, ReleaseReply, completion_ops, judge_completion, judge_release,
+    oversized_completion,
 };
 use crate::decision::WorkerDecision;
 use crate::handler::TaskHandler;
@@ -361,15 +361,23 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         state: &mut WorkerState,
         task: &TaskId,
         assignment: &str,
-        result: TaskResult,
+        mut result: TaskResult,
     ) -> Result<(), WorkerError> {
         let held = state
             .held_assignment()
             .expect("a task is completed while its assignment is held");
         let result_path = self.layout.result(task);
-        let result = fit_to_completion(result, &result_path, assignment, held.version);
-        let result_bytes = result.encode();
-        let ops = completion_ops(&result_path, &result_bytes, assignment, held.version);
+        let mut result_bytes = result.encode();
+        let mut ops = completion_ops(&result_path, &result_bytes, assignment, held.version);
+        if let Some(failure) = oversized_completion(&ops) {
+            result = failure;
+            result_bytes = result.encode();
+            ops = completion_ops(&result_path, &result_bytes, assignment, held.version);
+            assert!(
+                oversized_completion(&ops).is_none(),
+                "a failure naming the sizes fits where the result did not"
+            );
+        }
         loop {
             let reply = self.zk.multi(ops.clone()).await;
             match judge_completion(&reply) {
