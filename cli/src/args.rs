@@ -175,7 +175,8 @@ pub struct SubmitArgs {
 pub struct WaitArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// The task's id, as printed by submit (e.g. task-0000000042).
+    /// The task's id, as printed by submit (e.g.
+    /// task-08b4fda8c892b50e-0000000042).
     pub task: String,
     /// Delete the task and its result once printed.
     #[arg(long)]

@@ -6,6 +6,7 @@ mod commands;
 mod connect;
 mod handlers;
 mod shutdown;
+mod stdout;
 
 use std::process::ExitCode;
 
@@ -21,8 +22,23 @@ use commands::Outcome;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// A command line that does not parse (sysexits' `EX_USAGE`): not 2, which
+/// says a task ran and failed.
+const USAGE_EXIT_CODE: u8 = 64;
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // `--help` and `--version` come this way too, on stdout.
+            let _ = error.print();
+            return if error.use_stderr() {
+                ExitCode::from(USAGE_EXIT_CODE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
     let default_log = match cli.command {
         // A simulation's actors would log what its faults do to them
         // (an expiry warns that the worker joins again), seed after seed;

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Finished, Scratch, run};
+use common::{Finished, Scratch, run, zkdist};
 use zkdist_coord::{MAX_DATA_BYTES, TaskId};
 
 /// A port nothing listens on (1 is privileged and never served here).
@@ -60,6 +60,21 @@ fn demo_prints_a_summary_in_which_every_task_succeeds_in_submission_order() {
     assert!(!demo.stdout.contains("FAILED"), "{}", demo.stdout);
 }
 
+/// Standard output that cannot be written (a full disk here; a pipe whose
+/// reader has gone is the same) is an error naming it, not a panic.
+#[test]
+fn an_unwritable_standard_output_is_an_error_not_a_panic() {
+    let full = std::fs::File::create("/dev/full").expect("/dev/full exists on Linux");
+    let finished = zkdist(&["demo", "--tasks", "3"])
+        .stdout(full)
+        .output()
+        .expect("zkdist runs");
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert_eq!(finished.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot write to standard output"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn demo_prints_the_same_trace_for_the_same_seed_and_another_for_another() {
     let first = run(&["demo", "--seed", "3"]);
@@ -86,13 +101,18 @@ fn demo_refuses_empty_pools_and_bad_latencies() {
     run(&["demo", "--tasks", "0"])
         .expect_code(1)
         .expect_stderr(&["--tasks must be at least 1"]);
-    // Argument errors are clap's: exit code 2 and the offending value.
+    // Argument errors are clap's: the usage exit code (64, not 2, which
+    // says a task failed) and the offending value.
     run(&["demo", "--latency-us", "5..1"])
-        .expect_code(2)
+        .expect_code(64)
         .expect_stderr(&["'5..1'", "MIN 5 is above MAX 1"]);
     run(&["demo", "--latency-us", "fast"])
-        .expect_code(2)
+        .expect_code(64)
         .expect_stderr(&["expected MIN..MAX"]);
+    run(&["submit", "--wait", "--cleaup", "{}"])
+        .expect_code(64)
+        .expect_stderr(&["--cleaup"]);
+    run(&["--help"]).expect_code(0);
 }
 
 // ---------------------------------------------------------------------------
@@ -209,7 +229,7 @@ fn malformed_connection_flags_are_named() {
         .expect_stderr(&["connect_timeout_ms is 0"]);
     // The reply limit may be raised from a Java client's, never lowered.
     run(&["status", "--zk", NOBODY, "--max-reply-bytes", "100"])
-        .expect_code(2)
+        .expect_code(64)
         .expect_stderr(&["--max-reply-bytes", "100 is not in 1048576.."]);
 }
 
@@ -232,6 +252,12 @@ fn bad_payloads_are_refused_at_submit_before_connecting() {
     submit(r#"{"kind":"exec","argv":[]}"#)
         .expect_code(1)
         .expect_stderr(&["invalid exec payload", "argv must name a program"]);
+    // `--no-check` takes any kind, but still only a task.
+    for (flag, payload) in [("--no-check", "not json"), ("--no-check", r#"{"kind":""}"#)] {
+        run_owned(&unreachable(&["submit", flag, payload], "/zkdist"))
+            .expect_code(1)
+            .expect_stderr(&["task refused", "\"kind\""]);
+    }
 
     // Over the size limit, whatever the kind and whatever else is wrong
     // with it: the message names the limit.

@@ -164,8 +164,9 @@ fn explore_across_the_sequence_counter_wrap_keeps_order_until_the_counter_return
 
 #[test]
 fn bad_flags_are_refused_naming_them() {
+    // A value clap refuses: the usage exit code.
     let (code, _, err) = zkdist(&["explore", "--seeds", "1", "--faults", "some"]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 64);
     assert!(err.contains("unknown fault mode \"some\""), "{err}");
     let (code, _, err) = zkdist(&["explore", "--seeds", "1", "--workers", "0"]);
     assert_eq!(code, 1);
@@ -186,7 +187,7 @@ fn bad_flags_are_refused_naming_them() {
         "--first-task-sequence",
         "2147483648",
     ]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 64);
     assert!(
         err.contains("2147483648 is not in -2147483648..=2147483647"),
         "{err}"

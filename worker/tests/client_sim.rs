@@ -243,7 +243,10 @@ fn a_wait_on_an_expired_session_names_the_task() {
                     ),
                     "{error:?}"
                 );
-                assert!(error.to_string().contains(task.as_str()), "{error}");
+                assert_eq!(
+                    error.to_string(),
+                    format!("the session ended (expired) while waiting for {task}")
+                );
             }
             other => panic!("{other:?}"),
         }

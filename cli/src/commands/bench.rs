@@ -17,6 +17,7 @@ use zkdist_coord::zk::ZkSession;
 use crate::args::BenchArgs;
 use crate::connect;
 use crate::shutdown::Shutdown;
+use crate::stdout::outln;
 
 pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let mut shutdown = Shutdown::install()?;
@@ -62,7 +63,7 @@ pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     } else {
         render(args, &config, &report)
     };
-    println!("{text}");
+    outln!("{text}")?;
     Ok(())
 }
 

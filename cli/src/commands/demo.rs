@@ -13,6 +13,7 @@ use zkdist_worker::{TaskError, TaskHandler, Worker};
 
 use crate::args::DemoArgs;
 use crate::handlers::pi;
+use crate::stdout::out;
 
 /// How long, in simulated time, the client waits for each result.
 const RESULT_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
@@ -26,7 +27,7 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot build the simulation runtime")?;
     let summary = runtime.block_on(run(args))?;
-    print!("{summary}");
+    out!("{summary}")?;
     Ok(())
 }
 

@@ -10,6 +10,7 @@ use zkdist_scenarios::{ExploreConfig, Violation};
 
 use super::Outcome;
 use crate::args::{ExploreArgs, ScheduleArgs};
+use crate::stdout::outln;
 
 /// The explorer's config from the command line, checked.
 #[allow(
@@ -57,14 +58,20 @@ pub fn explore(args: &ExploreArgs) -> anyhow::Result<Outcome> {
     let started = std::time::Instant::now();
     let mut steps: u64 = 0;
     let mut violations: Vec<(u64, Violation)> = Vec::new();
+    // The first line that could not be written ends the command once the
+    // seeds have run.
+    let mut unwritten: Option<anyhow::Error> = None;
     zkdist_scenarios::explore(args.from..end, &config, jobs, false, |outcome| {
         steps += outcome.steps;
         if let Some(violation) = outcome.violation {
             if !args.json {
-                bar.suspend(|| {
-                    println!("seed {}: {}", outcome.seed, violation.summary());
-                    println!("  replay: {}", config.replay_command(outcome.seed));
+                let written = bar.suspend(|| -> anyhow::Result<()> {
+                    outln!("seed {}: {}", outcome.seed, violation.summary())?;
+                    outln!("  replay: {}", config.replay_command(outcome.seed))
                 });
+                if let Err(error) = written {
+                    unwritten.get_or_insert(error);
+                }
             }
             violations.push((outcome.seed, violation));
             bar.set_message(format!("{} violations", violations.len()));
@@ -72,6 +79,9 @@ pub fn explore(args: &ExploreArgs) -> anyhow::Result<Outcome> {
         bar.inc(1);
     });
     bar.finish_and_clear();
+    if let Some(error) = unwritten {
+        return Err(error);
+    }
     let elapsed_s = started.elapsed().as_secs_f64().max(1e-9);
     let steps_per_s = steps as f64 / elapsed_s;
 
@@ -104,7 +114,7 @@ pub fn explore(args: &ExploreArgs) -> anyhow::Result<Outcome> {
             "steps_per_s": steps_per_s.round(),
             "seeds_per_s": (args.seeds as f64 / elapsed_s).round(),
         });
-        println!("{summary}");
+        outln!("{summary}")?;
     } else {
         let mut line = String::new();
         write!(
@@ -115,7 +125,7 @@ pub fn explore(args: &ExploreArgs) -> anyhow::Result<Outcome> {
             steps_per_s
         )
         .expect("writing to a string");
-        println!("{line}");
+        outln!("{line}")?;
     }
     Ok(if violations.is_empty() {
         Outcome::Done

@@ -6,30 +6,31 @@ use zkdist_scenarios::trace::digest;
 use super::Outcome;
 use super::explore::config_of;
 use crate::args::ReplayArgs;
+use crate::stdout::{out, outln};
 
 pub fn replay(args: &ReplayArgs) -> anyhow::Result<Outcome> {
     let config = config_of(&args.schedule)?;
     let report = zkdist_scenarios::run_seed(args.seed, &config);
     if !args.quiet {
         for line in &report.trace {
-            println!("{line}");
+            outln!("{line}")?;
         }
-        println!();
+        outln!()?;
     }
-    println!(
+    outln!(
         "seed {}: {} steps, {} trace lines, trace digest {:016x}",
         args.seed,
         report.steps,
         report.trace.len(),
         digest(&report.trace)
-    );
+    )?;
     match &report.violation {
         Some(violation) => {
-            print!("{violation}");
+            out!("{violation}")?;
             Ok(Outcome::Violations)
         }
         None => {
-            println!("no violation");
+            outln!("no violation")?;
             Ok(Outcome::Done)
         }
     }

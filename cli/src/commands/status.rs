@@ -5,6 +5,7 @@ use zkdist_coord::{Client, Coordinator, STATUS_MAX_LISTED_TASKS};
 
 use crate::args::StatusArgs;
 use crate::connect;
+use crate::stdout::outln;
 
 pub async fn status(args: &StatusArgs) -> anyhow::Result<()> {
     let layout = connect::layout(&args.connect)?;
@@ -29,39 +30,41 @@ pub async fn status(args: &StatusArgs) -> anyhow::Result<()> {
             "ignored_nodes": status.ignored_nodes,
             "task_names_read": status.task_names_read,
         });
-        println!("{json}");
+        outln!("{json}")?;
         return Ok(());
     }
-    println!("root {}", args.connect.root);
-    println!(
+    outln!("root {}", args.connect.root)?;
+    outln!(
         "master {}",
         if status.master_present {
             "present"
         } else {
             "absent"
         }
-    );
-    println!("workers {}", status.workers.len());
+    )?;
+    outln!("workers {}", status.workers.len())?;
     for worker in &status.workers {
         match status.assignments.get(worker) {
-            Some(task) => println!("  {worker} busy with {task}"),
-            None => println!("  {worker} idle"),
+            Some(task) => outln!("  {worker} busy with {task}")?,
+            None => outln!("  {worker} idle")?,
         }
     }
-    println!(
+    outln!(
         "tasks pending {} assigned {} finished {}",
-        status.pending_tasks, status.assigned_tasks, status.finished_tasks
-    );
+        status.pending_tasks,
+        status.assigned_tasks,
+        status.finished_tasks
+    )?;
     if !status.task_names_read {
-        println!(
+        outln!(
             "  (tasks/ holds over {STATUS_MAX_LISTED_TASKS} nodes: counted, not listed, so a node there that is not a task counts as pending)"
-        );
+        )?;
     }
     if status.ignored_nodes > 0 {
-        println!(
+        outln!(
             "ignored {} nodes that are not zkdist's",
             status.ignored_nodes
-        );
+        )?;
     }
     Ok(())
 }

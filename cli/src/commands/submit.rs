@@ -3,10 +3,13 @@
 use std::io::Read;
 
 use anyhow::Context;
-use zkdist_coord::{Client, ClientError, Coordinator, TaskId, TaskToken, validate_data};
+use zkdist_coord::{
+    Client, ClientError, Coordinator, TaskId, TaskPayload, TaskToken, validate_data,
+};
 
 use super::{Outcome, print_result};
 use crate::args::{FindArgs, SubmitArgs, WaitArgs};
+use crate::stdout::outln;
 use crate::{connect, handlers};
 
 pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
@@ -19,7 +22,10 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
     // refused naming the limit, whatever else is wrong with it, and even
     // when the ensemble is out of reach.
     validate_data(&layout.task_prefix(), &payload).context("task refused")?;
-    if !args.no_check {
+    if args.no_check {
+        // Any kind, but still a task: JSON with a "kind".
+        TaskPayload::decode(&payload).context("task refused")?;
+    } else {
         handlers::validate(&payload)
             .context("task refused (pass --no-check to submit kinds this binary does not know)")?;
     }
@@ -31,16 +37,19 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
         // for its token on a new session, and submit again only if no
         // task carries it (the old session can apply nothing any more).
         Err(ClientError::SubmitInDoubt { token, cause }) if is_session_end(&cause) => {
-            client.session().close().await.ok();
-            let (zk, events) = connect::session(&args.connect).await?;
-            client = Client::new(zk, events, layout);
-            let found = client.find_submission(token).await.with_context(|| {
+            let in_doubt = || {
                 format!(
                     "the session ended while submitting; cannot find out whether a task \
                      task-{token}-NNNNNNNNNN was created (`zkdist find {token}` tells, \
                      before you submit it again)"
                 )
-            })?;
+            };
+            client.session().close().await.ok();
+            let (zk, events) = connect::session(&args.connect)
+                .await
+                .with_context(in_doubt)?;
+            client = Client::new(zk, events, layout);
+            let found = client.find_submission(token).await.with_context(in_doubt)?;
             match found {
                 Some(task) => task,
                 None => client
@@ -51,7 +60,7 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
         }
         Err(error) => return Err(error).context("cannot submit the task"),
     };
-    println!("{task}");
+    outln!("{task}")?;
     let outcome = if args.wait {
         wait_and_print(&mut client, &task, args.cleanup).await?
     } else {
@@ -81,8 +90,8 @@ pub async fn find(args: &FindArgs) -> anyhow::Result<()> {
     zk.close().await.ok();
     for token in &tokens {
         match found.get(token) {
-            Some(task) => println!("{token} {task}"),
-            None => println!("{token} none"),
+            Some(task) => outln!("{token} {task}")?,
+            None => outln!("{token} none")?,
         }
     }
     Ok(())

@@ -14,6 +14,7 @@ use zkdist_coord::{
 use super::Outcome;
 use super::submit::is_session_end;
 use crate::args::SubmitArgs;
+use crate::stdout::out;
 use crate::{connect, handlers};
 
 /// How many creates are in flight at once: enough to hide the round trip
@@ -301,7 +302,7 @@ fn report(lines: &[Line<'_>], queued: &[Queued]) -> anyhow::Result<Outcome> {
         };
         writeln!(stdout, "{printed}").expect("writing to a String cannot fail");
     }
-    print!("{stdout}");
+    out!("{stdout}")?;
     let Some(&(_, first_failure)) = failures.first() else {
         return Ok(Outcome::Done);
     };
