@@ -71,7 +71,10 @@ fn an_unwritable_standard_output_is_an_error_not_a_panic() {
         .expect("zkdist runs");
     let stderr = String::from_utf8_lossy(&finished.stderr);
     assert_eq!(finished.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("cannot write to standard output"), "{stderr}");
+    assert!(
+        stderr.contains("cannot write to standard output"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
@@ -190,6 +193,30 @@ fn an_unreachable_ensemble_is_a_clear_error_not_a_hang() {
                 "connection refused",
             ]);
     }
+}
+
+/// The connect timeout is how long zkdist tries, even past the session
+/// timeout (after which the client library gives up on its own).
+#[test]
+fn the_connect_timeout_is_honoured_past_the_session_timeout() {
+    let started = std::time::Instant::now();
+    run(&[
+        "status",
+        "--zk",
+        NOBODY,
+        "--connect-timeout-ms",
+        "3000",
+        "--session-timeout-ms",
+        "1000",
+    ])
+    .expect_code(1)
+    .expect_stderr(&["within 3000 ms", "connection refused"]);
+    // A lower bound only: that zkdist did not give up early.
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(3000),
+        "gave up after {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]

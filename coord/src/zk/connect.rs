@@ -4,6 +4,7 @@
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use tokio::time::Instant;
 use zookeeper_client as zkc;
 
 use super::config::{Server, Target, ZkConfig};
@@ -29,16 +30,22 @@ pub(crate) async fn establish(
     if let Some(session) = session {
         connector = connector.with_session(session);
     }
-    let client =
-        match tokio::time::timeout(config.connect_timeout(), connector.connect(&config.connect))
-            .await
-        {
-            Ok(Ok(client)) => client,
+    // The client gives up on its own after about a session timeout: while
+    // the connect timeout has time left, it tries again.
+    let deadline = Instant::now().checked_add(config.connect_timeout());
+    let client = loop {
+        let left = deadline.map_or(Duration::MAX, |deadline| {
+            deadline.saturating_duration_since(Instant::now())
+        });
+        match tokio::time::timeout(left, connector.clone().connect(&config.connect)).await {
+            Ok(Ok(client)) => break client,
+            Ok(Err(zkc::Error::Timeout)) if deadline.is_none_or(|at| Instant::now() < at) => {}
             Ok(Err(zkc::Error::Timeout)) | Err(_) => {
                 return Err(unreachable_error(config, target).await);
             }
             Ok(Err(error)) => return Err(connect_error(error, config)),
-        };
+        }
+    };
     if let Some(chroot) = &target.chroot {
         check_chroot(&client, chroot, config).await?;
     }
