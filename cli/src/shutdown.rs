@@ -72,6 +72,11 @@ impl Stop {
         self.sender.send_replace(true);
     }
 
+    /// Whether a stop was requested.
+    pub fn is_requested(&self) -> bool {
+        *self.receiver.borrow()
+    }
+
     /// Runs `work` unless a stop is requested first (then `None`; what
     /// `work` held, such as a session, is dropped, which closes it).
     pub async fn unless_requested<F: Future>(&self, work: F) -> Option<F::Output> {

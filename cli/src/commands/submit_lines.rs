@@ -14,6 +14,7 @@ use zkdist_coord::{
 use super::Outcome;
 use super::submit::is_session_end;
 use crate::args::SubmitArgs;
+use crate::shutdown::Shutdown;
 use crate::stdout::out;
 use crate::{connect, handlers};
 
@@ -51,6 +52,8 @@ pub(crate) enum Queued {
     /// Not queued, or (a [`ClientError::SubmitInDoubt`]) perhaps queued
     /// without anyone being able to tell.
     Failed(ClientError),
+    /// Not sent: SIGINT or SIGTERM came first.
+    Interrupted,
 }
 
 impl Queued {
@@ -74,6 +77,11 @@ pub(crate) struct Queue {
 pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Outcome> {
     let layout = connect::layout(&args.connect)?;
     let lines = checked_lines(input, &layout, args.no_check)?;
+    // SIGINT or SIGTERM stops the sending between two batches, and every
+    // payload is still accounted for: the ids of those queued, `-` for
+    // the others.
+    let stop = Shutdown::install()?.shared();
+    let interrupted = || stop.is_requested();
     let payloads: Vec<&[u8]> = lines.iter().map(|line| line.payload).collect();
 
     let (zk, events) = connect::session(&args.connect).await?;
@@ -90,7 +98,7 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
         let (zk, events) = connect::session(&args.connect).await?;
         Ok(Client::new(zk, events, layout.clone()))
     };
-    let queue = queue_all(client, &payloads, reconnect, &bar).await;
+    let queue = queue_all(client, &payloads, reconnect, &interrupted, &bar).await;
     bar.finish_and_clear();
     report(&lines, &queue.queued)
 }
@@ -104,6 +112,7 @@ pub(crate) async fn queue_all<C, R, F>(
     client: Client<C>,
     payloads: &[&[u8]],
     reconnect: R,
+    interrupted: &dyn Fn() -> bool,
     bar: &ProgressBar,
 ) -> Queue
 where
@@ -112,7 +121,7 @@ where
     F: Future<Output = anyhow::Result<Client<C>>>,
 {
     let mut queue = Queue {
-        queued: send_batches(&client, payloads, bar).await,
+        queued: send_batches(&client, payloads, interrupted, bar).await,
         found_after_end: 0,
         sent_again: 0,
     };
@@ -160,14 +169,21 @@ where
 
 /// Sends the payloads in batches of [`BATCH_TASKS`], one after another on
 /// one session, so that they are queued in order; stops at the first
-/// batch in which the session ended, leaving the rest unsent.
+/// batch in which the session ended, leaving the rest unsent, and before
+/// the first batch after `interrupted` says so, leaving the rest
+/// interrupted.
 async fn send_batches<C: Coordinator>(
     client: &Client<C>,
     payloads: &[&[u8]],
+    interrupted: &dyn Fn() -> bool,
     bar: &ProgressBar,
 ) -> Vec<Queued> {
     let mut queued: Vec<Queued> = Vec::with_capacity(payloads.len());
     for batch in payloads.chunks(BATCH_TASKS) {
+        if interrupted() {
+            queued.resize_with(payloads.len(), || Queued::Interrupted);
+            break;
+        }
         let first = queued.len();
         for outcome in client.submit_many(batch, CREATES_IN_FLIGHT).await {
             queued.push(match outcome {
@@ -197,7 +213,7 @@ async fn send_batches<C: Coordinator>(
 fn session_ending(queued: &Queued) -> Option<&ClientError> {
     match queued {
         Queued::Unanswered { cause, .. } | Queued::Unsent(cause) => Some(cause),
-        Queued::Task(_) | Queued::Failed(_) => None,
+        Queued::Task(_) | Queued::Failed(_) | Queued::Interrupted => None,
     }
 }
 
@@ -273,7 +289,7 @@ fn give_up_on_new_session(queued: &mut [Queued]) {
                 cause: Box::new(cause.clone()),
             },
             Queued::Unsent(cause) => cause.clone(),
-            Queued::Task(_) | Queued::Failed(_) => continue,
+            Queued::Task(_) | Queued::Failed(_) | Queued::Interrupted => continue,
         };
         *entry = Queued::Failed(given_up);
     }
@@ -285,9 +301,14 @@ fn give_up_on_new_session(queued: &mut [Queued]) {
 fn report(lines: &[Line<'_>], queued: &[Queued]) -> anyhow::Result<Outcome> {
     let mut stdout = String::with_capacity(queued.len() * 40);
     let mut failures: Vec<(usize, &ClientError)> = Vec::new();
+    let mut interrupted = 0;
     for (line, queued) in lines.iter().zip(queued) {
         let printed = match queued {
             Queued::Task(task) => task.as_str(),
+            Queued::Interrupted => {
+                interrupted += 1;
+                "-"
+            }
             Queued::Failed(error @ ClientError::SubmitInDoubt { .. }) => {
                 failures.push((line.number, error));
                 "?"
@@ -303,16 +324,22 @@ fn report(lines: &[Line<'_>], queued: &[Queued]) -> anyhow::Result<Outcome> {
         writeln!(stdout, "{printed}").expect("writing to a String cannot fail");
     }
     out!("{stdout}")?;
+    let total = lines.len();
+    let interruption = (interrupted > 0).then(|| {
+        format!("interrupted: {interrupted} of {total} tasks were not sent (printed as -)")
+    });
     let Some(&(_, first_failure)) = failures.first() else {
-        return Ok(Outcome::Done);
+        return match interruption {
+            None => Ok(Outcome::Done),
+            Some(message) => Err(anyhow::anyhow!(message)),
+        };
     };
     let in_doubt = failures
         .iter()
         .filter(|(_, error)| matches!(error, ClientError::SubmitInDoubt { .. }))
         .count();
     let not_queued = failures.len() - in_doubt;
-    let total = lines.len();
-    let mut parts = Vec::new();
+    let mut parts: Vec<String> = interruption.into_iter().collect();
     if not_queued > 0 {
         parts.push(format!(
             "{not_queued} of {total} tasks were not queued (printed as -)"
@@ -447,7 +474,14 @@ mod tests {
                 let (zk, events) = sim.connect("resumer").await?;
                 Ok(Client::new(zk, events, layout.clone()))
             };
-            let queue = queue_all(client, &payloads, reconnect, &ProgressBar::hidden()).await;
+            let queue = queue_all(
+                client,
+                &payloads,
+                reconnect,
+                &|| false,
+                &ProgressBar::hidden(),
+            )
+            .await;
             cutting.await.unwrap();
 
             assert!(
@@ -488,6 +522,81 @@ mod tests {
                     .unwrap();
                 assert_eq!(data, *payload, "{task}");
             }
+        });
+    }
+
+    /// An interruption stops the sending before the next batch: the batch
+    /// in hand is queued whole, nothing after it is sent, and every payload
+    /// is accounted for.
+    #[test]
+    fn an_interruption_stops_before_the_next_batch_and_loses_track_of_nothing() {
+        zkdist_sim::runtime::block_on(12, async {
+            let sim = SimZk::start(SimConfig {
+                seed: 12,
+                ..SimConfig::default()
+            });
+            let layout = Layout::default();
+            let (zk, events) = sim.connect("submitter").await.unwrap();
+            let client = Client::new(zk, events, layout.clone());
+            let payloads: Vec<Vec<u8>> = (0..(BATCH_TASKS as u64 + 5))
+                .map(|n| TaskPayload::new("echo").with("n", n).encode().unwrap())
+                .collect();
+            let payloads: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+            // Asked once the first batch is under way.
+            let asked = std::cell::Cell::new(0);
+            let interrupted = || {
+                asked.set(asked.get() + 1);
+                asked.get() > 1
+            };
+            let no_new_session = || async { anyhow::bail!("not needed") };
+            let queue = queue_all(
+                client,
+                &payloads,
+                no_new_session,
+                &interrupted,
+                &ProgressBar::hidden(),
+            )
+            .await;
+            let (queued, interrupted): (Vec<_>, Vec<_>) = queue
+                .queued
+                .iter()
+                .partition(|queued| matches!(queued, Queued::Task(_)));
+            assert_eq!((queued.len(), interrupted.len()), (BATCH_TASKS, 5));
+            assert!(
+                interrupted
+                    .iter()
+                    .all(|queued| matches!(queued, Queued::Interrupted))
+            );
+            assert!(
+                queue.queued[..BATCH_TASKS]
+                    .iter()
+                    .all(|q| matches!(q, Queued::Task(_)))
+            );
+            let (reader, _events) = sim.connect("reader").await.unwrap();
+            let (names, _) = reader
+                .get_children(&layout.tasks_dir(), Watch::No)
+                .await
+                .unwrap();
+            assert_eq!(names.len(), BATCH_TASKS, "nothing after the batch was sent");
+            // The report (three lines of it: it prints one per payload).
+            let lines: Vec<Line<'_>> = payloads[..3]
+                .iter()
+                .enumerate()
+                .map(|(index, payload)| Line {
+                    number: index + 1,
+                    payload,
+                })
+                .collect();
+            let first = match &queue.queued[0] {
+                Queued::Task(task) => Queued::Task(task.clone()),
+                other => panic!("{other:?}"),
+            };
+            let error =
+                report(&lines, &[first, Queued::Interrupted, Queued::Interrupted]).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                "interrupted: 2 of 3 tasks were not sent (printed as -)"
+            );
         });
     }
 }
