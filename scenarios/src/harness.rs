@@ -598,6 +598,7 @@ impl Harness {
                 self.stop_masters().await
             })
             .await;
+        self.check_workers().await;
         if let Some(master) = master {
             let layout = self.layout.clone();
             let facts = self
@@ -607,10 +608,40 @@ impl Harness {
             if master.is_none() {
                 self.sim.note("harness: no master led at the end");
             }
+            let submitted = self.submitted();
             self.shared
-                .check(|checker| checker.on_end(&facts, master.as_ref()));
+                .check(|checker| checker.on_end(&facts, &submitted, master.as_ref()));
         }
         self.report().await
+    }
+
+    /// Reports the first worker process (not crashed on purpose) that has
+    /// ended by itself, with an error or a panic: the workers run until the
+    /// harness stops them. The others go on until the run ends.
+    async fn check_workers(&self) {
+        let ended: Vec<(String, Process<Result<(), WorkerError>>)> = lock(&self.workers)
+            .iter_mut()
+            .filter(|actor| {
+                actor
+                    .process
+                    .as_ref()
+                    .is_some_and(|process| process.task.is_finished())
+            })
+            .filter_map(|actor| {
+                let name = actor.connector.name().to_owned();
+                actor.process.take().map(|process| (name, process))
+            })
+            .collect();
+        for (name, process) in ended {
+            let how = match process.task.await {
+                Ok(Ok(())) => "it returned without being asked to stop".to_owned(),
+                Ok(Err(error)) => format!("it gave up: {error}"),
+                Err(error) => format!("it panicked: {error}"),
+            };
+            self.sim.note(format!("harness: {name} ended: {how}"));
+            self.shared
+                .check(|checker| checker.on_actor_failed(&name, &how));
+        }
     }
 
     /// Stops every master candidate and waits for each. Returns the state

@@ -256,7 +256,7 @@ fn facts(workers: &[u32], assignments: &[(u32, &str)], tasks: &[(i32, bool)]) ->
 
 fn at_end(facts: &TreeFacts, master: Option<&MasterState>) -> Option<(Invariant, String)> {
     let mut checker = checker();
-    checker.on_end(facts, master);
+    checker.on_end(facts, &[], master);
     checker.violation().map(|violation| {
         assert_eq!(violation.step, Step::EndOfRun);
         (violation.invariant, violation.detail.clone())
@@ -332,6 +332,57 @@ fn a_task_without_a_result_at_the_end_is_lost() {
     let orphaned = facts(&[2], &[(1, &task(0).to_string())], &[(0, false)]);
     let (_, detail) = at_end(&orphaned, None).expect("lost");
     assert!(detail.ends_with("is no longer registered"), "{detail}");
+}
+
+#[test]
+fn a_submitted_task_whose_node_is_gone_without_a_result_is_lost() {
+    // Nothing in the tree says so: the task's node is not there at all.
+    let mut checker = checker();
+    checker.on_end(&facts(&[1], &[], &[]), &[task(0)], None);
+    let violation = checker.violation().expect("lost");
+    assert_eq!(violation.invariant, Invariant::Liveness);
+    assert_eq!(
+        violation.detail,
+        format!(
+            "{} was submitted and never finished: no result was ever written, and its node is not there",
+            task(0)
+        )
+    );
+    // Nothing submitted, nothing to miss.
+    let mut quiet = self::checker();
+    quiet.on_end(&facts(&[1], &[], &[]), &[], None);
+    assert_eq!(quiet.violation(), None);
+}
+
+#[test]
+fn a_worker_that_ends_by_itself_is_an_actor_failure() {
+    let mut checker = checker();
+    assert!(checker.on_actor_failed("w2", "it gave up: session expired"));
+    let violation = checker.violation().expect("reported");
+    assert_eq!(violation.invariant, Invariant::ActorFailed);
+    assert_eq!(violation.step, Step::EndOfRun);
+    assert_eq!(
+        violation.detail,
+        "w2 ended before the run did: it gave up: session expired"
+    );
+    // The first violation stands.
+    assert!(!checker.on_actor_failed("w3", "it panicked"));
+}
+
+#[test]
+fn deleting_a_task_before_its_result_is_caught() {
+    let report = caught(async |h| {
+        let outsider = outsider(h).await;
+        outsider
+            .delete(&format!("{}/{}", h.layout().tasks_dir(), t(h, 0)), None)
+            .await
+            .unwrap();
+    });
+    check_report(
+        &report,
+        Invariant::FinishedExactlyOnce,
+        "rogue deleted {t0} before any result was written: it can never finish",
+    );
 }
 
 /// The simulator with the checker on and a rogue master session (it holds

@@ -8,7 +8,7 @@
 
 use zkdist_master::TaskDiscovery;
 use zkdist_scenarios::mutant::Mutant;
-use zkdist_scenarios::{ExploreConfig, Faults, Invariant, explore};
+use zkdist_scenarios::{ExploreConfig, Faults, Invariant, Violation, explore, run_seed};
 
 /// Every mutant must be caught within this many seeds.
 const SEEDS: u64 = 40;
@@ -52,15 +52,23 @@ fn faults_for(mutant: Mutant) -> Faults {
     }
 }
 
-/// The seeds among `0..SEEDS` that break a rule, with the rule.
-fn violations(faults: Faults, mutant: Option<Mutant>) -> Vec<(u64, Invariant)> {
+/// The seeds among `0..SEEDS` that break a rule, with the violation.
+fn violations_found(faults: Faults, mutant: Option<Mutant>) -> Vec<(u64, Violation)> {
     let mut found = Vec::new();
     explore(0..SEEDS, &config(faults, mutant), 1, false, |outcome| {
         if let Some(violation) = outcome.violation {
-            found.push((outcome.seed, violation.invariant));
+            found.push((outcome.seed, violation));
         }
     });
     found
+}
+
+/// The seeds among `0..SEEDS` that break a rule, with the rule.
+fn violations(faults: Faults, mutant: Option<Mutant>) -> Vec<(u64, Invariant)> {
+    violations_found(faults, mutant)
+        .into_iter()
+        .map(|(seed, violation)| (seed, violation.invariant))
+        .collect()
 }
 
 /// The mutant is caught within [`SEEDS`] seeds, and on at least one of
@@ -68,7 +76,21 @@ fn violations(faults: Faults, mutant: Option<Mutant>) -> Vec<(u64, Invariant)> {
 /// it first on other seeds: a reordered create also fools the master into
 /// taking a busy worker for idle).
 fn caught(mutant: Mutant) {
-    let found = violations(faults_for(mutant), Some(mutant));
+    let found = violations_found(faults_for(mutant), Some(mutant));
+    // The first violating seed, replayed alone, breaks the same rule at the
+    // same step and trace line, with the same detail.
+    if let Some((seed, violation)) = found.first() {
+        let replayed = run_seed(*seed, &config(faults_for(mutant), Some(mutant)));
+        assert_eq!(
+            replayed.violation.as_ref(),
+            Some(violation),
+            "{mutant:?}: seed {seed} replayed"
+        );
+    }
+    let found: Vec<(u64, Invariant)> = found
+        .into_iter()
+        .map(|(seed, violation)| (seed, violation.invariant))
+        .collect();
     assert!(
         !found.is_empty(),
         "{mutant:?} went unnoticed over {SEEDS} seeds"

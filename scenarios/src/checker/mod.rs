@@ -100,10 +100,11 @@ pub enum Invariant {
     Liveness,
     InlinePayload,
     MasterViewMatches,
+    ActorFailed,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 11] = [
+    pub const ALL: [Invariant; 12] = [
         Invariant::TaskAssignedTwice,
         Invariant::WorkerAssignedTwice,
         Invariant::AssignedToUnregistered,
@@ -115,6 +116,7 @@ impl Invariant {
         Invariant::Liveness,
         Invariant::InlinePayload,
         Invariant::MasterViewMatches,
+        Invariant::ActorFailed,
     ];
 
     pub fn name(self) -> &'static str {
@@ -130,6 +132,7 @@ impl Invariant {
             Invariant::Liveness => "liveness",
             Invariant::InlinePayload => "inline-payload",
             Invariant::MasterViewMatches => "master-view-matches",
+            Invariant::ActorFailed => "actor-failed",
         }
     }
 }
@@ -726,7 +729,19 @@ impl Checker {
             && let Ok(task) = TaskId::parse(rest)
         {
             self.submissions_in_order.deleted(&task);
-            self.deleted_tasks.insert(task);
+            // Clients delete a task only once it has its result (a cleanup
+            // of an unfinished task is refused): without one it is lost.
+            let lost = !self.results_created.contains_key(&task);
+            self.deleted_tasks.insert(task.clone());
+            if lost {
+                return Some((
+                    Invariant::FinishedExactlyOnce,
+                    format!(
+                        "{} deleted {task} before any result was written: it can never finish",
+                        op.session_name
+                    ),
+                ));
+            }
         }
         None
     }
@@ -889,14 +904,39 @@ impl Checker {
         None
     }
 
-    /// The end of a run: every task has its result, and the elected
-    /// master's view (when one led) is ZooKeeper's.
-    pub fn on_end(&mut self, facts: &TreeFacts, master: Option<&MasterState>) -> bool {
+    /// A worker process that was not crashed on purpose ended before the
+    /// end of the run, with an error or a panic (`how`): a fleet that
+    /// shrinks by itself, which the tasks' liveness may not show when the
+    /// other workers finish them.
+    pub fn on_actor_failed(&mut self, actor: &str, how: &str) -> bool {
+        let detail = format!("{actor} ended before the run did: {how}");
+        self.violate(Invariant::ActorFailed, detail, Step::EndOfRun)
+    }
+
+    /// The end of a run: every task in the tree has its result, so has
+    /// every task the client was told it `submitted` (its node may be gone,
+    /// cleaned up, or never have been made), and the elected master's view
+    /// (when one led) is ZooKeeper's.
+    pub fn on_end(
+        &mut self,
+        facts: &TreeFacts,
+        submitted: &[TaskId],
+        master: Option<&MasterState>,
+    ) -> bool {
         if !self.judging() {
             return false;
         }
         if let Some((task, _)) = facts.tasks.iter().find(|(_, finished)| !**finished) {
             let detail = format!("{task} never finished: {}", facts.whereabouts(task, master));
+            return self.violate(Invariant::Liveness, detail, Step::EndOfRun);
+        }
+        if let Some(task) = submitted
+            .iter()
+            .find(|task| !self.results_created.contains_key(*task))
+        {
+            let detail = format!(
+                "{task} was submitted and never finished: no result was ever written, and its node is not there"
+            );
             return self.violate(Invariant::Liveness, detail, Step::EndOfRun);
         }
         if let Some(state) = master {
