@@ -49,7 +49,17 @@ fn main() -> ExitCode {
         _ => "info",
     };
     let log = cli.log.as_deref().unwrap_or(default_log);
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(log));
+    let filter = match EnvFilter::try_from_default_env() {
+        Ok(filter) => filter,
+        Err(error) => {
+            // Unset is the usual case; set but unreadable is said, not
+            // passed over.
+            if std::env::var_os(EnvFilter::DEFAULT_ENV).is_some() {
+                eprintln!("zkdist: RUST_LOG ignored ({error}); logging with {log:?}");
+            }
+            EnvFilter::new(log)
+        }
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

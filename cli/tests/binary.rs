@@ -60,6 +60,19 @@ fn demo_prints_a_summary_in_which_every_task_succeeds_in_submission_order() {
     assert!(!demo.stdout.contains("FAILED"), "{}", demo.stdout);
 }
 
+/// A `RUST_LOG` that does not parse is said to be ignored, not passed over
+/// in silence.
+#[test]
+fn an_unreadable_rust_log_is_named() {
+    let finished = zkdist(&["demo", "--tasks", "1"])
+        .env("RUST_LOG", "zkdist=[")
+        .output()
+        .expect("zkdist runs");
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert_eq!(finished.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("zkdist: RUST_LOG ignored ("), "{stderr}");
+}
+
 /// Standard output that cannot be written (a full disk here; a pipe whose
 /// reader has gone is the same) is an error naming it, not a panic.
 #[test]

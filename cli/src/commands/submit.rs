@@ -1,8 +1,8 @@
 //! `submit` and `wait`.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use zkdist_coord::{
     Client, ClientError, Coordinator, TaskId, TaskPayload, TaskToken, validate_data,
 };
@@ -137,7 +137,15 @@ fn read_payload(args: &SubmitArgs) -> anyhow::Result<Vec<u8>> {
         (Some(text), None) if text != "-" => Ok(text.as_bytes().to_vec()),
         (_, Some(file)) => std::fs::read(file)
             .with_context(|| format!("cannot read the payload file {}", file.display())),
-        _ => {
+        (payload, None) => {
+            // Without a payload, a terminal would wait for one with no
+            // prompt; `-` asks for it on purpose.
+            if payload.is_none() && std::io::stdin().is_terminal() {
+                bail!(
+                    "no payload: give it as an argument, with --file, or on standard input \
+                     (`-` reads it from the terminal)"
+                );
+            }
             let mut payload = Vec::new();
             std::io::stdin()
                 .read_to_end(&mut payload)
