@@ -14,7 +14,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::oneshot;
-use zkdist_coord::{SessionId, SessionState, ZkError, ZkResult};
+use zkdist_coord::{Reply, Request as Call, SessionId, SessionState, ZkError, ZkResult};
 
 use crate::applied::AppliedOp;
 use crate::client::{Client, ClientState, ConnectReply, PendingOp, Unsent};
@@ -402,6 +402,16 @@ impl Engine {
                 );
                 self.peer_mut(session).client.end_stream();
             }
+            return;
+        }
+        if matches!(&request, Request::Call(Call::Multi { ops }) if ops.is_empty()) {
+            // The client library answers an empty multi itself, as
+            // zookeeper-client does: nothing is sent, no zxid is taken, and
+            // a disconnection does not hold it back.
+            self.record(format!(
+                "local {name} multi [] -> ok 0 ops (answered by the client library, not sent)"
+            ));
+            let _ = reply.send(Ok(Response::Reply(Reply::Multi(Vec::new()))));
             return;
         }
         let request_id = self.take_request_id();

@@ -237,6 +237,30 @@ fn requests_issued_while_disconnected_are_sent_in_order_once_reconnected() {
 
 /// A process that dies while disconnected takes its queued requests with
 /// it: they fail with `ConnectionLoss`, and none is ever sent.
+/// An empty multi is answered by the client library, as zookeeper-client
+/// answers it: at once, also while disconnected, with no zxid taken and
+/// nothing sent.
+#[test]
+fn an_empty_multi_is_answered_locally_even_while_disconnected() {
+    run_paused(async {
+        let sim = SimZk::start(config(3, Latency::Fixed { ms: 10 }, 10_000));
+        let (a, _events) = sim.connect("a").await.unwrap();
+        let zxid_before = sim.inspect(|tree| tree.zxid()).await;
+        let started = Instant::now();
+        assert_eq!(a.multi(Vec::new()).await, Ok(Vec::new()));
+        assert_eq!(started.elapsed(), Duration::ZERO, "no round trip");
+        sim.cut(a.session_id(), Duration::from_secs(1)).await;
+        assert_eq!(a.multi(Vec::new()).await, Ok(Vec::new()));
+        assert_eq!(sim.inspect(|tree| tree.zxid()).await, zxid_before);
+        let trace = sim.trace().await;
+        let local = trace
+            .iter()
+            .filter(|line| line.contains("local a multi [] -> ok 0 ops"))
+            .count();
+        assert_eq!(local, 2, "{trace:#?}");
+    });
+}
+
 #[test]
 fn a_crash_while_disconnected_fails_the_queued_requests() {
     run_paused(async {
