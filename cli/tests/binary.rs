@@ -161,11 +161,13 @@ fn run_owned(args: &[String]) -> Finished {
 #[test]
 fn an_invalid_root_is_refused_by_every_command_naming_it() {
     let pi = r#"{"kind":"pi","samples":10}"#;
+    let too_long = format!("/{}", "r".repeat(300));
     for (root, why) in [
         ("zkdist", "start with '/'"),
         ("/zkdist/", "end with '/'"),
         ("/", "a node of its own"),
         ("/zookeeper/zkdist", "reserved"),
+        (too_long.as_str(), "over the 256-byte limit"),
     ] {
         for command in [
             &["run"][..],

@@ -102,9 +102,8 @@ pub const RESULT_HEADER_BYTES: usize = RESULT_MAGIC.len() + 2;
 
 /// What a worker's completion request spends besides the result: the
 /// multi's headers (some 80 bytes), the result's path and the assignment's
-/// path. The reserve covers paths of some 450 bytes each; a worker whose
-/// completion would still not fit (under a very long root path) writes a
-/// failure that says so instead.
+/// path, which under the longest root (`layout::MAX_ROOT_BYTES`) take some
+/// 600 bytes together.
 pub const COMPLETION_RESERVE_BYTES: usize = 1024;
 
 /// The largest handler output that fits in a result node and in the request

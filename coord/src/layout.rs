@@ -35,6 +35,13 @@ const ASSIGNMENTS: &str = "assignments";
 const IDS: &str = "ids";
 const RESULT: &str = "result";
 
+/// The longest root a layout takes. Every request names a path under it,
+/// and a worker's completion (its result and the release of its
+/// assignment, in one request) names two, within the room the result
+/// limit keeps for them (`codec::COMPLETION_RESERVE_BYTES`): a longer root
+/// could make a completion that no request can carry.
+pub const MAX_ROOT_BYTES: usize = 256;
+
 /// The znode layout under one root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
@@ -64,6 +71,12 @@ impl Layout {
         }
         if root == "/zookeeper" || root.starts_with("/zookeeper/") {
             return Err(invalid("`/zookeeper` is reserved by ZooKeeper"));
+        }
+        if root.len() > MAX_ROOT_BYTES {
+            return Err(invalid(&format!(
+                "it is {} bytes long, over the {MAX_ROOT_BYTES}-byte limit",
+                root.len()
+            )));
         }
         Ok(Layout {
             root: root.to_owned(),
@@ -403,6 +416,8 @@ mod tests {
 
     #[test]
     fn unusable_roots_are_refused_naming_them() {
+        let longest = format!("/{}", "r".repeat(MAX_ROOT_BYTES - 1));
+        let too_long = format!("{longest}r");
         for (root, reason) in [
             ("zkdist", "start with '/'"),
             ("/zkdist/", "end with '/'"),
@@ -410,6 +425,7 @@ mod tests {
             ("/zookeeper", "reserved"),
             ("/zookeeper/quota", "reserved"),
             ("/a//b", "empty"),
+            (too_long.as_str(), "257 bytes long, over the 256-byte limit"),
         ] {
             match Layout::new(root) {
                 Err(ZkError::InvalidPath { path, reason: why }) => {
@@ -421,5 +437,6 @@ mod tests {
             }
         }
         assert!(Layout::new("/zookeeperish").is_ok());
+        assert!(Layout::new(&longest).is_ok());
     }
 }

@@ -38,8 +38,9 @@ pub(crate) fn completion_ops(
 /// do. A completion the client refuses as too large would fail the worker,
 /// and the master would give the task to the next worker, which would fail
 /// the same way: one task would stop every worker in turn. Results up to
-/// [`zkdist_coord::MAX_RESULT_OUTPUT_BYTES`] always fit under the default
-/// root; only a very long root path makes this fire.
+/// [`zkdist_coord::MAX_RESULT_OUTPUT_BYTES`] fit under any root a layout
+/// takes (`layout::MAX_ROOT_BYTES`), so this is a guard: it fires only for
+/// paths longer than a layout makes.
 pub(crate) fn oversized_completion(ops: &[Op]) -> Option<TaskResult> {
     let request_bytes = multi_request_bytes(ops);
     if request_bytes <= MAX_REQUEST_BYTES {
@@ -166,8 +167,8 @@ mod tests {
         assert_eq!(sent(&largest, RESULT, ASSIGNMENT), largest);
         let longest_failure = TaskResult::failure("e".repeat(MAX_RESULT_OUTPUT_BYTES + 100));
         assert_eq!(sent(&longest_failure, RESULT, ASSIGNMENT), longest_failure);
-        // Under a root of 600 bytes the largest output no longer fits with
-        // its two paths: the worker writes why instead.
+        // Under paths longer than a layout makes (a root of 600 bytes), the
+        // largest output would not fit with them: the worker writes why.
         let root = format!("/{}", "r".repeat(599));
         let (result_path, assignment_path) =
             (format!("{root}{RESULT}"), format!("{root}{ASSIGNMENT}"));

@@ -77,14 +77,15 @@ pub(crate) struct Queue {
 pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Outcome> {
     let layout = connect::layout(&args.connect)?;
     let lines = checked_lines(input, &layout, args.no_check)?;
-    // SIGINT or SIGTERM stops the sending between two batches, and every
-    // payload is still accounted for: the ids of those queued, `-` for
-    // the others.
-    let stop = Shutdown::install()?.shared();
-    let interrupted = || stop.is_requested();
     let payloads: Vec<&[u8]> = lines.iter().map(|line| line.payload).collect();
 
     let (zk, events) = connect::session(&args.connect).await?;
+    // From the first create on, SIGINT or SIGTERM stops the sending
+    // between two batches, and every payload is still accounted for: the
+    // ids of those queued, `-` for the others. (Before it, nothing was
+    // sent, and a signal ends the process as usual.)
+    let stop = Shutdown::install()?.shared();
+    let interrupted = || stop.is_requested();
     let client = Client::new(zk, events, layout.clone());
     // Hidden when stderr is not a terminal.
     let bar =
@@ -95,7 +96,11 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
             .progress_chars("=> "),
     );
     let reconnect = || async {
-        let (zk, events) = connect::session(&args.connect).await?;
+        let connected = stop
+            .unless_requested(connect::session(&args.connect))
+            .await
+            .context("interrupted while opening a new session")?;
+        let (zk, events) = connected?;
         Ok(Client::new(zk, events, layout.clone()))
     };
     let queue = queue_all(client, &payloads, reconnect, &interrupted, &bar).await;
@@ -145,10 +150,14 @@ where
             "the session ended while submitting; looking up the unanswered creates on a new session and sending again what made no task"
         )
     });
+    if interrupted() {
+        give_up_on_new_session(queued, true);
+        return queue;
+    }
     match reconnect().await {
         Ok(client) => {
             queue.found_after_end = look_up_unanswered(&client, queued).await;
-            queue.sent_again = send_again(&client, payloads, queued).await;
+            queue.sent_again = send_again(&client, payloads, queued, interrupted).await;
             client.session().close().await.ok();
             bar.suspend(|| {
                 tracing::warn!(
@@ -160,7 +169,7 @@ where
         }
         Err(error) => {
             bar.suspend(|| tracing::warn!("cannot open a new session: {error:#}"));
-            give_up_on_new_session(queued);
+            give_up_on_new_session(queued, interrupted());
         }
     }
     debug_assert!(!queue.queued.iter().any(Queued::awaits_new_session));
@@ -255,43 +264,52 @@ async fn look_up_unanswered<C: Coordinator>(client: &Client<C>, queued: &mut [Qu
     found_count
 }
 
-/// Sends again, in order, the payloads no task carries; returns how many.
+/// Sends again, in order and in batches of [`BATCH_TASKS`], the payloads no
+/// task carries, stopping before the first batch after `interrupted` says
+/// so; returns how many were sent.
 async fn send_again<C: Coordinator>(
     client: &Client<C>,
     payloads: &[&[u8]],
     queued: &mut [Queued],
+    interrupted: &dyn Fn() -> bool,
 ) -> usize {
     let again: Vec<usize> = (0..queued.len())
         .filter(|&index| matches!(queued[index], Queued::Unsent(_)))
         .collect();
-    if again.is_empty() {
-        return 0;
-    }
-    let resent: Vec<&[u8]> = again.iter().map(|&index| payloads[index]).collect();
-    let outcomes = client.submit_many(&resent, CREATES_IN_FLIGHT).await;
-    let sent = again.len();
-    for (index, outcome) in again.into_iter().zip(outcomes) {
-        queued[index] = match outcome {
-            Ok(task) => Queued::Task(task),
-            Err(error) => Queued::Failed(error),
-        };
+    let mut sent = 0;
+    for batch in again.chunks(BATCH_TASKS) {
+        if interrupted() {
+            for &index in batch {
+                queued[index] = Queued::Interrupted;
+            }
+            continue;
+        }
+        let resent: Vec<&[u8]> = batch.iter().map(|&index| payloads[index]).collect();
+        let outcomes = client.submit_many(&resent, CREATES_IN_FLIGHT).await;
+        sent += batch.len();
+        for (&index, outcome) in batch.iter().zip(outcomes) {
+            queued[index] = match outcome {
+                Ok(task) => Queued::Task(task),
+                Err(error) => Queued::Failed(error),
+            };
+        }
     }
     sent
 }
 
-/// No new session: the unanswered payloads stay in doubt, the unsent ones
-/// were not queued.
-fn give_up_on_new_session(queued: &mut [Queued]) {
+/// No new session (none could be opened, or `interrupted` came first):
+/// the unanswered payloads stay in doubt, the unsent ones were not queued.
+fn give_up_on_new_session(queued: &mut [Queued], interrupted: bool) {
     for entry in queued.iter_mut() {
-        let given_up = match entry {
-            Queued::Unanswered { token, cause } => ClientError::SubmitInDoubt {
+        *entry = match entry {
+            Queued::Unanswered { token, cause } => Queued::Failed(ClientError::SubmitInDoubt {
                 token: *token,
                 cause: Box::new(cause.clone()),
-            },
-            Queued::Unsent(cause) => cause.clone(),
+            }),
+            Queued::Unsent(_) if interrupted => Queued::Interrupted,
+            Queued::Unsent(cause) => Queued::Failed(cause.clone()),
             Queued::Task(_) | Queued::Failed(_) | Queued::Interrupted => continue,
         };
-        *entry = Queued::Failed(given_up);
     }
 }
 
@@ -596,6 +614,71 @@ mod tests {
             assert_eq!(
                 error.to_string(),
                 "interrupted: 2 of 3 tasks were not sent (printed as -)"
+            );
+        });
+    }
+
+    /// Interrupted after its session ended midway: nothing is sent again,
+    /// the unanswered creates stay in doubt (`?`, each with its token), and
+    /// everything never sent is reported as interrupted.
+    #[test]
+    fn an_interruption_after_a_session_ended_sends_nothing_again() {
+        zkdist_sim::runtime::block_on(11, async {
+            let sim = SimZk::start(SimConfig {
+                seed: 11,
+                latency: Latency::Fixed { ms: 1 },
+                session_timeout_ms: 2_000,
+                ..SimConfig::default()
+            });
+            let layout = Layout::default();
+            let (zk, events) = sim.connect("submitter").await.unwrap();
+            let session = zk.session_id();
+            let client = Client::new(zk, events, layout.clone());
+            let payloads: Vec<Vec<u8>> = (0..(BATCH_TASKS as u64 + 2_000))
+                .map(|n| TaskPayload::new("echo").with("n", n).encode().unwrap())
+                .collect();
+            let payloads: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+            let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let cutting = {
+                let (sim, cut) = (sim.clone(), cut.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(61)).await;
+                    sim.cut(session, Duration::from_secs(3)).await;
+                    cut.store(true, std::sync::atomic::Ordering::SeqCst);
+                })
+            };
+            let interrupted = || cut.load(std::sync::atomic::Ordering::SeqCst);
+            let reconnect = || async { anyhow::bail!("interrupted: no new session") };
+            let queue = queue_all(
+                client,
+                &payloads,
+                reconnect,
+                &interrupted,
+                &ProgressBar::hidden(),
+            )
+            .await;
+            cutting.await.unwrap();
+            assert_eq!((queue.found_after_end, queue.sent_again), (0, 0));
+            let count =
+                |wanted: fn(&Queued) -> bool| queue.queued.iter().filter(|q| wanted(q)).count();
+            let queued = count(|q| matches!(q, Queued::Task(_)));
+            let in_doubt =
+                count(|q| matches!(q, Queued::Failed(ClientError::SubmitInDoubt { .. })));
+            let interrupted = count(|q| matches!(q, Queued::Interrupted));
+            assert_eq!(queued + in_doubt + interrupted, payloads.len());
+            assert!(in_doubt > 0, "some creates were in flight at the cut");
+            assert!(interrupted >= payloads.len() - BATCH_TASKS, "{interrupted}");
+            // Tasks are only those answered, and those in doubt that the
+            // server applied before the cut.
+            let (reader, _events) = sim.connect("reader").await.unwrap();
+            let (names, _) = reader
+                .get_children(&layout.tasks_dir(), Watch::No)
+                .await
+                .unwrap();
+            assert!(
+                (queued..=queued + in_doubt).contains(&names.len()),
+                "{} tasks for {queued} queued and {in_doubt} in doubt",
+                names.len()
             );
         });
     }
