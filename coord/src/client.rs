@@ -145,8 +145,9 @@ enum TaskChange {
     Reconnected,
 }
 
-/// How many times a listing of `tasks/` is sent while it fails as a lost
-/// connection before the client gives up
+/// How many times a listing (of `tasks/`, and in a status of `workers/`
+/// and `assignments/`) is sent while it fails as a lost connection before
+/// the client gives up
 /// ([`ClientError::ListingUnreadable`]). With the pauses of
 /// [`crate::retry`] that is some 14 s: longer than a short outage, and an
 /// outage long enough to expire the session ends the attempts anyway.

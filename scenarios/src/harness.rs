@@ -615,9 +615,9 @@ impl Harness {
         self.report().await
     }
 
-    /// Reports the first worker process (not crashed on purpose) that has
-    /// ended by itself, with an error or a panic: the workers run until the
-    /// harness stops them. The others go on until the run ends.
+    /// Notes every worker process (not crashed on purpose) that has ended
+    /// by itself, with an error or a panic, and reports the first as a
+    /// violation: the workers run until the harness stops them.
     async fn check_workers(&self) {
         let ended: Vec<(String, Process<Result<(), WorkerError>>)> = lock(&self.workers)
             .iter_mut()

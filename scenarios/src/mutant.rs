@@ -11,6 +11,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures::future::Either;
+
 use zkdist_coord::{
     AddWatchMode, AssignmentView, Coordinator, CreateMode, Layout, Op, OpResult, Reply, Request,
     SessionId, Stat, Watch, WorkerId, ZkError, ZkResult, path,
@@ -150,7 +152,7 @@ struct Memory {
 #[derive(Debug, Clone)]
 pub struct MutantSession<C> {
     inner: C,
-    /// `None`: every call passes through unchanged.
+    /// `None`: every request passes through unchanged, sent at once.
     mutant: Option<Mutant>,
     layout: Layout,
     memory: Arc<Mutex<Memory>>,
@@ -335,11 +337,25 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         self.inner.session_id()
     }
 
-    /// Every request is sent once this future is polled, as a request of
-    /// the mutant's own may be, later or split.
+    /// A request the mutant may change goes through it, and is sent once
+    /// this future is polled (the mutant may send it later, or split);
+    /// every other request, and every request of a session without a
+    /// mutant, is sent at once, as the trait says.
     fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {
+        let changes = self.mutant.is_some()
+            && matches!(
+                request,
+                Request::Create { .. }
+                    | Request::GetData { .. }
+                    | Request::GetChildren { .. }
+                    | Request::Multi { .. }
+                    | Request::AddWatch { .. }
+            );
+        if !changes {
+            return Either::Left(self.inner.call(request));
+        }
         let watch = |watch: bool| if watch { Watch::Yes } else { Watch::No };
-        async move {
+        Either::Right(async move {
             match request {
                 Request::Create { path, data, mode } => {
                     self.create(path, data, mode).await.map(Reply::Created)
@@ -356,9 +372,9 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
                 Request::AddWatch { path, mode } => {
                     self.add_watch(path, mode).await.map(|()| Reply::WatchAdded)
                 }
-                other => self.inner.call(other).await,
+                other => unreachable!("a mutant does not change {}", other.name()),
             }
-        }
+        })
     }
 
     fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {

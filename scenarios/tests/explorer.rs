@@ -90,7 +90,7 @@ fn explored_outcomes_come_in_seed_order_whatever_the_threads() {
 /// a violating seed of every mutant (the same rule at the same step, trace
 /// line and detail).
 #[test]
-fn a_replay_reproduces_the_explorers_trace_and_violation() {
+fn a_replay_reproduces_the_explorers_trace_and_outcome() {
     let config = config(Faults::All);
     let explored = outcomes(0..60, &config, 2, true);
     let replayed_seeds: Vec<&SeedOutcome> = explored

@@ -49,14 +49,17 @@
 //!   starts a task once a worker wrote its result (unless a client deleted
 //!   the task meanwhile: the worker then finds it gone); no worker finds the
 //!   result of the task it ran already written (it ran twice); a worker
-//!   releases its assignment only with or after writing the task's result.
+//!   releases its assignment only with or after writing the task's result;
+//!   no task node is deleted before its result is written (clients delete
+//!   only finished tasks: an unfinished one would be lost).
 //! - [`Invariant::ZombieWrite`]: a result is created only by a session
 //!   whose worker holds, right before that transaction, the assignment node
 //!   naming the task: a worker whose assignment was revoked, or whose
 //!   session ended, never writes a result.
 //! - [`Invariant::Liveness`]: when the run ends (after the faults stopped,
 //!   links healed and the system was given time to recover), every task
-//!   has its result.
+//!   has its result, and so has every task the client submitted, its node
+//!   gone or not.
 //! - [`Invariant::InlinePayload`]: an assignment node that carries its
 //!   task's payload inline carries exactly the task node's data (the
 //!   worker runs it without reading the task), and goes to a worker whose
@@ -66,6 +69,9 @@
 //!   agree with ZooKeeper's tree, it has seen every task that exists, and
 //!   it remembers no task that no longer exists (its processed set is
 //!   bounded by the tree).
+//! - [`Invariant::ActorFailed`]: at the end of a run, no worker process
+//!   has ended by itself, with an error or a panic (only the faults crash
+//!   one, and the harness stops the others).
 
 mod submission_order;
 mod view;
