@@ -248,7 +248,13 @@ fn an_empty_multi_is_answered_locally_even_while_disconnected() {
         let zxid_before = sim.inspect(|tree| tree.zxid()).await;
         let started = Instant::now();
         assert_eq!(a.multi(Vec::new()).await, Ok(Vec::new()));
-        assert_eq!(started.elapsed(), Duration::ZERO, "no round trip");
+        // A round trip takes 20 ms; madsim moves its clock a little after
+        // every poll, so "at once" is "well within one latency".
+        assert!(
+            started.elapsed() < Duration::from_millis(10),
+            "no round trip: {:?}",
+            started.elapsed()
+        );
         sim.cut(a.session_id(), Duration::from_secs(1)).await;
         assert_eq!(a.multi(Vec::new()).await, Ok(Vec::new()));
         assert_eq!(sim.inspect(|tree| tree.zxid()).await, zxid_before);
