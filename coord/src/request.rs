@@ -124,39 +124,95 @@ pub(crate) fn unexpected(method: &str, reply: Reply) -> ZkError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ErrorCode;
+    use crate::path::validate_path;
 
+    /// Each request is checked by its validator (whose own tests say what
+    /// each refuses) and named after its method.
     #[test]
     fn checks_are_the_validators_and_names_are_the_methods() {
-        let create = Request::Create {
-            path: "tasks/t-".into(),
-            data: vec![],
-            mode: CreateMode::PersistentSequential,
-        };
-        assert_eq!(
-            create.check().map_err(|e| e.code()),
-            Err(ErrorCode::BadArguments)
-        );
-        assert_eq!(create.name(), "create");
-        let multi = Request::Multi {
-            ops: vec![
-                Op::Check {
-                    path: "/a".into(),
-                    version: 0,
+        let bad = "tasks/t-";
+        let refused = |path| validate_path(path).unwrap_err();
+        let ops = vec![Op::Delete {
+            path: bad.into(),
+            version: None,
+        }];
+        for (request, checked, name) in [
+            (
+                Request::Create {
+                    path: bad.into(),
+                    data: vec![],
+                    mode: CreateMode::PersistentSequential,
                 },
-                Op::Delete {
-                    path: "/a/".into(),
+                check_create(bad, &[], CreateMode::PersistentSequential),
+                "create",
+            ),
+            (
+                Request::Delete {
+                    path: "/a".into(),
+                    version: Some(-2),
+                },
+                check_delete("/a", Some(-2)),
+                "delete",
+            ),
+            (
+                Request::SetData {
+                    path: bad.into(),
+                    data: vec![],
                     version: None,
                 },
-            ],
-        };
-        match multi.check() {
-            Err(ZkError::Multi { index: 1, .. }) => {}
-            other => panic!("the second op is named: {other:?}"),
+                check_set_data(bad, &[], None),
+                "set_data",
+            ),
+            (
+                Request::Multi { ops: ops.clone() },
+                check_multi(&ops),
+                "multi",
+            ),
+            (
+                Request::Exists {
+                    path: bad.into(),
+                    watch: false,
+                },
+                Err(refused(bad)),
+                "exists",
+            ),
+            (
+                Request::GetData {
+                    path: bad.into(),
+                    watch: true,
+                },
+                Err(refused(bad)),
+                "get_data",
+            ),
+            (
+                Request::GetChildren {
+                    path: bad.into(),
+                    watch: false,
+                },
+                Err(refused(bad)),
+                "get_children",
+            ),
+            (
+                Request::CountDescendants { path: bad.into() },
+                Err(refused(bad)),
+                "count_descendants",
+            ),
+            (Request::Sync { path: "/".into() }, Ok(()), "sync"),
+            (
+                Request::AddWatch {
+                    path: bad.into(),
+                    mode: AddWatchMode::Persistent,
+                },
+                Err(refused(bad)),
+                "add_watch",
+            ),
+        ] {
+            // Every case but `sync` is refused, so that a request checked
+            // by the wrong validator (or by none) shows.
+            assert_eq!(checked.is_ok(), name == "sync", "{name}");
+            assert_eq!(request.check(), checked, "{name}");
+            assert_eq!(request.name(), name);
         }
-        let sync = Request::Sync { path: "/".into() };
-        assert_eq!(sync.check(), Ok(()));
-        assert_eq!(sync.name(), "sync");
         let error = unexpected("sync", Reply::Deleted);
         assert!(
             error.to_string().contains("sync got the reply Deleted"),

@@ -449,12 +449,50 @@ fn name_lines(message: &mut String, lines: impl ExactSizeIterator<Item = (usize,
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
 
-    use zkdist_coord::{TaskPayload, Watch};
+    use zkdist_coord::{SessionId, TaskPayload, Watch};
     use zkdist_sim::{Latency, SimConfig, SimZk};
 
     use super::*;
+
+    /// A simulation whose submitter's link can be cut midway: 1 ms links
+    /// and a 2 s session timeout.
+    fn cut_midway_sim() -> SimZk {
+        SimZk::start(SimConfig {
+            seed: 11,
+            latency: Latency::Fixed { ms: 1 },
+            session_timeout_ms: 2_000,
+            ..SimConfig::default()
+        })
+    }
+
+    /// `count` payloads of the `echo` kind, numbered.
+    fn echo_payloads(count: u64) -> Vec<Vec<u8>> {
+        (0..count)
+            .map(|n| TaskPayload::new("echo").with("n", n).encode().unwrap())
+            .collect()
+    }
+
+    /// Cuts `session`'s link some 30 round trips in (a few thousand creates
+    /// queued), for longer than its timeout. The flag is set once it is cut.
+    fn cut_midway(
+        sim: &SimZk,
+        session: SessionId,
+    ) -> (tokio::task::JoinHandle<()>, Arc<AtomicBool>) {
+        let cut = Arc::new(AtomicBool::new(false));
+        let cutting = {
+            let (sim, cut) = (sim.clone(), Arc::clone(&cut));
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(61)).await;
+                sim.cut(session, Duration::from_secs(3)).await;
+                cut.store(true, Ordering::SeqCst);
+            })
+        };
+        (cutting, cut)
+    }
 
     /// The session's link is cut in the middle of the batch for longer than
     /// its timeout: a seeded prefix of the creates in flight was applied and
@@ -464,30 +502,14 @@ mod tests {
     #[test]
     fn a_session_ending_midway_loses_no_payload_and_queues_none_twice() {
         zkdist_sim::runtime::block_on(11, async {
-            let config = SimConfig {
-                seed: 11,
-                latency: Latency::Fixed { ms: 1 },
-                session_timeout_ms: 2_000,
-                ..SimConfig::default()
-            };
-            let sim = SimZk::start(config);
+            let sim = cut_midway_sim();
             let layout = Layout::default();
             let (zk, events) = sim.connect("submitter").await.unwrap();
             let session = zk.session_id();
             let client = Client::new(zk, events, layout.clone());
-            let payloads: Vec<Vec<u8>> = (0..(BATCH_TASKS as u64 + 2_000))
-                .map(|n| TaskPayload::new("echo").with("n", n).encode().unwrap())
-                .collect();
+            let payloads = echo_payloads(BATCH_TASKS as u64 + 2_000);
             let payloads: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
-
-            let cutting = {
-                let sim = sim.clone();
-                tokio::spawn(async move {
-                    // Some 30 round trips in: a few thousand creates queued.
-                    tokio::time::sleep(Duration::from_millis(61)).await;
-                    sim.cut(session, Duration::from_secs(3)).await;
-                })
-            };
+            let (cutting, _) = cut_midway(&sim, session);
             let reconnect = || async {
                 let (zk, events) = sim.connect("resumer").await?;
                 Ok(Client::new(zk, events, layout.clone()))
@@ -556,9 +578,7 @@ mod tests {
             let layout = Layout::default();
             let (zk, events) = sim.connect("submitter").await.unwrap();
             let client = Client::new(zk, events, layout.clone());
-            let payloads: Vec<Vec<u8>> = (0..(BATCH_TASKS as u64 + 5))
-                .map(|n| TaskPayload::new("echo").with("n", n).encode().unwrap())
-                .collect();
+            let payloads = echo_payloads(BATCH_TASKS as u64 + 5);
             let payloads: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
             // Asked once the first batch is under way.
             let asked = std::cell::Cell::new(0);
@@ -624,30 +644,15 @@ mod tests {
     #[test]
     fn an_interruption_after_a_session_ended_sends_nothing_again() {
         zkdist_sim::runtime::block_on(11, async {
-            let sim = SimZk::start(SimConfig {
-                seed: 11,
-                latency: Latency::Fixed { ms: 1 },
-                session_timeout_ms: 2_000,
-                ..SimConfig::default()
-            });
+            let sim = cut_midway_sim();
             let layout = Layout::default();
             let (zk, events) = sim.connect("submitter").await.unwrap();
             let session = zk.session_id();
             let client = Client::new(zk, events, layout.clone());
-            let payloads: Vec<Vec<u8>> = (0..(BATCH_TASKS as u64 + 2_000))
-                .map(|n| TaskPayload::new("echo").with("n", n).encode().unwrap())
-                .collect();
+            let payloads = echo_payloads(BATCH_TASKS as u64 + 2_000);
             let payloads: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
-            let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let cutting = {
-                let (sim, cut) = (sim.clone(), cut.clone());
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(61)).await;
-                    sim.cut(session, Duration::from_secs(3)).await;
-                    cut.store(true, std::sync::atomic::Ordering::SeqCst);
-                })
-            };
-            let interrupted = || cut.load(std::sync::atomic::Ordering::SeqCst);
+            let (cutting, cut) = cut_midway(&sim, session);
+            let interrupted = || cut.load(Ordering::SeqCst);
             let reconnect = || async { anyhow::bail!("interrupted: no new session") };
             let queue = queue_all(
                 client,
