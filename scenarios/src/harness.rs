@@ -621,15 +621,11 @@ impl Harness {
     async fn check_workers(&self) {
         let ended: Vec<(String, Process<Result<(), WorkerError>>)> = lock(&self.workers)
             .iter_mut()
-            .filter(|actor| {
-                actor
-                    .process
-                    .as_ref()
-                    .is_some_and(|process| process.task.is_finished())
-            })
             .filter_map(|actor| {
-                let name = actor.connector.name().to_owned();
-                actor.process.take().map(|process| (name, process))
+                let process = actor
+                    .process
+                    .take_if(|process| process.task.is_finished())?;
+                Some((actor.connector.name().to_owned(), process))
             })
             .collect();
         for (name, process) in ended {
