@@ -641,7 +641,10 @@ impl Harness {
     }
 
     /// Stops every master candidate and waits for each. Returns the state
-    /// of the one that led.
+    /// of the one that led. A candidate that gave up, before the stop or
+    /// in answer to it, is an actor failure: a candidate gives up only
+    /// where retrying cannot help (a tree it may not write, a node it did
+    /// not expect), and neither faults nor the harness make one.
     async fn stop_masters(&self) -> Option<MasterState> {
         let leader = self.current_leader().await;
         let processes: Vec<(String, bool, Process<MasterRun>)> = lock(&self.masters)
@@ -662,7 +665,10 @@ impl Harness {
             {
                 Ok(state) => state,
                 Err(error) => {
-                    self.sim.note(format!("harness: {name} gave up: {error}"));
+                    let how = format!("it gave up: {error}");
+                    self.sim.note(format!("harness: {name} ended: {how}"));
+                    self.shared
+                        .check(|checker| checker.on_actor_failed(&name, &how));
                     None
                 }
             };

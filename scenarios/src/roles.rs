@@ -112,8 +112,8 @@ impl Connector for ActorConnector {
 
 /// A master candidate: the master crate's role loop, which claims the
 /// master node or stands by, session after session. Returns on `shutdown`,
-/// with the master's state if this candidate led then (`None` too if the
-/// role gave up, which it reports as a decision-less error in the trace).
+/// with the master's state if this candidate led then, or the error it gave
+/// up with (which the harness reports as an actor failure).
 pub(crate) async fn master_role<C: Connector>(
     connector: C,
     layout: Layout,

@@ -369,6 +369,41 @@ fn a_worker_that_ends_by_itself_is_an_actor_failure() {
     assert!(!checker.on_actor_failed("w3", "it panicked"));
 }
 
+/// A master candidate that gives up is an actor failure too. An outsider
+/// replaces the empty `assignments/` directory with an ephemeral node, so
+/// the master's first assignment create is refused with
+/// `NoChildrenForEphemerals`, which a new session would meet again: the
+/// candidate gives up, and the fleet is left without a master.
+#[test]
+fn a_master_candidate_that_gives_up_is_an_actor_failure() {
+    let report = zkdist_sim::runtime::block_on(7, async {
+        let h = Harness::start(HarnessConfig::new(7, Latency::Fixed { ms: 1 })).await;
+        h.start_master().await;
+        h.start_worker().await;
+        h.registered(1).await;
+        let (rogue, _events) = h.sim().connect("rogue").await.unwrap();
+        let assignments = h.layout().assignments_dir();
+        rogue.delete(&assignments, None).await.unwrap();
+        rogue
+            .create(&assignments, b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        h.submit(0).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        h.finish().await
+    });
+    let violation = report.violation.as_ref().expect("a violation");
+    assert_eq!(violation.invariant, Invariant::ActorFailed, "{violation}");
+    assert_eq!(violation.step, Step::EndOfRun);
+    assert!(
+        violation
+            .detail
+            .starts_with("m1 ended before the run did: it gave up: ")
+            && violation.detail.contains("its parent is ephemeral"),
+        "{violation}"
+    );
+}
+
 #[test]
 fn deleting_a_task_before_its_result_is_caught() {
     let report = caught(async |h| {

@@ -71,7 +71,8 @@
 //!   bounded by the tree).
 //! - [`Invariant::ActorFailed`]: at the end of a run, no worker process
 //!   has ended by itself, with an error or a panic (only the faults crash
-//!   one, and the harness stops the others).
+//!   one, and the harness stops the others), and no master candidate has
+//!   given up.
 
 mod submission_order;
 mod view;
@@ -910,10 +911,10 @@ impl Checker {
         None
     }
 
-    /// A worker process that was not crashed on purpose ended before the
-    /// end of the run, with an error or a panic (`how`): a fleet that
-    /// shrinks by itself, which the tasks' liveness may not show when the
-    /// other workers finish them.
+    /// A worker process that was not crashed on purpose, or a master
+    /// candidate, ended before the end of the run, with an error or a
+    /// panic (`how`): a fleet that shrinks by itself, which the tasks'
+    /// liveness may not show when the other actors finish them.
     pub fn on_actor_failed(&mut self, actor: &str, how: &str) -> bool {
         let detail = format!("{actor} ended before the run did: {how}");
         self.violate(Invariant::ActorFailed, detail, Step::EndOfRun)
