@@ -56,7 +56,7 @@ pub enum ClientError {
     /// `jute.maxbuffer`, 1 MiB by default, the library's default too) fails
     /// that way every time: `tasks/` reaches 1 MiB at some 29,000 tasks.
     #[error(
-        "cannot list {path}: {attempts} attempts ended in a lost connection (last: {error}); if the last error names the client's reply limit, the listing is over it: --max-reply-bytes raises it (a Java client's jute.maxbuffer, {limit_bytes} bytes by default, holds some 29,000 task names)"
+        "cannot list {path}: {attempts} attempts ended in a lost connection (last: {error}); if the last error names the client's reply limit, the listing is over it: --max-reply-bytes raises it (a Java client's jute.maxbuffer, {limit_bytes} bytes by default, holds some 29,000 task names or 50,000 worker names)"
     )]
     ListingUnreadable {
         path: String,
