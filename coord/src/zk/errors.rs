@@ -89,6 +89,29 @@ pub(crate) fn map_error(error: zkc::Error, context: &OpContext) -> ZkError {
                 context.op
             ),
         },
+        // The client also fails every request in flight with what broke
+        // its connection when that is a frame it could not read (a reply
+        // whose xid matches no request, a reply or event that does not
+        // decode), and answers a request its session task dropped with an
+        // unexpected error. A reply the client could not read may belong to
+        // a request the server applied: the outcome is unknown, and calling
+        // it a definite failure would have a submitter queue a task twice.
+        broken @ (zkc::Error::UnexpectedError(_) | zkc::Error::UnmarshalError { .. }) => {
+            ZkError::ConnectionLoss {
+                reason: format!(
+                    "the client failed ({broken}) before the reply to {} {path}; it may or may not have been applied",
+                    context.op
+                ),
+            }
+        }
+        // The server refused the request unapplied, under load: worth
+        // retrying, as after a timeout.
+        zkc::Error::Throttled => ZkError::OperationTimeout {
+            reason: format!(
+                "the server throttled {} {path} (it is overloaded); not applied",
+                context.op
+            ),
+        },
         other => ZkError::System {
             reason: format!("{} {path}: {other}", context.op),
         },
@@ -153,6 +176,32 @@ mod tests {
         ] {
             assert_eq!(map_error(error, &context).code(), code);
         }
+    }
+
+    /// Errors the client hands every request in flight when a frame it
+    /// could not read breaks the connection leave the outcome unknown, as a
+    /// connection loss does; a throttled request is worth retrying.
+    #[test]
+    fn an_unreadable_reply_leaves_the_outcome_unknown() {
+        let context = OpContext::new("create", "/tasks/task-", None);
+        for broken in [
+            zkc::Error::UnexpectedError("recv response with xid 7 but no pending request".into()),
+            zkc::Error::UnmarshalError {
+                entity: "reply header",
+                reason: &"buffer underflow",
+            },
+        ] {
+            let shown = broken.to_string();
+            let mapped = map_error(broken, &context);
+            assert!(mapped.is_outcome_unknown(), "{mapped:?}");
+            assert!(mapped.is_transient(), "{mapped:?}");
+            let reason = mapped.to_string();
+            assert!(reason.contains(&shown), "{reason}");
+            assert!(reason.contains("create /tasks/task-"), "{reason}");
+        }
+        let throttled = map_error(zkc::Error::Throttled, &context);
+        assert_eq!(throttled.code(), ErrorCode::OperationTimeout);
+        assert!(throttled.is_transient());
     }
 
     #[test]
