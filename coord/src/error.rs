@@ -43,12 +43,12 @@ pub enum ZkError {
         limit_bytes: usize,
     },
     /// A request too large for the server to accept as one frame (a multi
-    /// whose ops together pass the limit), refused before it is sent.
-    #[error(
-        "request of {ops} ops is {size_bytes} bytes, over the {limit_bytes}-byte request limit"
-    )]
+    /// whose ops together pass the limit, or data within the node limit
+    /// under a long path), refused before it is sent. `request` names it:
+    /// "multi of 2 ops", "create of /path", "set_data of /path".
+    #[error("{request} is {size_bytes} bytes, over the {limit_bytes}-byte request limit")]
     RequestTooLarge {
-        ops: usize,
+        request: String,
         size_bytes: usize,
         limit_bytes: usize,
     },

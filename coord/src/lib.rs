@@ -44,6 +44,6 @@ pub use registration::{INLINE_PAYLOAD_FEATURE, reads_inline_payloads, registrati
 pub use request::{Reply, Request};
 pub use types::{AddWatchMode, ChildCreates, CreateMode, SessionId, Stat, Watch};
 pub use validate::{
-    LARGE_REPLY_BYTES, MAX_DATA_BYTES, MAX_REPLY_BYTES, MAX_REQUEST_BYTES, MIN_REPLY_BYTES,
-    validate_data, validate_version,
+    LARGE_REPLY_BYTES, MAX_DATA_BYTES, MAX_FRAME_BYTES, MAX_REPLY_BYTES, MAX_REQUEST_BYTES,
+    MIN_REPLY_BYTES, validate_data, validate_version,
 };

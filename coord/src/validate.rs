@@ -9,9 +9,12 @@
 //! - [`validate_version`]`(path, version) -> ZkResult<()>`: a negative
 //!   expected version is `BadArguments`;
 //! - [`check_create`]`(path, data, mode) -> ZkResult<()>`: the path (or
-//!   sequential prefix) and the data of a `create`;
+//!   sequential prefix) and the data of a `create`, then the whole
+//!   request's size ([`create_request_bytes`] over [`MAX_FRAME_BYTES`]
+//!   is `RequestTooLarge`);
 //! - [`check_delete`]`(path, version) -> ZkResult<()>`;
-//! - [`check_set_data`]`(path, data, version) -> ZkResult<()>`;
+//! - [`check_set_data`]`(path, data, version) -> ZkResult<()>`: as a
+//!   create ([`set_data_request_bytes`]), and the version;
 //! - [`check_read`]`(path) -> ZkResult<()>`: `exists`, `get_data`,
 //!   `get_children`, `sync`;
 //! - [`check_op`]`(op) -> ZkResult<()>`: one op of a multi, unwrapped;
@@ -19,7 +22,9 @@
 //!   `ZkError::Multi` with its index), then the whole request's size
 //!   ([`multi_request_bytes`] over [`MAX_REQUEST_BYTES`] is
 //!   `RequestTooLarge`);
-//! - [`multi_request_bytes`]`(ops) -> usize`: the multi request's size on
+//! - [`multi_request_bytes`]`(ops) -> usize`,
+//!   [`create_request_bytes`]`(path, data) -> usize`,
+//!   [`set_data_request_bytes`]`(path, data) -> usize`: a request's size on
 //!   the wire;
 //! - [`children_reply_bytes`]`(names) -> usize`: the size of a
 //!   `getChildren2` reply on the wire;
@@ -72,6 +77,15 @@ pub const LARGE_REPLY_BYTES: usize = 64 * MAX_REPLY_BYTES;
 /// ACLs longer than `world:anyone`.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024 - 1024;
 
+/// The largest request frame a server accepts: ZooKeeper's default
+/// `jute.maxbuffer`, 1 MiB less one byte (`0xfffff`), counted without the
+/// frame's 4-byte length. A larger one makes the server drop the
+/// connection. A `create` or `set_data` on its own is held to this, not to
+/// [`MAX_REQUEST_BYTES`]: data of [`MAX_DATA_BYTES`] must fit beside any
+/// path zkdist makes, and does beside paths of up to 976 bytes. Paths are
+/// counted as given; a chroot, which the server sees prefixed, is not.
+pub const MAX_FRAME_BYTES: usize = 1024 * 1024 - 1;
+
 /// Refuses data over [`MAX_DATA_BYTES`], naming the path and the limit.
 pub fn validate_data(path: &str, data: &[u8]) -> ZkResult<()> {
     if data.len() > MAX_DATA_BYTES {
@@ -99,8 +113,22 @@ pub fn validate_version(path: &str, version: Option<i32>) -> ZkResult<()> {
 }
 
 /// Checks a `create`: the path (for sequential modes, the prefix the server
-/// appends the counter to) and the data.
+/// appends the counter to), the data, and the size of the whole request
+/// against [`MAX_FRAME_BYTES`] (data within [`MAX_DATA_BYTES`] beside a
+/// path of more than 976 bytes would pass it, and the server would drop
+/// the connection).
 pub fn check_create(path: &str, data: &[u8], mode: CreateMode) -> ZkResult<()> {
+    check_create_fields(path, data, mode)?;
+    check_request_bytes(
+        || format!("create of {path}"),
+        create_request_bytes(path, data),
+        MAX_FRAME_BYTES,
+    )
+}
+
+/// [`check_create`] without the request's size: a multi's op, whose size
+/// the multi counts as a whole.
+fn check_create_fields(path: &str, data: &[u8], mode: CreateMode) -> ZkResult<()> {
     if mode.is_sequential() {
         validate_sequential_prefix(path)?;
     } else {
@@ -115,11 +143,39 @@ pub fn check_delete(path: &str, version: Option<i32>) -> ZkResult<()> {
     validate_version(path, version)
 }
 
-/// Checks a `set_data`: the path, the data and the expected version.
+/// Checks a `set_data`: the path, the data, the expected version and the
+/// size of the whole request (as [`check_create`]).
 pub fn check_set_data(path: &str, data: &[u8], version: Option<i32>) -> ZkResult<()> {
+    check_set_data_fields(path, data, version)?;
+    check_request_bytes(
+        || format!("set_data of {path}"),
+        set_data_request_bytes(path, data),
+        MAX_FRAME_BYTES,
+    )
+}
+
+/// [`check_set_data`] without the request's size, for a multi's op.
+fn check_set_data_fields(path: &str, data: &[u8], version: Option<i32>) -> ZkResult<()> {
     validate_path(path)?;
     validate_data(path, data)?;
     validate_version(path, version)
+}
+
+/// Refuses a request of `size_bytes` over `limit_bytes`, naming it as
+/// `request` says.
+fn check_request_bytes(
+    request: impl FnOnce() -> String,
+    size_bytes: usize,
+    limit_bytes: usize,
+) -> ZkResult<()> {
+    if size_bytes > limit_bytes {
+        return Err(ZkError::RequestTooLarge {
+            request: request(),
+            size_bytes,
+            limit_bytes,
+        });
+    }
+    Ok(())
 }
 
 /// Checks a read or a `sync`: the path only.
@@ -131,13 +187,13 @@ pub fn check_read(path: &str) -> ZkResult<()> {
 /// checked. [`check_multi`] wraps its error with the op's index.
 pub fn check_op(op: &Op) -> ZkResult<()> {
     match op {
-        Op::Create { path, data, mode } => check_create(path, data, *mode),
+        Op::Create { path, data, mode } => check_create_fields(path, data, *mode),
         Op::Delete { path, version } => check_delete(path, *version),
         Op::SetData {
             path,
             data,
             version,
-        } => check_set_data(path, data, *version),
+        } => check_set_data_fields(path, data, *version),
         Op::Check { path, version } => {
             validate_path(path)?;
             validate_version(path, Some(*version))
@@ -156,15 +212,11 @@ pub fn check_multi(ops: &[Op]) -> ZkResult<()> {
             error: Box::new(error),
         })?;
     }
-    let size_bytes = multi_request_bytes(ops);
-    if size_bytes > MAX_REQUEST_BYTES {
-        return Err(ZkError::RequestTooLarge {
-            ops: ops.len(),
-            size_bytes,
-            limit_bytes: MAX_REQUEST_BYTES,
-        });
-    }
-    Ok(())
+    check_request_bytes(
+        || format!("multi of {} ops", ops.len()),
+        multi_request_bytes(ops),
+        MAX_REQUEST_BYTES,
+    )
 }
 
 // Jute encodings: an int is 4 bytes, a long 8, a bool 1, a string or a
@@ -194,23 +246,39 @@ pub fn multi_request_bytes(ops: &[Op]) -> usize {
         .iter()
         .map(|op| {
             let body = match op {
-                // path, data, acl, flags
-                Op::Create { path, data, .. } => {
-                    jute_bytes(path.len()) + jute_bytes(data.len()) + CREATE_ACL_BYTES + INT_BYTES
-                }
+                Op::Create { path, data, .. } => create_body_bytes(path, data),
                 // path, version
                 Op::Delete { path, .. } | Op::Check { path, .. } => {
                     jute_bytes(path.len()) + INT_BYTES
                 }
-                // path, data, version
-                Op::SetData { path, data, .. } => {
-                    jute_bytes(path.len()) + jute_bytes(data.len()) + INT_BYTES
-                }
+                Op::SetData { path, data, .. } => set_data_body_bytes(path, data),
             };
             MULTI_HEADER_BYTES + body
         })
         .sum();
     REQUEST_HEADER_BYTES + ops_bytes + MULTI_HEADER_BYTES
+}
+
+/// A create's body, alone or in a multi: path, data, ACL and flags (no TTL:
+/// zkdist makes no TTL nodes).
+fn create_body_bytes(path: &str, data: &[u8]) -> usize {
+    jute_bytes(path.len()) + jute_bytes(data.len()) + CREATE_ACL_BYTES + INT_BYTES
+}
+
+/// A set_data's body, alone or in a multi: path, data and version.
+fn set_data_body_bytes(path: &str, data: &[u8]) -> usize {
+    jute_bytes(path.len()) + jute_bytes(data.len()) + INT_BYTES
+}
+
+/// The size on the wire of a `create` request on its own (as
+/// [`multi_request_bytes`] counts: no frame length, paths as given).
+pub fn create_request_bytes(path: &str, data: &[u8]) -> usize {
+    REQUEST_HEADER_BYTES + create_body_bytes(path, data)
+}
+
+/// The size on the wire of a `set_data` request on its own.
+pub fn set_data_request_bytes(path: &str, data: &[u8]) -> usize {
+    REQUEST_HEADER_BYTES + set_data_body_bytes(path, data)
 }
 
 /// Bytes of a `getChildren2` reply on the wire: the reply header (xid,
@@ -314,13 +382,67 @@ mod tests {
         assert_eq!(
             check_multi(&ops),
             Err(ZkError::RequestTooLarge {
-                ops: 2,
+                request: "multi of 2 ops".into(),
                 size_bytes: expected,
                 limit_bytes: MAX_REQUEST_BYTES,
             })
         );
         // Each op alone is fine.
         assert_eq!(check_multi(&ops[..1]), Ok(()));
+    }
+
+    #[test]
+    fn a_create_or_set_data_is_bounded_as_a_whole_request() {
+        let path = format!("/{}", "p".repeat(2000));
+        // Data within the node limit, too much beside this path.
+        let data = vec![0u8; MAX_DATA_BYTES];
+        let create_bytes = create_request_bytes(&path, &data);
+        assert_eq!(create_bytes, 8 + (4 + 2001) + (4 + MAX_DATA_BYTES) + 27 + 4);
+        assert_eq!(
+            check_create(&path, &data, CreateMode::EphemeralSequential),
+            Err(ZkError::RequestTooLarge {
+                request: format!("create of {path}"),
+                size_bytes: create_bytes,
+                limit_bytes: MAX_FRAME_BYTES,
+            })
+        );
+        let set_bytes = set_data_request_bytes(&path, &data);
+        assert_eq!(set_bytes, 8 + (4 + 2001) + (4 + MAX_DATA_BYTES) + 4);
+        assert_eq!(
+            check_set_data(&path, &data, Some(3)),
+            Err(ZkError::RequestTooLarge {
+                request: format!("set_data of {path}"),
+                size_bytes: set_bytes,
+                limit_bytes: MAX_FRAME_BYTES,
+            })
+        );
+        // Exactly at the limit passes.
+        let fits = MAX_FRAME_BYTES - create_request_bytes(&path, &[]);
+        assert_eq!(
+            check_create(&path, &data[..fits], CreateMode::Persistent),
+            Ok(())
+        );
+        assert!(check_create(&path, &data[..=fits], CreateMode::Persistent).is_err());
+        // The node limit's data fits beside a path of 976 bytes, not 977.
+        for (path_bytes, fits) in [(976, true), (977, false)] {
+            let path = format!("/{}", "q".repeat(path_bytes - 1));
+            assert_eq!(
+                check_create(&path, &data, CreateMode::Persistent).is_ok(),
+                fits
+            );
+            assert!(check_set_data(&path, &data, None).is_ok());
+        }
+        // The same create in a multi is counted once, as the multi's size,
+        // not reported as a faulty op.
+        let in_multi = vec![Op::Create {
+            path: path.clone(),
+            data,
+            mode: CreateMode::Persistent,
+        }];
+        assert!(matches!(
+            check_multi(&in_multi),
+            Err(ZkError::RequestTooLarge { request, .. }) if request == "multi of 1 ops"
+        ));
     }
 
     #[test]

@@ -339,7 +339,7 @@ mod tests {
         };
         assert!(matches!(
             multi.check(),
-            Err(ZkError::RequestTooLarge { ops: 2, .. })
+            Err(ZkError::RequestTooLarge { request, .. }) if request == "multi of 2 ops"
         ));
     }
 }

@@ -5,9 +5,12 @@
 use std::sync::Arc;
 
 use crate::conformance::{
-    Backend, connect, create_dir, create_node, op_create, op_delete, op_set_data, stat_of, under,
+    Backend, connect, create_dir, create_node, op_create, op_delete, op_set_data, sorted_children,
+    stat_of, under,
 };
-use crate::validate::multi_request_bytes;
+use crate::validate::{
+    MAX_FRAME_BYTES, create_request_bytes, multi_request_bytes, set_data_request_bytes,
+};
 use crate::{
     Coordinator, CreateMode, Event, MAX_DATA_BYTES, MAX_REPLY_BYTES, MAX_REQUEST_BYTES,
     SessionState, Watch, WatchKind, ZkError,
@@ -77,7 +80,7 @@ pub async fn multi_over_the_request_limit_is_refused_before_sending<B: Backend>(
     assert_eq!(
         s.zk.multi(ops).await,
         Err(ZkError::RequestTooLarge {
-            ops: 2,
+            request: "multi of 2 ops".into(),
             size_bytes,
             limit_bytes: MAX_REQUEST_BYTES,
         })
@@ -114,6 +117,60 @@ pub async fn multi_over_the_request_limit_is_refused_before_sending<B: Backend>(
         Err(ZkError::RequestTooLarge { size_bytes, .. }) if size_bytes == MAX_REQUEST_BYTES + 1
     ));
     s.assert_no_event().await;
+}
+
+pub async fn create_or_set_data_over_the_request_limit_is_refused_before_sending<B: Backend>(
+    b: Arc<B>,
+) {
+    let mut s = connect(&*b).await;
+    // A name long enough that data within the node limit no longer fits
+    // beside it in one request: a server would drop the connection.
+    let path = under(b.root(), &"n".repeat(2 * 1024));
+    let fits = MAX_FRAME_BYTES - create_request_bytes(&path, b"");
+    assert!(
+        fits < MAX_DATA_BYTES,
+        "the path leaves less than a node's data"
+    );
+    let over = vec![5u8; fits + 1];
+    let size_bytes = create_request_bytes(&path, &over);
+    assert_eq!(size_bytes, MAX_FRAME_BYTES + 1);
+    for mode in [CreateMode::Persistent, CreateMode::PersistentSequential] {
+        assert_eq!(
+            s.zk.create(&path, &over, mode).await,
+            Err(ZkError::RequestTooLarge {
+                request: format!("create of {path}"),
+                size_bytes,
+                limit_bytes: MAX_FRAME_BYTES,
+            })
+        );
+    }
+    // Nothing was sent: no connection was dropped, nothing was created.
+    s.assert_no_event().await;
+    assert_eq!(sorted_children(&s.zk, b.root()).await, Vec::<String>::new());
+
+    // The limit is exact, and it is the server's: a create of exactly the
+    // limit is sent, and applied.
+    let at_limit = vec![6u8; fits];
+    create_node(&s.zk, &path, &at_limit, CreateMode::Persistent).await;
+    assert!(s.zk.get_data(&path, Watch::Yes).await.unwrap().0 == at_limit);
+
+    // A set_data counts its own fields (no ACL, no flags, a version).
+    let fits = MAX_FRAME_BYTES - set_data_request_bytes(&path, b"");
+    let over = vec![7u8; fits + 1];
+    assert_eq!(
+        s.zk.set_data(&path, &over, None).await,
+        Err(ZkError::RequestTooLarge {
+            request: format!("set_data of {path}"),
+            size_bytes: MAX_FRAME_BYTES + 1,
+            limit_bytes: MAX_FRAME_BYTES,
+        })
+    );
+    s.assert_no_event().await;
+    assert_eq!(stat_of(&s.zk, &path).await.version, 0, "nothing was set");
+    let at_limit = vec![8u8; fits];
+    s.zk.set_data(&path, &at_limit, Some(0)).await.unwrap();
+    s.expect_watch(WatchKind::NodeDataChanged, &path).await;
+    assert!(s.zk.get_data(&path, Watch::No).await.unwrap().0 == at_limit);
 }
 
 /// Children per multi when filling a big directory: ~100 KB per request.

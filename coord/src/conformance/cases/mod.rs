@@ -153,5 +153,6 @@ cases![
     // Size limits.
     limits::data_at_the_limit_is_accepted_and_one_byte_more_refused,
     limits::multi_over_the_request_limit_is_refused_before_sending,
+    limits::create_or_set_data_over_the_request_limit_is_refused_before_sending,
     limits::oversized_children_listing_fails_and_session_survives,
 ];
