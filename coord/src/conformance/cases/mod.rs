@@ -126,6 +126,7 @@ cases![
     watch_persistent::own_write_reports_through_a_persistent_watch_before_its_reply,
     watch_persistent::multi_reports_through_persistent_watches_once_it_applied,
     watch_persistent::persistent_watch_survives_a_reconnect,
+    watch_persistent::persistent_watch_events_during_a_cut_are_lost,
     watch_persistent::persistent_watch_goes_with_its_session,
     watch_persistent::add_watch_refuses_an_invalid_path,
     // Per-session ordering.
