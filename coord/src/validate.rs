@@ -73,8 +73,7 @@ pub const LARGE_REPLY_BYTES: usize = 64 * MAX_REPLY_BYTES;
 /// [`multi_request_bytes`]. The server drops the connection on a request
 /// frame over `jute.maxbuffer` (1 MiB less one byte by default), which the
 /// client can only report as a connection loss; the kibibyte kept back
-/// covers what the count cannot see: a chroot prefixed to every path and
-/// ACLs longer than `world:anyone`.
+/// covers what the count cannot see: a chroot prefixed to every path.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024 - 1024;
 
 /// The largest request frame a server accepts: ZooKeeper's default
@@ -82,7 +81,7 @@ pub const MAX_REQUEST_BYTES: usize = 1024 * 1024 - 1024;
 /// frame's 4-byte length. A larger one makes the server drop the
 /// connection. A `create` or `set_data` on its own is held to this, not to
 /// [`MAX_REQUEST_BYTES`]: data of [`MAX_DATA_BYTES`] must fit beside any
-/// path zkdist makes, and does beside paths of up to 976 bytes. Paths are
+/// path zkdist makes, and does beside paths of up to 960 bytes. Paths are
 /// counted as given; a chroot, which the server sees prefixed, is not.
 pub const MAX_FRAME_BYTES: usize = 1024 * 1024 - 1;
 
@@ -115,7 +114,7 @@ pub fn validate_version(path: &str, version: Option<i32>) -> ZkResult<()> {
 /// Checks a `create`: the path (for sequential modes, the prefix the server
 /// appends the counter to), the data, and the size of the whole request
 /// against [`MAX_FRAME_BYTES`] (data within [`MAX_DATA_BYTES`] beside a
-/// path of more than 976 bytes would pass it, and the server would drop
+/// path of more than 960 bytes would pass it, and the server would drop
 /// the connection).
 pub fn check_create(path: &str, data: &[u8], mode: CreateMode) -> ZkResult<()> {
     check_create_fields(path, data, mode)?;
@@ -228,10 +227,14 @@ const BOOL_BYTES: usize = 1;
 const REQUEST_HEADER_BYTES: usize = 2 * INT_BYTES;
 /// A multi's per-op header: op code, done flag, error.
 const MULTI_HEADER_BYTES: usize = INT_BYTES + BOOL_BYTES + INT_BYTES;
-/// The ACL list of a created node, counted as `[world:anyone, ALL]`: a
-/// count, then perms, scheme "world" and id "anyone". zkdist's other ACL,
-/// `auth` with an empty id, is shorter.
-const CREATE_ACL_BYTES: usize = INT_BYTES + INT_BYTES + (INT_BYTES + 5) + (INT_BYTES + 6);
+/// The ACL list of a created node, counted as the longer of the two zkdist
+/// sends (`zk::acl`): with credentials, `[auth:"" ALL, world:anyone READ]`,
+/// a count, then for each entry its perms, scheme and id. Without them,
+/// `[world:anyone ALL]` takes 27 bytes; counting 43 for every create keeps
+/// one limit for both kinds of session.
+const CREATE_ACL_BYTES: usize = INT_BYTES
+    + (INT_BYTES + (INT_BYTES + 4) + INT_BYTES)
+    + (INT_BYTES + (INT_BYTES + 5) + (INT_BYTES + 6));
 
 fn jute_bytes(bytes: usize) -> usize {
     INT_BYTES + bytes
@@ -397,7 +400,7 @@ mod tests {
         // Data within the node limit, too much beside this path.
         let data = vec![0u8; MAX_DATA_BYTES];
         let create_bytes = create_request_bytes(&path, &data);
-        assert_eq!(create_bytes, 8 + (4 + 2001) + (4 + MAX_DATA_BYTES) + 27 + 4);
+        assert_eq!(create_bytes, 8 + (4 + 2001) + (4 + MAX_DATA_BYTES) + 43 + 4);
         assert_eq!(
             check_create(&path, &data, CreateMode::EphemeralSequential),
             Err(ZkError::RequestTooLarge {
@@ -423,8 +426,8 @@ mod tests {
             Ok(())
         );
         assert!(check_create(&path, &data[..=fits], CreateMode::Persistent).is_err());
-        // The node limit's data fits beside a path of 976 bytes, not 977.
-        for (path_bytes, fits) in [(976, true), (977, false)] {
+        // The node limit's data fits beside a path of 960 bytes, not 961.
+        for (path_bytes, fits) in [(960, true), (961, false)] {
             let path = format!("/{}", "q".repeat(path_bytes - 1));
             assert_eq!(
                 check_create(&path, &data, CreateMode::Persistent).is_ok(),
@@ -463,7 +466,7 @@ mod tests {
         };
         assert_eq!(
             multi_request_bytes(&[create, check]),
-            8 + 9 + (4 + 2 + 4 + 2 + 27 + 4) + 9 + (4 + 2 + 4) + 9
+            8 + 9 + (4 + 2 + 4 + 2 + 43 + 4) + 9 + (4 + 2 + 4) + 9
         );
         // The boundary is exact: one byte more is refused.
         let fixed = multi_request_bytes(&[set_data("/a", 0)]);
