@@ -27,7 +27,8 @@ apt_install_missing() {
         return 0
     fi
     if [[ $(id -u) -ne 0 ]]; then
-        echo "$who: missing packages: $missing-- run as root: apt-get install -y $missing" >&2
+        # The update first: a fresh machine has never fetched the lists.
+        echo "$who: missing packages: $missing-- run as root: apt-get update && apt-get install -y $missing" >&2
         return 1
     fi
     echo "$who: installing $missing" >&2

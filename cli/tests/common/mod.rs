@@ -229,13 +229,14 @@ impl Role {
     }
 
     /// Sends `SIG<signal>` (`"KILL"`, `"STOP"`, `"CONT"`...) by the
-    /// process's id.
+    /// process's id, with bash's built-in `kill`: the `kill` program comes
+    /// from procps, which minimal Debian images leave out.
     pub fn signal(&self, signal: &str) {
         let pid = self.pid().to_string();
-        let status = Command::new("kill")
-            .args([&format!("-{signal}"), &pid])
+        let status = Command::new("bash")
+            .args(["-c", r#"kill -"$1" "$2""#, "kill", signal, &pid])
             .status()
-            .expect("run kill");
+            .expect("run bash's kill");
         assert!(
             status.success(),
             "kill -{signal} {pid} ({}) failed",
