@@ -88,21 +88,6 @@ impl OpCounts {
         self.exists + self.get_datas + self.get_childrens
     }
 
-    /// Both counts together (e.g. two separate stretches of one run).
-    pub fn plus(&self, other: &OpCounts) -> OpCounts {
-        OpCounts {
-            creates: self.creates + other.creates,
-            deletes: self.deletes + other.deletes,
-            set_datas: self.set_datas + other.set_datas,
-            multis: self.multis + other.multis,
-            multi_node_writes: self.multi_node_writes + other.multi_node_writes,
-            exists: self.exists + other.exists,
-            get_datas: self.get_datas + other.get_datas,
-            get_childrens: self.get_childrens + other.get_childrens,
-            listed_children: self.listed_children + other.listed_children,
-        }
-    }
-
     /// What was issued between `earlier` and `self` (two snapshots of one
     /// counter, `earlier` taken first).
     pub fn since(&self, earlier: &OpCounts) -> OpCounts {

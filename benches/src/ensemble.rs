@@ -38,7 +38,7 @@ use zkdist_coord::{
 
 use zkdist_master::TaskDiscovery;
 
-use crate::counting::{Counted, OpCounter};
+use crate::counting::{Counted, OpCounter, OpCounts};
 use crate::system::{System, SystemError};
 use crate::workload::{
     PhaseReport, Progress, RenamedPhase, WorkloadError, drain, payload, stream_tasks,
@@ -157,6 +157,17 @@ impl RawCeiling {
     }
 }
 
+/// A backlog's two stretches: queueing it, before the workers started (not
+/// timed), and draining it, timed from the workers' start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BacklogReport {
+    /// What submitting the backlog's tasks sent, and the master's reads
+    /// meanwhile.
+    pub queueing: OpCounts,
+    /// The drain: its rates and its counts cover the same interval.
+    pub drain: PhaseReport,
+}
+
 /// Everything one run measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchReport {
@@ -164,7 +175,7 @@ pub struct BenchReport {
     pub raw_before: RawCeiling,
     /// The raw ceiling measured again once the tasks were done.
     pub raw_after: RawCeiling,
-    pub backlog: Option<PhaseReport>,
+    pub backlog: Option<BacklogReport>,
     pub tasks: PhaseReport,
 }
 
@@ -363,14 +374,16 @@ impl<C: Coordinator + Clone> Run<C> {
                 let drained = drain(
                     &mut system,
                     &counter,
-                    queueing,
                     ops_before,
                     config.backlog,
                     started,
                     progress,
                 )
                 .await?;
-                Some(drained)
+                Some(BacklogReport {
+                    queueing,
+                    drain: drained,
+                })
             } else {
                 system.wait_registered().await?;
                 None
@@ -484,7 +497,10 @@ pub async fn raw_ceiling<C: Coordinator>(
 
 /// Deletes the root and everything under it: first every queued task and
 /// its result (by name, up to `in_flight` at once), then whatever is left,
-/// walking the tree. The root's parents stay.
+/// walking the tree with up to `in_flight` subtrees of a node at once
+/// (tasks whose names the run had not learned yet, when it was interrupted
+/// while queueing a backlog, can be tens of thousands). The root's parents
+/// stay.
 pub async fn remove_root<C: Coordinator>(
     zk: &C,
     layout: &Layout,
@@ -500,7 +516,7 @@ pub async fn remove_root<C: Coordinator>(
         .buffer_unordered(in_flight.max(1))
         .try_for_each(|()| std::future::ready(Ok(())))
         .await?;
-    remove_tree(zk, layout.root().to_owned()).await
+    remove_tree(zk, layout.root().to_owned(), in_flight.max(1)).await
 }
 
 async fn delete_if_there<C: Coordinator>(zk: &C, path: &str) -> Result<(), BenchError> {
@@ -513,10 +529,12 @@ async fn delete_if_there<C: Coordinator>(zk: &C, path: &str) -> Result<(), Bench
     }
 }
 
-/// Deletes `path` and its subtree, children first.
+/// Deletes `path` and its subtree, children first, up to `in_flight`
+/// children's subtrees at once.
 fn remove_tree<C: Coordinator>(
     zk: &C,
     path: String,
+    in_flight: usize,
 ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), BenchError>> + Send + '_>> {
     Box::pin(async move {
         let children = match zk.get_children(&path, Watch::No).await {
@@ -529,9 +547,11 @@ fn remove_tree<C: Coordinator>(
                 });
             }
         };
-        for child in children {
-            remove_tree(zk, path::join(&path, &child)).await?;
-        }
+        futures::stream::iter(children)
+            .map(|child| remove_tree(zk, path::join(&path, &child), in_flight))
+            .buffer_unordered(in_flight)
+            .try_for_each(|()| std::future::ready(Ok(())))
+            .await?;
         delete_if_there(zk, &path).await
     })
 }

@@ -122,8 +122,8 @@ pub fn assignment_throughput(workers: usize, tasks: u64, discovery: TaskDiscover
 /// Draining a backlog: the master (discovering tasks by `discovery`) runs,
 /// `backlog` tasks are queued and the master has queued them all; then
 /// `workers` workers start. Measures from the workers' start to the last
-/// task's assignment released; the report's writes and reads include the
-/// submissions.
+/// task's assignment released; the report's writes and reads are those of
+/// the same interval (the workers' registrations, not the submissions).
 ///
 /// # Panics
 /// If the master stops, e.g. with the founding listing loop on a `tasks/`
@@ -149,7 +149,6 @@ pub fn backlog_drain(workers: usize, backlog: u64, discovery: TaskDiscovery) -> 
             .expect("the master initialises");
         let (zk, events) = sim.connect("client").await.expect("the client connects");
         let client = Client::new(Counted::new(zk, counter.clone()), events, layout.clone());
-        let before_queueing = counter.snapshot();
         let queued = submit_backlog(&client, 0, backlog, BACKLOG_SUBMIT_WINDOW)
             .await
             .expect("the backlog is queued");
@@ -158,7 +157,6 @@ pub fn backlog_drain(workers: usize, backlog: u64, discovery: TaskDiscovery) -> 
             .wait_master_queued(backlog)
             .await
             .expect("the master queues the backlog");
-        let queueing = counter.snapshot().since(&before_queueing);
 
         let wall = Instant::now();
         let started = tokio::time::Instant::now();
@@ -168,7 +166,6 @@ pub fn backlog_drain(workers: usize, backlog: u64, discovery: TaskDiscovery) -> 
         let report = drain(
             &mut system,
             &counter,
-            queueing,
             ops_before,
             backlog,
             started,

@@ -225,12 +225,13 @@ impl Tally {
 /// Waits until `tasks` tasks are finished (their assignments released):
 /// the drain of a backlog that the master and workers found when they
 /// started. `started` is when the clock started, `ops_before` the counts
-/// then; `queueing` what queueing the backlog cost, which the report's
-/// counts include (they leave out the workers' registrations).
+/// then: the report counts what was sent from then on (the workers'
+/// registrations too), not the submissions, which came before the clock
+/// started, so that its writes per task and its tasks/s cover the same
+/// interval.
 pub async fn drain(
     system: &mut System,
     counter: &OpCounter,
-    queueing: OpCounts,
     ops_before: OpCounts,
     tasks: u64,
     started: Instant,
@@ -248,7 +249,7 @@ pub async fn drain(
         tasks,
         elapsed,
         latencies: Vec::new(),
-        ops: counter.snapshot().since(&ops_before).plus(&queueing),
+        ops: counter.snapshot().since(&ops_before),
     })
 }
 

@@ -58,7 +58,10 @@ pub enum Command {
     /// tasks; prints tasks/s, latencies, writes per task and the
     /// efficiency. Works under a root of its own (default /zkdist-bench),
     /// which must not exist and is deleted afterwards.
-    #[command(mut_arg("root", |root| root.default_value(BENCH_ROOT)))]
+    // Only `--root` names the bench's root, never ZKDIST_ROOT: a shell set
+    // up to run a deployment must not point the bench, which deletes its
+    // root when done, at the deployment's root.
+    #[command(mut_arg("root", |root| root.default_value(BENCH_ROOT).env(None)))]
     Bench(BenchArgs),
 }
 

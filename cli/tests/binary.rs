@@ -240,6 +240,11 @@ fn bench_refuses_sizes_it_cannot_run_before_connecting() {
         (&["--tasks", "0"][..], "--tasks must be at least 1"),
         (&["--workers", "0"], "--workers must be at least 1"),
         (&["--workers", "5000"], "--workers is 5000, more than 1024"),
+        // Four times the count would not fit in 64 bits.
+        (
+            &["--workers", "4611686018427387904"],
+            "--workers is 4611686018427387904, more than 1024",
+        ),
         (&["--in-flight", "0"], "--in-flight must be at least 1"),
         (&["--raw-nodes", "0"], "--raw-nodes must be at least 1"),
         (
@@ -253,6 +258,28 @@ fn bench_refuses_sizes_it_cannot_run_before_connecting() {
         finished.expect_code(1).expect_stderr(&[message]);
         assert!(!finished.stderr.contains("connect"), "{}", finished.stderr);
     }
+}
+
+/// ZKDIST_ROOT names every command's root but the bench's: the bench
+/// deletes its root when done, so only `--root` may move it off its own.
+#[test]
+fn the_bench_root_is_not_taken_from_the_environment() {
+    let with_env_root = |args: &[&str]| {
+        let output = zkdist(args)
+            .env("ZKDIST_ROOT", "not-a-root")
+            .output()
+            .expect("run zkdist");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let status = with_env_root(&["status", "--zk", NOBODY]);
+    assert!(
+        status.contains(r#"invalid --root "not-a-root""#),
+        "{status}"
+    );
+    // The bench goes on with its own root, to the check of its sizes.
+    let bench = with_env_root(&["bench", "--zk", NOBODY, "--tasks", "0"]);
+    assert!(bench.contains("--tasks must be at least 1"), "{bench}");
+    assert!(!bench.contains("not-a-root"), "{bench}");
 }
 
 #[test]

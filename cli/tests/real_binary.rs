@@ -55,6 +55,10 @@ fn main() {
             a_master_starts_on_a_queue_past_a_java_clients_listing_limit,
         ),
         server_trial(
+            "an_interrupted_bench_deletes_its_root_unless_interrupted_twice",
+            an_interrupted_bench_deletes_its_root_unless_interrupted_twice,
+        ),
+        server_trial(
             "bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root",
             bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root,
         ),
@@ -968,6 +972,71 @@ const SHORT_SESSION_TIMEOUT_MS: u64 = 4_000;
 // ---------------------------------------------------------------------------
 // bench
 
+/// SIGINT while a backlog is being queued stops the bench, which deletes
+/// its root (tasks whose names it had not learned included) and exits 1; a
+/// second SIGINT during that clean-up exits at once, naming the root it
+/// leaves.
+fn an_interrupted_bench_deletes_its_root_unless_interrupted_twice(connect: String) {
+    let scratch = Scratch::new("bench-interrupted");
+    for twice in [false, true] {
+        let target = Target {
+            connect: connect.clone(),
+            root: testing::unique_root(ROOT_PREFIX),
+        };
+        let tasks_dir = Layout::new(&target.root).expect("a valid root").tasks_dir();
+        let mut bench = target.spawn(
+            if twice { "bench-twice" } else { "bench-once" },
+            &[
+                "bench",
+                "--tasks",
+                "10",
+                "--workers",
+                "2",
+                "--backlog",
+                "1000000",
+            ],
+            &scratch,
+        );
+        // Interrupted while the backlog is being queued, with thousands of
+        // tasks already there: enough, the second time, that the clean-up
+        // takes seconds, well past when the second signal comes.
+        let enough = if twice { 20_000 } else { 2_000 };
+        eventually("the backlog's queueing is under way", || {
+            let queued = target.read(async |zk| {
+                zk.exists(&tasks_dir, Watch::No)
+                    .await
+                    .expect("exists")
+                    .map_or(0, |stat| stat.num_children)
+            });
+            (queued >= enough).then_some(())
+        });
+        bench.signal("INT");
+        eventually("the bench says it is stopping", || {
+            bench
+                .log()
+                .contains("interrupt again to exit at once")
+                .then_some(())
+        });
+        if twice {
+            bench.signal("INT");
+        }
+        let status = bench.wait_exit();
+        let log = bench.log();
+        assert_eq!(status.code(), Some(1), "{log}");
+        if twice {
+            assert!(
+                log.contains(&format!("exited without deleting {}", target.root)),
+                "{log}"
+            );
+            assert!(target.exists(&target.root), "the root is left");
+            target.delete_root();
+        } else {
+            assert!(log.contains("interrupted before the run finished"), "{log}");
+            assert!(!target.exists(&target.root), "the bench deleted its root");
+        }
+    }
+}
+
 fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(connect: String) {
     let target = Target {
         connect,
@@ -1005,6 +1074,18 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
             bench.stdout
         );
     }
+    // The drain's writes are the assignments and completions (2 a task,
+    // and the workers' ids and registrations: 6 in all); the submissions
+    // are counted apart, as what queueing cost before the clock started.
+    let drained = lines
+        .iter()
+        .find(|line| line.starts_with("backlog: "))
+        .expect("a backlog line");
+    assert!(
+        drained.contains("; 2.06 writes and ")
+            && drained.ends_with(" (queueing them took 1.00 writes per task before)"),
+        "{drained}"
+    );
     let last = lines.last().copied().unwrap_or_default();
     let percent: f64 = last
         .strip_prefix("efficiency ")

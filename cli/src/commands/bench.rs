@@ -21,6 +21,10 @@ use crate::stdout::outln;
 
 pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let mut shutdown = Shutdown::install()?;
+    // A second listener of the same signals: the first signal stops the
+    // run, which then deletes its root; a second one ends the process at
+    // once, leaving the root for the user to delete.
+    let mut again = Shutdown::install()?;
     let layout = connect::layout(&args.connect)?;
     let zk_config = connect::config(&args.connect)?;
     let config = BenchConfig {
@@ -30,7 +34,9 @@ pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         discovery: args.master.discovery,
         in_flight: args
             .in_flight
-            .unwrap_or_else(|| DEFAULT_IN_FLIGHT_PER_WORKER * args.workers as u64),
+            // Saturating: the worker count is checked below, and a count
+            // too large to multiply must reach that check, not wrap.
+            .unwrap_or_else(|| DEFAULT_IN_FLIGHT_PER_WORKER.saturating_mul(args.workers as u64)),
         warmup_tasks: args.warmup_tasks,
         raw_nodes: args.raw_nodes,
         raw_in_flight: args.raw_in_flight,
@@ -38,7 +44,8 @@ pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
 
     let mut bar = Bar::default();
-    let outcome = ensemble::run(
+    let root = layout.root().to_owned();
+    let run = ensemble::run(
         |_session| {
             let zk_config = zk_config.clone();
             async move { ZkSession::connect(&zk_config).await }
@@ -47,9 +54,25 @@ pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         &config,
         &mut bar,
         shutdown.requested(),
-    )
-    .await;
+    );
+    let interrupted_twice = async {
+        again.requested().await;
+        eprintln!(
+            "zkdist: interrupted: stopping, then deleting {root} (interrupt again to exit at once, leaving it)"
+        );
+        again.requested().await;
+    };
+    let outcome = tokio::select! {
+        outcome = run => Some(outcome),
+        () = interrupted_twice => None,
+    };
     bar.clear();
+    let Some(outcome) = outcome else {
+        anyhow::bail!(
+            "interrupted twice: exited without deleting {root}; \
+             delete it before the next run with zkCli's `deleteall {root}`"
+        )
+    };
     let report = outcome.map_err(|error| match error {
         BenchError::Connect { session, error } => anyhow::Error::new(error).context(format!(
             "cannot open a ZooKeeper session on {:?} (for the {session})",
@@ -169,16 +192,19 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
     )
     .unwrap();
     if let Some(backlog) = &report.backlog {
+        let drain = &backlog.drain;
         writeln!(
             out,
             "backlog: {} tasks drained in {:.2} s: {:.0} tasks/s, {:.1} us per task; \
-             {:.2} writes and {:.2} reads per task",
-            backlog.tasks,
-            backlog.elapsed.as_secs_f64(),
-            backlog.tasks_per_s(),
-            backlog.per_task().as_secs_f64() * 1e6,
-            backlog.writes_per_task(),
-            backlog.reads_per_task(),
+             {:.2} writes and {:.2} reads per task while draining \
+             (queueing them took {:.2} writes per task before)",
+            drain.tasks,
+            drain.elapsed.as_secs_f64(),
+            drain.tasks_per_s(),
+            drain.per_task().as_secs_f64() * 1e6,
+            drain.writes_per_task(),
+            drain.reads_per_task(),
+            backlog.queueing.writes() as f64 / drain.tasks.max(1) as f64,
         )
         .unwrap();
     }
@@ -268,7 +294,12 @@ fn json(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> serde_j
         "raw": raw_json(report.raw()),
         "raw_before": raw_json(&report.raw_before),
         "raw_after": raw_json(&report.raw_after),
-        "backlog": report.backlog.as_ref().map(phase_json),
+        // The drain's figures, and what queueing the backlog sent before.
+        "backlog": report.backlog.as_ref().map(|backlog| {
+            let mut drain = phase_json(&backlog.drain);
+            drain["queueing_ops"] = ops_json(&backlog.queueing);
+            drain
+        }),
         "tasks": phase_json(&report.tasks),
         "efficiency": report.efficiency(),
     })
