@@ -205,11 +205,13 @@ impl PersistentWatches {
         false
     }
 
-    /// The node and mode of live watcher `id`.
-    pub(crate) fn watch_of(&self, id: WatchId) -> Option<(String, AddWatchMode)> {
+    /// The node and mode of every live watcher, in the order they were
+    /// added.
+    pub(crate) fn live_watches(&self) -> Vec<(String, AddWatchMode)> {
         self.live
-            .get(&id)
+            .values()
             .map(|watch| (watch.path.clone(), watch.mode))
+            .collect()
     }
 
     pub(crate) fn is_live(&self, id: WatchId) -> bool {
@@ -257,6 +259,27 @@ mod tests {
         watches.sent("/a", PersistentRecursive);
         assert!(!watches.answered("/a", PersistentRecursive, Some(2)));
         assert!(!watches.is_live(2));
+    }
+
+    /// What a reconnection asks the server for again: every live watch,
+    /// once, in the order they were added; not a failed one.
+    #[test]
+    fn the_live_watches_are_listed_once_in_the_order_added() {
+        let mut watches = PersistentWatches::new();
+        confirmed(&mut watches, 3, "/b", PersistentRecursive);
+        confirmed(&mut watches, 5, "/a", Persistent);
+        watches.sent("/b", PersistentRecursive);
+        assert!(!watches.answered("/b", PersistentRecursive, Some(6)));
+        watches.sent("/c", Persistent);
+        assert!(!watches.answered("/c", Persistent, None));
+        assert_eq!(
+            watches.live_watches(),
+            [
+                ("/b".to_owned(), PersistentRecursive),
+                ("/a".to_owned(), Persistent)
+            ]
+        );
+        assert!(watches.clear().len() == 2 && watches.live_watches().is_empty());
     }
 
     #[test]

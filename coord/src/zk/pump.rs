@@ -524,26 +524,28 @@ impl Pump {
             .push(not_ready_on_first_poll(run.boxed()).boxed());
     }
 
-    /// The session reconnected: asks the server for persistent watch `id`
+    /// The session reconnected: asks the server for every persistent watch
     /// again. `zookeeper-client` 0.11 re-registers one-shot watches on
     /// reconnecting but leaves persistent ones out of its `SetWatches`
     /// (it only ever sends the first three lists), so the server would
-    /// have forgotten it. This goes out before the stream shows
-    /// `Connected` (the client tells persistent watchers of the new state
-    /// before its state watcher, see `hear`), hence before any request
-    /// the application makes after seeing it; the watcher it leaves is
-    /// redundant and dropped.
-    fn register_again(&mut self, id: WatchId) {
+    /// have forgotten them. Called just before the stream shows
+    /// `Connected`, so that these requests go out before any the
+    /// application makes on seeing it: the server then applies the
+    /// application's re-reads after the watches are back, and a change is
+    /// either read or reported. (Each watcher also hears `SyncConnected`
+    /// on its own channel, often first, but a reply to a request sent on
+    /// that cue could still follow an application's request queued
+    /// meanwhile.) The watchers these leave are redundant and dropped.
+    fn register_persistent_watches_again(&mut self) {
         let (Some(client), None) = (&self.client, self.terminal) else {
             return;
         };
-        let Some((path, mode)) = self.persistent.watch_of(id) else {
-            return;
-        };
         let client = client.clone();
-        // Nobody waits for this reply.
-        let (reply, _) = oneshot::channel();
-        self.send(client, Request::AddWatch { path, mode }, reply);
+        for (path, mode) in self.persistent.live_watches() {
+            // Nobody waits for this reply.
+            let (reply, _) = oneshot::channel();
+            self.send(client.clone(), Request::AddWatch { path, mode }, reply);
+        }
     }
 
     fn handle_completion(&mut self, completion: Completion) {
@@ -585,19 +587,11 @@ impl Pump {
             } => {
                 self.abort_handles.remove(&id);
                 let mut ended = false;
-                let mut reconnected = false;
                 for event in &events {
                     match watch_kind_of(event.event_type) {
-                        // Session states come from the state watcher; a
-                        // reconnection makes the watch be asked for again.
-                        None => {
-                            ended |= event.session_state.is_terminated();
-                            reconnected |= matches!(
-                                event.session_state,
-                                zkc::SessionState::SyncConnected
-                                    | zkc::SessionState::ConnectedReadOnly
-                            );
-                        }
+                        // Session states come from the state watcher, which
+                        // also asks for the watch again on a reconnection.
+                        None => ended |= event.session_state.is_terminated(),
                         Some(kind) => self.heard(
                             id,
                             WatchEvent {
@@ -608,9 +602,6 @@ impl Pump {
                     }
                 }
                 if !ended && self.terminal.is_none() && self.persistent.is_live(id) {
-                    if reconnected {
-                        self.register_again(id);
-                    }
                     self.listen(id, watcher);
                 }
             }
@@ -622,6 +613,12 @@ impl Pump {
             } => {
                 let state = session_state_of(state);
                 for shown in states_to_report(self.reported, state, woken) {
+                    if shown == SessionState::Connected {
+                        // The stream starts Connected: this is a
+                        // reconnection.
+                        assert_ne!(self.reported, SessionState::Connected);
+                        self.register_persistent_watches_again();
+                    }
                     self.reported = shown;
                     self.emit(Event::Session(shown));
                 }
