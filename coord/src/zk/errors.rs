@@ -89,20 +89,21 @@ pub(crate) fn map_error(error: zkc::Error, context: &OpContext) -> ZkError {
                 context.op
             ),
         },
-        // The client answers a request with an unexpected error in two
-        // different situations. Its session task has stopped while the
-        // session still looks alive ("expect error state, got
-        // SyncConnected" when the request cannot be queued, "BUG: ...
-        // expect response, but got none" when a queued one is dropped):
-        // nothing will ever answer on this handle again, so the error is
-        // permanent and must not be retried. Otherwise, the client fails
-        // every request in flight with what broke its connection when that
-        // is a frame it could not read (a reply whose xid matches no
-        // request, a reply or event that does not decode), or could not
-        // read an applied reply (a sequential name without its number). A
-        // reply the client could not read may belong to a request the
-        // server applied: the outcome is unknown, and calling it a
-        // definite failure would have a submitter queue a task twice.
+        // The client answers a request with an unexpected error in
+        // different situations. A request that could not even be queued
+        // because the session task has stopped while the session still
+        // looks alive ("expect error state, got SyncConnected") was never
+        // sent, and nothing will ever answer on this handle again: the
+        // error is permanent and must not be retried. Otherwise the request
+        // may have reached the server: the client fails every request in
+        // flight with what broke its connection when that is a frame it
+        // could not read (a reply whose xid matches no request, a reply or
+        // event that does not decode), answers a request its stopping
+        // session task dropped ("BUG: ... expect response, but got none"),
+        // or could not read an applied reply (a sequential name without
+        // its number). The outcome is unknown, and calling it a definite
+        // failure would have a submitter queue a task twice; the next
+        // request on a stopped handle gets the permanent error.
         zkc::Error::UnexpectedError(message) if session_task_stopped(&message) => ZkError::System {
             reason: format!(
                 "{} {path}: the ZooKeeper client stopped serving this session ({message})",
@@ -132,11 +133,11 @@ pub(crate) fn map_error(error: zkc::Error, context: &OpContext) -> ZkError {
 }
 
 /// Whether an unexpected error of the client says that its session task has
-/// stopped, as opposed to a frame it could not read. The two messages are
-/// those of the vendored `zookeeper-client` (`SessionState::to_error` and
-/// `StateReceiver::poll`), quoted verbatim by the unit tests below.
+/// stopped and the request was not sent. The message is that of the
+/// vendored `zookeeper-client` (`SessionState::to_error`), quoted verbatim
+/// by the unit tests below.
 fn session_task_stopped(message: &str) -> bool {
-    message.starts_with("expect error state") || message.starts_with("BUG: ")
+    message.starts_with("expect error state")
 }
 
 /// Maps the error of a multi: the failing op's error, with its index.
@@ -225,25 +226,29 @@ mod tests {
         assert!(throttled.is_transient());
     }
 
-    /// A client whose session task has stopped answers every request with
-    /// an unexpected error while the session still looks connected. That is
-    /// permanent: were it an unknown outcome, callers that retry until the
-    /// outcome is known would retry forever on a dead handle.
+    /// A client whose session task has stopped refuses every new request
+    /// with an unexpected error while the session still looks connected.
+    /// That is permanent: were it an unknown outcome, callers that retry
+    /// until the outcome is known would retry forever on a dead handle. A
+    /// request the stopping task dropped may have been sent: its outcome
+    /// is unknown.
     #[test]
     fn a_stopped_session_task_is_a_permanent_failure() {
         let context = OpContext::new("create", "/tasks/task-", None);
-        for stopped in [
-            zkc::Error::UnexpectedError("expect error state, got SyncConnected".into()),
-            zkc::Error::UnexpectedError("BUG: Create expect response, but got none".into()),
-        ] {
-            let mapped = map_error(stopped, &context);
-            assert_eq!(mapped.code(), ErrorCode::SystemError, "{mapped:?}");
-            assert!(!mapped.is_outcome_unknown(), "{mapped:?}");
-            assert!(!mapped.is_transient(), "{mapped:?}");
-            let reason = mapped.to_string();
-            assert!(reason.contains("stopped serving this session"), "{reason}");
-            assert!(reason.contains("create /tasks/task-"), "{reason}");
-        }
+        let refused = zkc::Error::UnexpectedError("expect error state, got SyncConnected".into());
+        let mapped = map_error(refused, &context);
+        assert_eq!(mapped.code(), ErrorCode::SystemError, "{mapped:?}");
+        assert!(!mapped.is_outcome_unknown(), "{mapped:?}");
+        assert!(!mapped.is_transient(), "{mapped:?}");
+        let reason = mapped.to_string();
+        assert!(reason.contains("stopped serving this session"), "{reason}");
+        assert!(reason.contains("create /tasks/task-"), "{reason}");
+
+        let dropped =
+            zkc::Error::UnexpectedError("BUG: Create expect response, but got none".into());
+        let mapped = map_error(dropped, &context);
+        assert!(mapped.is_outcome_unknown(), "{mapped:?}");
+        assert!(mapped.to_string().contains("got none"), "{mapped}");
     }
 
     #[test]

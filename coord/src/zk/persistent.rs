@@ -214,6 +214,13 @@ impl PersistentWatches {
             .collect()
     }
 
+    /// The node and mode of live watcher `id`.
+    pub(crate) fn watch_of(&self, id: WatchId) -> Option<(String, AddWatchMode)> {
+        self.live
+            .get(&id)
+            .map(|watch| (watch.path.clone(), watch.mode))
+    }
+
     pub(crate) fn is_live(&self, id: WatchId) -> bool {
         self.live.contains_key(&id)
     }

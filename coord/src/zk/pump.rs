@@ -532,10 +532,11 @@ impl Pump {
     /// `Connected`, so that these requests go out before any the
     /// application makes on seeing it: the server then applies the
     /// application's re-reads after the watches are back, and a change is
-    /// either read or reported. (Each watcher also hears `SyncConnected`
-    /// on its own channel, often first, but a reply to a request sent on
-    /// that cue could still follow an application's request queued
-    /// meanwhile.) The watchers these leave are redundant and dropped.
+    /// either read or reported. Each watcher also asks again when it hears
+    /// `SyncConnected` on its own channel ([`Pump::register_again`]), which
+    /// can come after the stream showed `Connected` and the application
+    /// sent requests, and is then only a fallback. The watchers these
+    /// requests leave are redundant and dropped.
     fn register_persistent_watches_again(&mut self) {
         let (Some(client), None) = (&self.client, self.terminal) else {
             return;
@@ -546,6 +547,22 @@ impl Pump {
             let (reply, _) = oneshot::channel();
             self.send(client.clone(), Request::AddWatch { path, mode }, reply);
         }
+    }
+
+    /// Asks the server for persistent watch `id` again, as
+    /// [`Pump::register_persistent_watches_again`] does for all of them,
+    /// when its watcher heard of a reconnection.
+    fn register_again(&mut self, id: WatchId) {
+        let (Some(client), None) = (&self.client, self.terminal) else {
+            return;
+        };
+        let Some((path, mode)) = self.persistent.watch_of(id) else {
+            return;
+        };
+        let client = client.clone();
+        // Nobody waits for this reply.
+        let (reply, _) = oneshot::channel();
+        self.send(client, Request::AddWatch { path, mode }, reply);
     }
 
     fn handle_completion(&mut self, completion: Completion) {
@@ -587,11 +604,19 @@ impl Pump {
             } => {
                 self.abort_handles.remove(&id);
                 let mut ended = false;
+                let mut reconnected = false;
                 for event in &events {
                     match watch_kind_of(event.event_type) {
-                        // Session states come from the state watcher, which
-                        // also asks for the watch again on a reconnection.
-                        None => ended |= event.session_state.is_terminated(),
+                        // Session states come from the state watcher; a
+                        // reconnection makes the watch be asked for again.
+                        None => {
+                            ended |= event.session_state.is_terminated();
+                            reconnected |= matches!(
+                                event.session_state,
+                                zkc::SessionState::SyncConnected
+                                    | zkc::SessionState::ConnectedReadOnly
+                            );
+                        }
                         Some(kind) => self.heard(
                             id,
                             WatchEvent {
@@ -602,6 +627,14 @@ impl Pump {
                     }
                 }
                 if !ended && self.terminal.is_none() && self.persistent.is_live(id) {
+                    if reconnected {
+                        // Usually redundant with the re-add made as the
+                        // stream shows Connected, but not always: a watch
+                        // whose add_watch was answered on one connection
+                        // after the pump wrote Connected for a later one
+                        // became live too late for it.
+                        self.register_again(id);
+                    }
                     self.listen(id, watcher);
                 }
             }
