@@ -40,16 +40,45 @@ impl Shutdown {
     /// A [`Stop`] that completes on the first SIGINT or SIGTERM, for the
     /// roles of one process to share. Needs a tokio runtime (a task waits
     /// for the signals).
-    pub fn shared(mut self) -> Stop {
+    pub fn shared(self) -> Stop {
+        self.share(OnSecondSignal::Ignore)
+    }
+
+    /// [`Shutdown::shared`], and a second SIGINT or SIGTERM ends the process
+    /// at once (exit status 1). A clean stop finishes the task in hand and
+    /// deletes the role's nodes, which with the ensemble out of reach can
+    /// wait as long as the outage; the operator keeps a way out short of
+    /// SIGKILL. The process's sessions then end at their timeout.
+    pub fn shared_exiting_on_second(self) -> Stop {
+        self.share(OnSecondSignal::Exit)
+    }
+
+    fn share(mut self, on_second: OnSecondSignal) -> Stop {
         let (sender, receiver) = watch::channel(false);
         let sender = Arc::new(sender);
         let on_signal = Arc::clone(&sender);
         tokio::spawn(async move {
             self.requested().await;
             on_signal.send_replace(true);
+            if on_second == OnSecondSignal::Exit {
+                self.requested().await;
+                eprintln!(
+                    "zkdist: a second signal: exiting at once; this process's sessions end at their timeout"
+                );
+                std::process::exit(1);
+            }
         });
         Stop { sender, receiver }
     }
+}
+
+/// What a second signal does once a stop was requested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnSecondSignal {
+    /// Nothing: the stop in progress goes on.
+    Ignore,
+    /// The process exits at once.
+    Exit,
 }
 
 /// A stop request shared by the roles of one process: a signal asks for it,

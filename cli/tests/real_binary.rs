@@ -433,6 +433,43 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     assert_eq!(workers_in(&status), 0);
     assert_eq!(status["master_present"], true);
     assert_eq!(target.children(&layout.ids_dir()), Vec::<String>::new());
+
+    // A second signal while the worker finishes its task ends the process
+    // at once, the task unfinished: the way out when finishing cannot end
+    // (an ensemble out of reach, a task that hangs).
+    let mut hasty = target.spawn("hasty worker", &["worker", "--allow-exec"], &scratch);
+    let never = scratch.path("never");
+    let script = format!("while [ ! -e {} ]; do sleep 0.05; done", never.display());
+    let payload = serde_json::json!({"kind": "exec", "argv": ["sh", "-c", script]}).to_string();
+    let submit = target.run(&["submit", &payload]);
+    submit.expect_code(0);
+    let unfinished = task_id(&submit);
+    eventually("the hasty worker starts the task", || {
+        let status = target.status();
+        let busy = status["assignments"]
+            .as_object()
+            .is_some_and(|assignments| assignments.values().any(|t| t == unfinished.as_str()));
+        busy.then_some(())
+    });
+    hasty.terminate();
+    eventually("the hasty worker notes the stop request", || {
+        hasty.log().contains("stop requested").then_some(())
+    });
+    hasty.terminate();
+    let status = hasty.wait_exit();
+    // The task's program outlived the process: let it end.
+    std::fs::write(&never, b"").unwrap();
+    assert_eq!(status.code(), Some(1), "{}", hasty.log());
+    assert!(
+        hasty.log().contains("a second signal: exiting at once"),
+        "{}",
+        hasty.log()
+    );
+    assert!(
+        !target.exists(&layout.result(&TaskId::parse(&unfinished).unwrap())),
+        "the task was left unfinished"
+    );
+
     // The master stops: the standby takes over at once (the node goes with
     // the closed session), then stops too.
     terminate_all(std::slice::from_mut(&mut master));

@@ -37,7 +37,7 @@ mod state;
 pub use decision::WorkerDecision;
 pub use handler::{TaskError, TaskHandler};
 pub use role::{SESSION_RETRY_DELAY_MS, run_worker_role};
-pub use shell::{Worker, WorkerError};
+pub use shell::{DEREGISTRATION_TIMEOUT_MS, Worker, WorkerError};
 pub use state::{
     AssignmentAfterLoss, AssignmentNode, CompletionReadBack, HandlerOutcome, ResultWrite,
     WorkerState,

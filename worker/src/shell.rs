@@ -40,6 +40,14 @@ use crate::state::{
     AssignmentAfterLoss, CompletionReadBack, HandlerOutcome, ResultWrite, WorkerState,
 };
 
+/// How long a worker told to stop keeps trying to delete its registration.
+/// Past it the ensemble is out of reach, and a stop must not wait for it to
+/// come back: the worker gives its session up, and the registration goes
+/// with the session (closed by the role, or expired by the ensemble), as
+/// after a crash. ZooKeeper's default session timeout, and zkdist's: by
+/// then an ensemble that lost the worker has expired its session anyway.
+pub const DEREGISTRATION_TIMEOUT_MS: u64 = 10_000;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkerError {
     #[error("cannot lay out the zkdist tree under {root}: {error}")]
@@ -130,7 +138,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
 
     /// Registers and works until `shutdown` completes: then it finishes the
     /// task in hand, takes no further assignment, deregisters and returns
-    /// its id. An assignment made before the master saw it leave is left
+    /// its id. If the ensemble is out of reach for
+    /// [`DEREGISTRATION_TIMEOUT_MS`] while it deregisters, it returns
+    /// [`WorkerError::SessionEnded`] instead: it gave the session up. An assignment made before the master saw it leave is left
     /// alone: the master reclaims the assignment of a worker that left and
     /// gives the task to another, which running it here too would race.
     /// Creates the layout if it is missing. Does not close the session
@@ -264,7 +274,21 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             }
         }
 
-        match until_known(|| self.zk.delete(&registration, None)).await {
+        let deleted = tokio::time::timeout(
+            std::time::Duration::from_millis(DEREGISTRATION_TIMEOUT_MS),
+            until_known(|| self.zk.delete(&registration, None)),
+        )
+        .await;
+        let Ok(deleted) = deleted else {
+            tracing::warn!(
+                target: "zkdist::worker",
+                %worker,
+                timeout_ms = DEREGISTRATION_TIMEOUT_MS,
+                "cannot delete the registration, the ensemble is out of reach: giving the session up, which takes the registration with it"
+            );
+            return Err(WorkerError::SessionEnded { state: None });
+        };
+        match deleted {
             Ok(()) | Err(ZkError::NoNode { .. }) => {}
             Err(error) => {
                 return Err(WorkerError::request(

@@ -3,9 +3,11 @@
 
 mod common;
 
+use std::time::Duration;
+
 use zkdist_coord::{Coordinator, CreateMode, Layout, MAX_RESULT_OUTPUT_BYTES, TaskId, TaskResult};
 use zkdist_sim::{Latency, SimConfig, SimZk};
-use zkdist_worker::{Worker, WorkerDecision, WorkerError};
+use zkdist_worker::{DEREGISTRATION_TIMEOUT_MS, Worker, WorkerDecision, WorkerError};
 
 use common::*;
 
@@ -487,5 +489,37 @@ fn a_root_that_cannot_be_created_is_a_clear_error() {
         assert!(matches!(error, WorkerError::Layout { .. }), "{error:?}");
         assert!(message.contains("/ephemeral/zkdist"), "{message}");
         assert!(message.contains("ephemeral"), "{message}");
+    });
+}
+
+/// Told to stop while its link is cut, an idle worker does not wait for
+/// the ensemble to come back: after `DEREGISTRATION_TIMEOUT_MS` of trying
+/// to delete its registration it gives the session up, and the
+/// registration goes with the session.
+#[test]
+fn a_stop_during_an_outage_gives_the_session_up_instead_of_waiting() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id) = RunningWorker::start(&setup).await;
+        let session = worker.session.session_id();
+        setup.sim.cut(session, Duration::from_secs(3600)).await;
+        let stopped_at = tokio::time::Instant::now();
+        let _ = worker.stop.send(());
+        let outcome = worker.handle.await.unwrap();
+        let waited = stopped_at.elapsed();
+        assert_eq!(outcome, Err(WorkerError::SessionEnded { state: None }));
+        let timeout = Duration::from_millis(DEREGISTRATION_TIMEOUT_MS);
+        assert!(
+            waited >= timeout && waited < timeout + Duration::from_secs(1),
+            "returned after {waited:?}"
+        );
+        let decisions: Vec<_> = std::iter::from_fn(|| worker.decisions.try_recv().ok()).collect();
+        assert_eq!(decisions[0], WorkerDecision::StopRequested { worker: id });
+        assert!(
+            !decisions
+                .iter()
+                .any(|decision| matches!(decision, WorkerDecision::Deregistered { .. })),
+            "{decisions:?}"
+        );
     });
 }

@@ -29,7 +29,7 @@ use crate::shutdown::{Shutdown, Stop};
 /// `zkdist run`: a master candidate and a worker in one process.
 pub async fn run(args: &RunArgs) -> anyhow::Result<()> {
     let RunArgs { role: args, master } = args;
-    let stop = Shutdown::install()?.shared();
+    let stop = Shutdown::install()?.shared_exiting_on_second();
     let layout = connect::layout(&args.connect)?;
     let first_sessions = async {
         let master = RoleConnector::open(&args.connect, "master").await?;
@@ -62,7 +62,7 @@ pub async fn master(args: &MasterArgs) -> anyhow::Result<()> {
         connect: args,
         master,
     } = args;
-    let stop = Shutdown::install()?.shared();
+    let stop = Shutdown::install()?.shared_exiting_on_second();
     let layout = connect::layout(args)?;
     let Some(connector) = stop
         .unless_requested(RoleConnector::open(args, "master"))
@@ -75,7 +75,7 @@ pub async fn master(args: &MasterArgs) -> anyhow::Result<()> {
 
 /// `zkdist worker`.
 pub async fn worker(args: &RoleArgs) -> anyhow::Result<()> {
-    let stop = Shutdown::install()?.shared();
+    let stop = Shutdown::install()?.shared_exiting_on_second();
     let layout = connect::layout(&args.connect)?;
     let Some(connector) = stop
         .unless_requested(RoleConnector::open(&args.connect, "worker"))
