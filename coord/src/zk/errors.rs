@@ -94,7 +94,8 @@ pub(crate) fn map_error(error: zkc::Error, context: &OpContext) -> ZkError {
         // because the session task has stopped while the session still
         // looks alive ("expect error state, got SyncConnected") was never
         // sent, and nothing will ever answer on this handle again: the
-        // error is permanent and must not be retried. Otherwise the request
+        // handle is as good as closed. Retrying on it is useless; a new
+        // session is what may succeed, as after a close. Otherwise the request
         // may have reached the server: the client fails every request in
         // flight with what broke its connection when that is a frame it
         // could not read (a reply whose xid matches no request, a reply or
@@ -103,13 +104,17 @@ pub(crate) fn map_error(error: zkc::Error, context: &OpContext) -> ZkError {
         // or could not read an applied reply (a sequential name without
         // its number). The outcome is unknown, and calling it a definite
         // failure would have a submitter queue a task twice; the next
-        // request on a stopped handle gets the permanent error.
-        zkc::Error::UnexpectedError(message) if session_task_stopped(&message) => ZkError::System {
-            reason: format!(
-                "{} {path}: the ZooKeeper client stopped serving this session ({message})",
-                context.op
-            ),
-        },
+        // request on a stopped handle is told the session is closed.
+        zkc::Error::UnexpectedError(message) if session_task_stopped(&message) => {
+            tracing::warn!(
+                target: "zkdist::zk",
+                op = context.op,
+                %path,
+                %message,
+                "the ZooKeeper client stopped serving this session: treating it as closed"
+            );
+            ZkError::SessionClosed
+        }
         broken @ (zkc::Error::UnexpectedError(_) | zkc::Error::UnmarshalError { .. }) => {
             ZkError::ConnectionLoss {
                 reason: format!(
@@ -165,7 +170,7 @@ pub(crate) fn map_multi_error(error: zkc::MultiWriteError, ops: &[Op]) -> ZkErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorCode;
+    use crate::{ErrorCode, SessionState};
 
     #[test]
     fn maps_codes_with_path_and_version() {
@@ -228,21 +233,20 @@ mod tests {
 
     /// A client whose session task has stopped refuses every new request
     /// with an unexpected error while the session still looks connected.
-    /// That is permanent: were it an unknown outcome, callers that retry
-    /// until the outcome is known would retry forever on a dead handle. A
-    /// request the stopping task dropped may have been sent: its outcome
-    /// is unknown.
+    /// The handle is as good as closed: were it an unknown outcome, callers
+    /// that retry until the outcome is known would retry forever on it,
+    /// and a role must start over on a new session, not stop. A request
+    /// the stopping task dropped may have been sent: its outcome is
+    /// unknown.
     #[test]
-    fn a_stopped_session_task_is_a_permanent_failure() {
+    fn a_stopped_session_task_is_a_closed_session() {
         let context = OpContext::new("create", "/tasks/task-", None);
         let refused = zkc::Error::UnexpectedError("expect error state, got SyncConnected".into());
         let mapped = map_error(refused, &context);
-        assert_eq!(mapped.code(), ErrorCode::SystemError, "{mapped:?}");
+        assert_eq!(mapped, ZkError::SessionClosed);
         assert!(!mapped.is_outcome_unknown(), "{mapped:?}");
-        assert!(!mapped.is_transient(), "{mapped:?}");
-        let reason = mapped.to_string();
-        assert!(reason.contains("stopped serving this session"), "{reason}");
-        assert!(reason.contains("create /tasks/task-"), "{reason}");
+        assert!(mapped.is_transient(), "a new session may succeed");
+        assert_eq!(mapped.session_end(), Some(SessionState::Closed));
 
         let dropped =
             zkc::Error::UnexpectedError("BUG: Create expect response, but got none".into());
