@@ -104,6 +104,10 @@ impl MasterState {
                 }
                 if deleted {
                     self.decide(MasterDecision::TaskVanished { task });
+                    // No task went back, but the worker is free (unless
+                    // blocked): a round must look, or a queue can wait
+                    // beside it until something else happens.
+                    self.trigger(Trigger::WorkerIdle);
                 } else {
                     self.trigger(Trigger::TaskRequeued);
                 }
@@ -204,7 +208,13 @@ impl MasterState {
                 if found == AssignmentFound::Foreign && !deleted_already {
                     self.block(worker.clone());
                 }
+                // A task deleted meanwhile is not re-queued, which would
+                // run the round; the worker is free all the same.
+                let vanished = self.was_deleted(&task);
                 self.requeue(task, RequeueReason::AssignmentNotApplied { worker });
+                if vanished {
+                    self.trigger(Trigger::WorkerIdle);
+                }
             }
             Recovery::TaskGone => {
                 *slot = None;

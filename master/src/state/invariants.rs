@@ -46,6 +46,17 @@ impl MasterState {
                 "{worker} is in doubt without an assignment"
             );
         }
+        // What every round leaves (see `run_round`), and what each input
+        // that frees a worker or queues a task must restore by running one:
+        // never a queued task beside a worker free to take it.
+        if self.is_initialised() {
+            assert!(
+                self.pending_tasks.is_empty() || self.idle_workers().next().is_none(),
+                "{} tasks wait beside idle {:?} with no round",
+                self.pending_tasks.len(),
+                self.idle_workers().next()
+            );
+        }
         for worker in &self.blocked {
             assert!(
                 matches!(self.workers.get(worker), Some(None)),
