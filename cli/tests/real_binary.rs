@@ -156,6 +156,28 @@ fn workers_in(status: &Value) -> usize {
     status["workers"].as_array().expect("workers").len()
 }
 
+/// Submits an `exec` task that waits until the file `gate` exists, then
+/// runs the shell command `then`, and waits until a worker has started it;
+/// returns its id.
+fn submit_gated_task(target: &Target, gate: &std::path::Path, then: &str) -> String {
+    let script = format!(
+        "while [ ! -e {} ]; do sleep 0.05; done; {then}",
+        gate.display()
+    );
+    let payload = serde_json::json!({"kind": "exec", "argv": ["sh", "-c", script]}).to_string();
+    let submit = target.run(&["submit", &payload]);
+    submit.expect_code(0);
+    let task = task_id(&submit);
+    eventually(&format!("a worker starts {task}"), || {
+        let status = target.status();
+        let busy = status["assignments"]
+            .as_object()
+            .is_some_and(|assignments| assignments.values().any(|t| t == task.as_str()));
+        busy.then_some(())
+    });
+    task
+}
+
 /// The task id a `submit` printed on its first line.
 fn task_id(submit: &Finished) -> String {
     let first = submit.stdout_lines().first().copied().unwrap_or_default();
@@ -394,21 +416,7 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     // result, then exits cleanly. The task waits for a file the test
     // creates only once the worker has seen the signal.
     let gate = scratch.path("gate");
-    let script = format!(
-        "while [ ! -e {} ]; do sleep 0.05; done; echo released",
-        gate.display()
-    );
-    let payload = serde_json::json!({"kind": "exec", "argv": ["sh", "-c", script]}).to_string();
-    let submit = target.run(&["submit", &payload]);
-    submit.expect_code(0);
-    let task = task_id(&submit);
-    eventually("the worker starts the task", || {
-        let status = target.status();
-        let busy = status["assignments"]
-            .as_object()
-            .is_some_and(|assignments| assignments.values().any(|t| t == task.as_str()));
-        busy.then_some(())
-    });
+    let task = submit_gated_task(&target, &gate, "echo released");
     worker.terminate();
     eventually("the worker notes the stop request", || {
         worker.log().contains("stop requested").then_some(())
@@ -439,18 +447,7 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     // (an ensemble out of reach, a task that hangs).
     let mut hasty = target.spawn("hasty worker", &["worker", "--allow-exec"], &scratch);
     let never = scratch.path("never");
-    let script = format!("while [ ! -e {} ]; do sleep 0.05; done", never.display());
-    let payload = serde_json::json!({"kind": "exec", "argv": ["sh", "-c", script]}).to_string();
-    let submit = target.run(&["submit", &payload]);
-    submit.expect_code(0);
-    let unfinished = task_id(&submit);
-    eventually("the hasty worker starts the task", || {
-        let status = target.status();
-        let busy = status["assignments"]
-            .as_object()
-            .is_some_and(|assignments| assignments.values().any(|t| t == unfinished.as_str()));
-        busy.then_some(())
-    });
+    let unfinished = submit_gated_task(&target, &never, "true");
     hasty.terminate();
     eventually("the hasty worker notes the stop request", || {
         hasty.log().contains("stop requested").then_some(())
