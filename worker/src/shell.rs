@@ -140,8 +140,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// task in hand, takes no further assignment, deregisters and returns
     /// its id. If the ensemble is out of reach for
     /// [`DEREGISTRATION_TIMEOUT_MS`] while it deregisters, it returns
-    /// [`WorkerError::SessionEnded`] instead: it gave the session up. An assignment made before the master saw it leave is left
-    /// alone: the master reclaims the assignment of a worker that left and
+    /// [`WorkerError::SessionEnded`] instead: it gave the session up. An
+    /// assignment made before the master saw it leave is left alone: the
+    /// master reclaims the assignment of a worker that left and
     /// gives the task to another, which running it here too would race.
     /// Creates the layout if it is missing. Does not close the session
     /// (whose id node goes with it).

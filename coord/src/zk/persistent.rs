@@ -205,13 +205,9 @@ impl PersistentWatches {
         false
     }
 
-    /// The node and mode of every live watcher, in the order they were
-    /// added.
-    pub(crate) fn live_watches(&self) -> Vec<(String, AddWatchMode)> {
-        self.live
-            .values()
-            .map(|watch| (watch.path.clone(), watch.mode))
-            .collect()
+    /// Every live watcher, in the order they were added.
+    pub(crate) fn live_ids(&self) -> Vec<WatchId> {
+        self.live.keys().copied().collect()
     }
 
     /// The node and mode of live watcher `id`.
@@ -279,14 +275,12 @@ mod tests {
         assert!(!watches.answered("/b", PersistentRecursive, Some(6)));
         watches.sent("/c", Persistent);
         assert!(!watches.answered("/c", Persistent, None));
+        assert_eq!(watches.live_ids(), [3, 5]);
         assert_eq!(
-            watches.live_watches(),
-            [
-                ("/b".to_owned(), PersistentRecursive),
-                ("/a".to_owned(), Persistent)
-            ]
+            watches.watch_of(3),
+            Some(("/b".to_owned(), PersistentRecursive))
         );
-        assert!(watches.clear().len() == 2 && watches.live_watches().is_empty());
+        assert!(watches.clear().len() == 2 && watches.live_ids().is_empty());
     }
 
     #[test]

@@ -538,20 +538,14 @@ impl Pump {
     /// sent requests, and is then only a fallback. The watchers these
     /// requests leave are redundant and dropped.
     fn register_persistent_watches_again(&mut self) {
-        let (Some(client), None) = (&self.client, self.terminal) else {
-            return;
-        };
-        let client = client.clone();
-        for (path, mode) in self.persistent.live_watches() {
-            // Nobody waits for this reply.
-            let (reply, _) = oneshot::channel();
-            self.send(client.clone(), Request::AddWatch { path, mode }, reply);
+        for id in self.persistent.live_ids() {
+            self.register_again(id);
         }
     }
 
-    /// Asks the server for persistent watch `id` again, as
-    /// [`Pump::register_persistent_watches_again`] does for all of them,
-    /// when its watcher heard of a reconnection.
+    /// Asks the server for persistent watch `id` again: for every live
+    /// watch as the stream shows `Connected`, and for one watch when its
+    /// watcher heard of a reconnection.
     fn register_again(&mut self, id: WatchId) {
         let (Some(client), None) = (&self.client, self.terminal) else {
             return;

@@ -335,17 +335,24 @@ fn a_deferred_reconcile_lists_when_due_and_not_on_every_reconnection() {
     assert_eq!(pending(&master), vec![t(0)]);
 }
 
+/// One worker whose assignment of task 0 is being created, and task 1
+/// queued behind it.
+fn creating_task_0_with_task_1_queued() -> MasterState {
+    let mut master = initialised(&[1], 0);
+    let step = master.on_task_created(t(0).as_str());
+    assert_eq!(creates(&step), vec![(w(1), t(0))]);
+    master.on_task_created(t(1).as_str());
+    assert_eq!(pending(&master), vec![t(1)]);
+    master
+}
+
 /// A create in doubt, read back as not applied, of a task its client
 /// deleted meanwhile: the task is not queued again, but its worker is free,
 /// and a round must give it the next task rather than leave the queue
 /// waiting beside it.
 #[test]
 fn a_worker_freed_by_a_vanished_task_takes_the_next_one() {
-    let mut master = initialised(&[1], 0);
-    let step = master.on_task_created(t(0).as_str());
-    assert_eq!(creates(&step), vec![(w(1), t(0))]);
-    master.on_task_created(t(1).as_str());
-    assert_eq!(pending(&master), vec![t(1)]);
+    let mut master = creating_task_0_with_task_1_queued();
     master.on_assignment_created(w(1), t(0), WriteOutcome::Unknown);
     // The deletion overtakes the read-back's reply.
     master.on_task_deleted(t(0).as_str());
@@ -359,10 +366,7 @@ fn a_worker_freed_by_a_vanished_task_takes_the_next_one() {
 /// and the task was deleted, before the reply.
 #[test]
 fn a_worker_freed_by_a_refused_create_of_a_vanished_task_takes_the_next_one() {
-    let mut master = initialised(&[1], 0);
-    let step = master.on_task_created(t(0).as_str());
-    assert_eq!(creates(&step), vec![(w(1), t(0))]);
-    master.on_task_created(t(1).as_str());
+    let mut master = creating_task_0_with_task_1_queued();
     master.on_assignment_node_created(w(1).as_str());
     master.on_assignment_node_deleted(w(1).as_str());
     master.on_task_deleted(t(0).as_str());
