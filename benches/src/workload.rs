@@ -178,13 +178,14 @@ impl Tally {
             WorkerDecision::AssignmentReleased { task: Some(_), .. } => self.released += 1,
             WorkerDecision::ResultAlreadyPresent { .. }
             | WorkerDecision::TaskMissing { .. }
+            | WorkerDecision::ResultRefused { .. }
             | WorkerDecision::CompletionRecovered {
                 found: CompletionReadBack::TaskGone,
                 ..
             } => {
                 return Err(WorkloadError::Inconsistent(format!(
-                    "a task was assigned again after its result was written, or lost its node: \
-                     {decision}"
+                    "a task was assigned again after its result was written, lost its node, \
+                     or refused its result: {decision}"
                 )));
             }
             // A benchmark injects no faults: a worker losing its session or

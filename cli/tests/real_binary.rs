@@ -43,6 +43,10 @@ fn main() {
             with_auth_outsiders_read_everything_and_change_nothing,
         ),
         server_trial(
+            "a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on",
+            a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on,
+        ),
+        server_trial(
             "bad_submissions_are_refused_and_create_nothing",
             bad_submissions_are_refused_and_create_nothing,
         ),
@@ -673,6 +677,75 @@ fn with_auth_outsiders_read_everything_and_change_nothing(connect: String) {
         "{} is cleaned up",
         target.root
     );
+}
+
+/// Roles run without credentials, and a client submits with some: its task
+/// is readable by everyone but writable only by those credentials, so the
+/// worker given it cannot write its result (`NoAuth`). That worker leaves
+/// the task as it is, says why, and goes on; the master gives the task to
+/// nobody else, so it costs one worker one try, not every worker its life.
+/// (The README asks for one set of credentials per deployment; this is
+/// what a mistake there costs.)
+fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) {
+    let scratch = Scratch::new("mixed-auth");
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let layout = Layout::new(&target.root).unwrap();
+    let mut roles = vec![
+        target.spawn("master", &["master"], &scratch),
+        target.spawn("worker-1", &["worker"], &scratch),
+        target.spawn("worker-2", &["worker"], &scratch),
+    ];
+    eventually("a master and two workers", || {
+        let status = target.try_status()?;
+        (status["master_present"] == true && workers_in(&status) == 2).then_some(())
+    });
+
+    let refused = target.run(&["submit", "--auth", OWNER_AUTH, PI_20K]);
+    refused.expect_code(0);
+    let refused_task = task_id(&refused);
+    let says_refused = |role: &Role| {
+        let log = role.log();
+        log.contains(&format!("{refused_task}'s result cannot be written"))
+            && log.contains("not authorised for")
+    };
+    eventually("a worker reports that the task refused its result", || {
+        roles.iter().any(says_refused).then_some(())
+    });
+    eventually("the refused task's assignment is released", || {
+        let status = target.status();
+        (status["assignments"]
+            .as_object()
+            .is_some_and(|a| a.is_empty()))
+        .then_some(())
+    });
+
+    // Both workers are still there, and between them they finish the
+    // next tasks.
+    for _ in 0..4 {
+        let finished = target.run(&["submit", "--wait", PI_20K]);
+        finished.expect_code(0);
+        check_pi(finished.stdout_lines()[1], 20_000);
+    }
+    for role in roles.iter_mut() {
+        assert!(role.is_running(), "{} died:\n{}", role.name, role.log());
+    }
+    assert_eq!(
+        roles.iter().filter(|role| says_refused(role)).count(),
+        1,
+        "one worker tried the refused task, and only once"
+    );
+    let refused_path = format!("{}/{refused_task}", layout.tasks_dir());
+    assert!(target.exists(&refused_path), "the refused task is left");
+    assert!(
+        !target.exists(&format!("{refused_path}/result")),
+        "the refused task has no result"
+    );
+
+    terminate_all(&mut roles);
+    target.delete_root();
 }
 
 const PI_20K: &str = r#"{"kind":"pi","samples":20000}"#;

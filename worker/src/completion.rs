@@ -77,6 +77,12 @@ pub(crate) enum CompletionReply {
     ResultAlreadyPresent,
     /// The task's node is gone (a client deleted it); nothing changed.
     TaskMissing,
+    /// The task's node refuses the result (its ACL does not let this
+    /// worker's credentials create under it, or it is a foreign ephemeral
+    /// node, which can have no children); nothing changed. The refusal is
+    /// the task's, not the worker's: another worker would meet it too. The
+    /// assignment is still to be deleted, alone.
+    ResultRefused(ZkError),
     /// The assignment is not the one read (deleted, or deleted and made
     /// anew): nothing changed, and nothing must be written.
     AssignmentRevoked,
@@ -105,6 +111,9 @@ pub(crate) fn judge_completion(reply: &ZkResult<Vec<OpResult>>) -> CompletionRep
         ZkError::Multi { index: 0, error } => match error.code() {
             ErrorCode::NodeExists => CompletionReply::ResultAlreadyPresent,
             ErrorCode::NoNode => CompletionReply::TaskMissing,
+            ErrorCode::NoAuth | ErrorCode::NoChildrenForEphemerals => {
+                CompletionReply::ResultRefused((**error).clone())
+            }
             _ => CompletionReply::Failed((**error).clone()),
         },
         ZkError::Multi { index: 1, error } => match error.code() {
@@ -256,9 +265,21 @@ mod tests {
             judge_completion(&Err(ZkError::SessionExpired)),
             CompletionReply::Failed(ZkError::SessionExpired)
         );
-        let refused = ZkError::NoAuth { path: "/p".into() };
+        let refusals = [
+            ZkError::NoAuth { path: "/p".into() },
+            ZkError::NoChildrenForEphemerals { path: "/p".into() },
+        ];
+        for refused in refusals {
+            assert_eq!(
+                judge_completion(&multi_error(0, refused.clone())),
+                CompletionReply::ResultRefused(refused)
+            );
+        }
+        // The assignment is the master's node, written the same way for
+        // every task: a refusal there is the deployment's, not one task's.
+        let refused = ZkError::NoAuth { path: "/a".into() };
         assert_eq!(
-            judge_completion(&multi_error(0, refused.clone())),
+            judge_completion(&multi_error(1, refused.clone())),
             CompletionReply::Failed(refused)
         );
     }

@@ -22,6 +22,14 @@ pub enum WorkerDecision {
     ResultAlreadyPresent { worker: WorkerId, task: TaskId },
     /// The task's node is gone (a client deleted it): no result is written.
     TaskMissing { worker: WorkerId, task: TaskId },
+    /// The task's node refused the result (its ACL, or a foreign ephemeral
+    /// node): no result is written, the task is left as it is, and the
+    /// worker releases it and goes on.
+    ResultRefused {
+        worker: WorkerId,
+        task: TaskId,
+        reason: String,
+    },
     /// The assignment's data is not a task name; the assignment is dropped.
     BadAssignment { worker: WorkerId, data: String },
     /// The worker deleted its assignment, or found it gone after a
@@ -80,6 +88,11 @@ impl fmt::Display for WorkerDecision {
             WorkerDecision::TaskMissing { worker, task } => {
                 write!(f, "{worker} found {task} missing")
             }
+            WorkerDecision::ResultRefused {
+                worker,
+                task,
+                reason,
+            } => write!(f, "{worker} left {task} without a result: {reason}"),
             WorkerDecision::BadAssignment { worker, data } => {
                 write!(f, "{worker} dropped bad assignment {data:?}")
             }

@@ -421,6 +421,21 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     self.note(state.result_written(ResultWrite::TaskMissing));
                     return self.release(state, assignment).await;
                 }
+                CompletionReply::ResultRefused(error) => {
+                    // The task stays, without a result, for its client or
+                    // an operator to deal with; the master counts a
+                    // released task as done and gives it to nobody else.
+                    tracing::error!(
+                        target: "zkdist::worker",
+                        "{task}'s result cannot be written: {error}; the task is left \
+                         without a result (run every role and client with the same \
+                         credentials)"
+                    );
+                    self.note(state.result_written(ResultWrite::Refused {
+                        reason: error.to_string(),
+                    }));
+                    return self.release(state, assignment).await;
+                }
                 CompletionReply::AssignmentRevoked => {
                     self.note(state.on_assignment_revoked());
                     return Ok(());

@@ -89,7 +89,7 @@ pub enum CompletionReadBack {
 }
 
 /// What writing a task's result came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResultWrite {
     Written {
         success: bool,
@@ -98,6 +98,10 @@ pub enum ResultWrite {
     AlreadyPresent,
     /// The task's node is gone.
     TaskMissing,
+    /// The task's node refused the result; `reason` says why.
+    Refused {
+        reason: String,
+    },
 }
 
 /// How a handler's run ended.
@@ -265,6 +269,11 @@ impl WorkerState {
             },
             ResultWrite::AlreadyPresent => WorkerDecision::ResultAlreadyPresent { worker, task },
             ResultWrite::TaskMissing => WorkerDecision::TaskMissing { worker, task },
+            ResultWrite::Refused { reason } => WorkerDecision::ResultRefused {
+                worker,
+                task,
+                reason,
+            },
         }
     }
 

@@ -470,6 +470,79 @@ fn a_garbage_assignment_or_a_deleted_task_is_dropped_and_the_worker_goes_on() {
     });
 }
 
+/// A task node that refuses children (here a foreign ephemeral one, as a
+/// task whose ACL the worker's credentials do not cover would with
+/// `NoAuth`) cannot take a result. The refusal belongs to that task: the
+/// worker releases it, leaving the task as it is, and goes on. Ending the
+/// worker instead would let the master give the task to the next worker,
+/// and one task would stop every worker in turn.
+#[test]
+fn a_task_that_refuses_its_result_is_released_and_the_worker_goes_on() {
+    run_sim(async {
+        let mut setup = setup(Latency::Fixed { ms: 1 }).await;
+        let (mut worker, id) = RunningWorker::start(&setup).await;
+
+        let refusing = TaskId::from_sequence(4243);
+        let refusing_path = setup.layout.task(&refusing);
+        setup
+            .master
+            .create(
+                &refusing_path,
+                &task_payload("echo", "nowhere to go"),
+                CreateMode::Ephemeral,
+            )
+            .await
+            .unwrap();
+        assign_and_wait(&setup, &id, refusing.as_str()).await;
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::TaskStarted {
+                worker: id.clone(),
+                task: refusing.clone()
+            }
+        );
+        match worker.next_decision().await {
+            WorkerDecision::ResultRefused {
+                worker: refused_by,
+                task,
+                reason,
+            } => {
+                assert_eq!((&refused_by, &task), (&id, &refusing));
+                assert!(reason.contains("ephemeral"), "{reason}");
+            }
+            other => panic!("expected the result's refusal, got {other}"),
+        }
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::AssignmentReleased {
+                worker: id.clone(),
+                task: Some(refusing.clone())
+            }
+        );
+        let result = setup.layout.result(&refusing);
+        assert!(
+            setup
+                .sim
+                .inspect(move |tree| tree.exists(&refusing_path))
+                .await
+        );
+        assert!(!setup.sim.inspect(move |tree| tree.exists(&result)).await);
+
+        let task = setup
+            .client
+            .submit(&task_payload("echo", "still here"))
+            .await
+            .unwrap();
+        assign_and_wait(&setup, &id, task.as_str()).await;
+        assert_eq!(
+            setup.client.wait(&task).await.unwrap(),
+            TaskResult::Success {
+                output: b"still here".to_vec()
+            }
+        );
+    });
+}
+
 #[test]
 fn a_root_that_cannot_be_created_is_a_clear_error() {
     run_sim(async {

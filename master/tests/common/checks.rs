@@ -63,6 +63,7 @@ pub fn check_run(log: &RunLog) -> Result<(), String> {
             }
             WorkerDecision::ResultAlreadyPresent { .. }
             | WorkerDecision::TaskMissing { .. }
+            | WorkerDecision::ResultRefused { .. }
             | WorkerDecision::BadAssignment { .. } => {
                 return Err(format!("worker decision {decision}"));
             }
