@@ -1206,6 +1206,59 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
         target.root
     );
 
+    // The same figures as JSON, as the README describes them.
+    let bench = target.run(&[
+        "bench",
+        "--json",
+        "--tasks",
+        "50",
+        "--workers",
+        "2",
+        "--backlog",
+        "20",
+        "--warmup-tasks",
+        "10",
+        "--raw-nodes",
+        "200",
+    ]);
+    bench.expect_code(0);
+    let report: Value = serde_json::from_str(&bench.stdout)
+        .unwrap_or_else(|e| panic!("bench --json printed {:?}: {e}", bench.stdout));
+    let number = |value: &Value| {
+        value
+            .as_f64()
+            .unwrap_or_else(|| panic!("not a number: {value} in {report}"))
+    };
+    assert_eq!(report["workers"], 2, "{report}");
+    assert_eq!(report["discovery"], "watch", "{report}");
+    assert_eq!(report["raw_before"]["nodes"], 200, "{report}");
+    let raw_best = number(&report["raw_before"]["writes_per_s"])
+        .max(number(&report["raw_after"]["writes_per_s"]));
+    assert_eq!(number(&report["raw"]["writes_per_s"]), raw_best);
+    // The drain: an assignment and a completion (a multi each) per task;
+    // queueing it: one create per task, before the drain's clock started.
+    let backlog = &report["backlog"];
+    assert_eq!(backlog["tasks"], 20, "{report}");
+    assert_eq!(backlog["ops"]["multis"], 40, "{report}");
+    assert_eq!(backlog["queueing_ops"]["creates"], 20, "{report}");
+    assert_eq!(backlog["queueing_ops"]["multis"], 0, "{report}");
+    let tasks = &report["tasks"];
+    assert_eq!(tasks["tasks"], 50, "{report}");
+    assert_eq!(number(&tasks["writes_per_task"]), 3.0, "{report}");
+    assert!(
+        number(&tasks["latency_p50_ms"]) <= number(&tasks["latency_p99_ms"]),
+        "{report}"
+    );
+    let efficiency = number(&tasks["tasks_per_s"]) * 3.0 / raw_best;
+    assert!(
+        (number(&report["efficiency"]) - efficiency).abs() < 1e-9,
+        "{report}"
+    );
+    assert!(
+        !target.exists(&target.root),
+        "the JSON run deletes its root"
+    );
+
     // A root that exists is refused, and left as it was.
     let status_before = {
         target
