@@ -684,8 +684,9 @@ fn with_auth_outsiders_read_everything_and_change_nothing(connect: String) {
 /// worker given it cannot write its result (`NoAuth`). That worker leaves
 /// the task as it is, says why, and goes on; the master gives the task to
 /// nobody else, so it costs one worker one try, not every worker its life.
-/// (The README asks for one set of credentials per deployment; this is
-/// what a mistake there costs.)
+/// A run of them, though, is a deployment's mistake, and ends the workers
+/// with an error that names it. (The README asks for one set of
+/// credentials per deployment; this is what a mistake there costs.)
 fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) {
     let scratch = Scratch::new("mixed-auth");
     let target = Target {
@@ -693,7 +694,7 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
         root: testing::unique_root(ROOT_PREFIX),
     };
     let layout = Layout::new(&target.root).unwrap();
-    let mut roles = vec![
+    let mut roles = [
         target.spawn("master", &["master"], &scratch),
         target.spawn("worker-1", &["worker"], &scratch),
         target.spawn("worker-2", &["worker"], &scratch),
@@ -744,7 +745,46 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
         "the refused task has no result"
     );
 
-    terminate_all(&mut roles);
+    // A run of such tasks says that the clients' credentials are not the
+    // workers': each worker ends once REFUSALS_IN_A_ROW_LIMIT (3) in a row
+    // refused their results, naming the mistake. Six are enough for both:
+    // the first to reach three leaves the rest to the other.
+    for _ in 0..6 {
+        target
+            .run(&["submit", "--auth", OWNER_AUTH, PI_20K])
+            .expect_code(0);
+    }
+    let (master, workers) = roles.split_at_mut(1);
+    for worker in workers.iter_mut() {
+        let status = worker.wait_exit();
+        let log = worker.log();
+        assert_eq!(
+            status.code(),
+            Some(1),
+            "{} ended with {status}:\n{log}",
+            worker.name
+        );
+        for needle in [
+            "writing the results of 3 tasks in a row",
+            "their clients submit with credentials this worker lacks",
+            "--auth USER:PASSWORD",
+        ] {
+            assert!(
+                log.contains(needle),
+                "{} does not say {needle:?}:\n{log}",
+                worker.name
+            );
+        }
+    }
+    assert!(
+        master[0].is_running(),
+        "the master died:\n{}",
+        master[0].log()
+    );
+    let status = target.status();
+    assert_eq!(status["assignments"], serde_json::json!({}), "{status}");
+
+    terminate_all(master);
     target.delete_root();
 }
 

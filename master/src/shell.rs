@@ -621,7 +621,9 @@ async fn task_status<C: Coordinator>(
 /// alive and only this master assigns, so the node, if present, is that
 /// create's; if absent, the task's result tells whether the worker already
 /// ran it (completion creates the result and deletes the assignment in one
-/// `multi`). A `sync` comes first: after a reconnect the server may be a
+/// `multi`). A task whose node refused its result, and was released
+/// without one, reads as not run: it is queued once more, which costs one
+/// more refusal and nothing else. A `sync` comes first: after a reconnect the server may be a
 /// follower that has not applied the create yet, and reading "absent" there
 /// would re-queue a task the worker is running.
 async fn recover_assignment<C: Coordinator>(

@@ -37,7 +37,8 @@ use crate::completion::{
 use crate::decision::WorkerDecision;
 use crate::handler::TaskHandler;
 use crate::state::{
-    AssignmentAfterLoss, CompletionReadBack, HandlerOutcome, ResultWrite, WorkerState,
+    AssignmentAfterLoss, CompletionReadBack, HandlerOutcome, REFUSALS_IN_A_ROW_LIMIT, ResultWrite,
+    WorkerState,
 };
 
 /// How long a worker told to stop keeps trying to delete its registration.
@@ -424,7 +425,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 CompletionReply::ResultRefused(error) => {
                     // The task stays, without a result, for its client or
                     // an operator to deal with; the master counts a
-                    // released task as done and gives it to nobody else.
+                    // released task as done (barring a lost reply or a
+                    // reconnection, which make it look never run, and a
+                    // new master, which tries it once more).
                     tracing::error!(
                         target: "zkdist::worker",
                         "{task}'s result cannot be written: {error}; the task is left \
@@ -432,9 +435,20 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                          credentials)"
                     );
                     self.note(state.result_written(ResultWrite::Refused {
-                        reason: error.to_string(),
+                        error: error.clone(),
                     }));
-                    return self.release(state, assignment).await;
+                    self.release(state, assignment).await?;
+                    if state.refusals_say_credentials_differ() {
+                        return Err(WorkerError::request(
+                            format!(
+                                "writing the results of {REFUSALS_IN_A_ROW_LIMIT} tasks in a row, \
+                                 the last {task} (their clients submit with credentials this \
+                                 worker lacks)"
+                            ),
+                            error,
+                        ));
+                    }
+                    return Ok(());
                 }
                 CompletionReply::AssignmentRevoked => {
                     self.note(state.on_assignment_revoked());
