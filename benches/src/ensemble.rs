@@ -261,6 +261,15 @@ where
             error,
         }),
         Ok(None) => {
+            // Checked before the layout makes them: the parents the run
+            // creates are the run's to delete again.
+            let missing_parents = match missing_parents(&zk, &root).await {
+                Ok(parents) => parents,
+                Err(error) => {
+                    let _ = zk.close().await;
+                    return Err(error);
+                }
+            };
             let mut run = Run {
                 counter: OpCounter::new(),
                 sessions: Vec::new(),
@@ -279,7 +288,10 @@ where
                 // that is gone already has none.
                 let _ = session.close().await;
             }
-            let cleanup = remove_root(&zk, layout, &run.queued, config.raw_in_flight).await;
+            let cleanup = match remove_root(&zk, layout, &run.queued, config.raw_in_flight).await {
+                Ok(()) => remove_empty_parents(&zk, &missing_parents).await,
+                Err(error) => Err(error),
+            };
             match (outcome, cleanup) {
                 (Ok(report), Ok(())) => Ok(report),
                 (Err(run), Ok(())) => Err(run),
@@ -517,6 +529,48 @@ pub async fn remove_root<C: Coordinator>(
         .try_for_each(|()| std::future::ready(Ok(())))
         .await?;
     remove_tree(zk, layout.root().to_owned(), in_flight.max(1)).await
+}
+
+/// The parents of `root` that do not exist, deepest first.
+async fn missing_parents<C: Coordinator>(zk: &C, root: &str) -> Result<Vec<String>, BenchError> {
+    let mut missing = Vec::new();
+    let mut parent = path::parent(root);
+    while parent != "/" {
+        match zk.exists(parent, Watch::No).await {
+            Ok(Some(_)) => break,
+            Ok(None) => missing.push(parent.to_owned()),
+            Err(error) => {
+                return Err(BenchError::Zk {
+                    what: format!("checking {parent}"),
+                    error,
+                });
+            }
+        }
+        parent = path::parent(parent);
+    }
+    Ok(missing)
+}
+
+/// Deletes the parents the run created (`parents`, deepest first), each
+/// only while it is empty: one that somebody else used meanwhile is
+/// theirs, and so are the parents above it.
+async fn remove_empty_parents<C: Coordinator>(
+    zk: &C,
+    parents: &[String],
+) -> Result<(), BenchError> {
+    for parent in parents {
+        match zk.delete(parent, None).await {
+            Ok(()) | Err(ZkError::NoNode { .. }) => {}
+            Err(ZkError::NotEmpty { .. }) => break,
+            Err(error) => {
+                return Err(BenchError::Zk {
+                    what: format!("deleting {parent}"),
+                    error,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 async fn delete_if_there<C: Coordinator>(zk: &C, path: &str) -> Result<(), BenchError> {

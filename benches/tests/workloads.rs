@@ -169,7 +169,13 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
                 max_us: 500,
             },
         );
-        let layout = Layout::new("/bench/run").expect("a valid root");
+        // `/bench` is somebody else's; `/bench/made` is made by the run.
+        let (outsider, _events) = sim.connect("outsider").await.unwrap();
+        outsider
+            .create("/bench", b"", zkdist_coord::CreateMode::Persistent)
+            .await
+            .unwrap();
+        let layout = Layout::new("/bench/made/run").expect("a valid root");
         let config = small_config();
         let mut progress = Recorded::default();
         let connect_sim = sim.clone();
@@ -227,11 +233,18 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
         );
         assert_eq!(progress.finished, 3);
 
-        let (root_left, parent_left) = sim
-            .inspect(|tree| (tree.exists("/bench/run"), tree.exists("/bench")))
+        let (root_left, made_left, existing_left) = sim
+            .inspect(|tree| {
+                (
+                    tree.exists("/bench/made/run"),
+                    tree.exists("/bench/made"),
+                    tree.exists("/bench"),
+                )
+            })
             .await;
         assert!(!root_left, "the run deletes its root");
-        assert!(parent_left, "and leaves the root's parent alone");
+        assert!(!made_left, "and the parent it made");
+        assert!(existing_left, "and leaves the parent it found alone");
     });
 }
 

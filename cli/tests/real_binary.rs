@@ -1246,9 +1246,15 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
         target.root
     );
 
-    // The same figures as JSON, as the README describes them.
-    let bench = target.run(&[
+    // The same figures as JSON, as the README describes them; under a
+    // root whose parents do not exist either, which the bench deletes too.
+    let nested_root = format!("{}/nested/bench", target.root);
+    let bench = run(&[
         "bench",
+        "--zk",
+        &target.connect,
+        "--root",
+        &nested_root,
         "--json",
         "--tasks",
         "50",
@@ -1296,7 +1302,7 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
     );
     assert!(
         !target.exists(&target.root),
-        "the JSON run deletes its root"
+        "the JSON run deletes its root and the parents it made"
     );
 
     // A root that exists is refused, and left as it was.
