@@ -47,6 +47,10 @@ fn main() {
             a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on,
         ),
         server_trial(
+            "a_wait_outlives_its_session_and_still_cleans_up",
+            a_wait_outlives_its_session_and_still_cleans_up,
+        ),
+        server_trial(
             "bad_submissions_are_refused_and_create_nothing",
             bad_submissions_are_refused_and_create_nothing,
         ),
@@ -785,6 +789,69 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
     assert_eq!(status["assignments"], serde_json::json!({}), "{status}");
 
     terminate_all(master);
+    target.delete_root();
+}
+
+/// `wait --cleanup` on a task nobody runs yet, stopped past its session
+/// timeout (as an outage would): its session expires, and it waits on a
+/// new one instead of giving up. Once a worker comes, it prints the result
+/// and cleans the task up.
+fn a_wait_outlives_its_session_and_still_cleans_up(connect: String) {
+    let scratch = Scratch::new("wait-expiry");
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let layout = Layout::new(&target.root).unwrap();
+    let submitted = target.run(&["submit", PI_20K]);
+    submitted.expect_code(0);
+    let task = task_id(&submitted);
+    let mut waiting = target.spawn(
+        "wait",
+        &[
+            "wait",
+            &task,
+            "--cleanup",
+            "--session-timeout-ms",
+            &SHORT_SESSION_TIMEOUT_MS.to_string(),
+        ],
+        &scratch,
+    );
+    eventually("the wait's session is open", || {
+        waiting
+            .log()
+            .contains("new session established")
+            .then_some(())
+    });
+    waiting.signal("STOP");
+    // The server expires the session on its own clock.
+    std::thread::sleep(Duration::from_millis(3 * SHORT_SESSION_TIMEOUT_MS));
+    waiting.signal("CONT");
+    eventually("the wait goes on on a new session", || {
+        waiting
+            .log()
+            .contains(&format!("waiting for {task} on a new session"))
+            .then_some(())
+    });
+    assert!(waiting.is_running(), "the wait gave up:\n{}", waiting.log());
+
+    let mut roles = [
+        target.spawn("master", &["master"], &scratch),
+        target.spawn("worker", &["worker"], &scratch),
+    ];
+    let status = waiting.wait_exit();
+    let log = waiting.log();
+    assert!(status.success(), "the wait ended with {status}:\n{log}");
+    let result = log
+        .lines()
+        .find(|line| line.starts_with('{'))
+        .unwrap_or_else(|| panic!("no result printed:\n{log}"));
+    check_pi(result, 20_000);
+    assert!(
+        !target.exists(&format!("{}/{task}", layout.tasks_dir())),
+        "the wait cleaned the task up"
+    );
+    terminate_all(&mut roles);
     target.delete_root();
 }
 

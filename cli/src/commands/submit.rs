@@ -3,12 +3,13 @@
 use std::io::{IsTerminal, Read};
 
 use anyhow::{Context, bail};
+use zkdist_coord::zk::ZkSession;
 use zkdist_coord::{
-    Client, ClientError, Coordinator, TaskId, TaskPayload, TaskToken, validate_data,
+    Client, ClientError, Coordinator, SessionState, TaskId, TaskPayload, TaskToken, validate_data,
 };
 
 use super::{Outcome, print_result};
-use crate::args::{FindArgs, SubmitArgs, WaitArgs};
+use crate::args::{ConnectArgs, FindArgs, SubmitArgs, WaitArgs};
 use crate::stdout::outln;
 use crate::{connect, handlers};
 
@@ -62,7 +63,7 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
     };
     outln!("{task}")?;
     let outcome = if args.wait {
-        wait_and_print(&mut client, &task, args.cleanup).await?
+        wait_and_print(&args.connect, &mut client, &task, args.cleanup).await?
     } else {
         Outcome::Done
     };
@@ -101,29 +102,83 @@ pub async fn wait(args: &WaitArgs) -> anyhow::Result<Outcome> {
     let task = TaskId::parse(&args.task).context("invalid task id")?;
     let layout = connect::layout(&args.connect)?;
     let (zk, events) = connect::session(&args.connect).await?;
-    let mut client = Client::new(zk.clone(), events, layout);
-    let outcome = wait_and_print(&mut client, &task, args.cleanup).await?;
-    zk.close().await.ok();
+    let mut client = Client::new(zk, events, layout);
+    let outcome = wait_and_print(&args.connect, &mut client, &task, args.cleanup).await?;
+    client.session().close().await.ok();
     Ok(outcome)
 }
 
-async fn wait_and_print<C: Coordinator>(
-    client: &mut Client<C>,
+/// Waits for `task`'s result, prints it, and cleans the task up if asked.
+/// Reading a result and cleaning up are safe to repeat, so a session that
+/// ends meanwhile (an outage longer than the session timeout, while a long
+/// task runs) does not end the command: it goes on on a new session,
+/// which replaces `client`'s. Only a new session that cannot be opened
+/// ends it.
+async fn wait_and_print(
+    connect_args: &ConnectArgs,
+    client: &mut Client<ZkSession>,
     task: &TaskId,
     cleanup: bool,
 ) -> anyhow::Result<Outcome> {
-    let result = client
-        .wait(task)
-        .await
-        .with_context(|| format!("cannot wait for {task}"))?;
+    let result = loop {
+        match client.wait(task).await {
+            Ok(result) => break result,
+            Err(error) if a_new_session_may_go_on(&error) => {
+                renew_session(connect_args, client, task, &error).await?;
+            }
+            Err(error) => return Err(error).with_context(|| format!("cannot wait for {task}")),
+        }
+    };
     let outcome = print_result(task, &result)?;
     if cleanup {
-        client
-            .cleanup(task)
-            .await
-            .with_context(|| format!("cannot clean up {task}"))?;
+        let mut renewed = false;
+        loop {
+            match client.cleanup(task).await {
+                Ok(()) => break,
+                // The ended session's cleanup was applied after all (or
+                // somebody else cleaned up): the task is gone either way.
+                Err(ClientError::NoSuchTask { .. }) if renewed => break,
+                Err(error) if a_new_session_may_go_on(&error) => {
+                    renew_session(connect_args, client, task, &error).await?;
+                    renewed = true;
+                }
+                Err(error) => {
+                    return Err(error).with_context(|| format!("cannot clean up {task}"));
+                }
+            }
+        }
     }
     Ok(outcome)
+}
+
+/// Whether `error` says that the client's session ended in a way a new
+/// session gets past: expired, closed, or its stream stopped. Failed
+/// authentication would fail again.
+fn a_new_session_may_go_on(error: &ClientError) -> bool {
+    match error {
+        ClientError::SessionEnded { state, .. } => *state != Some(SessionState::AuthFailed),
+        ClientError::Zk(error) => matches!(
+            error.session_end(),
+            Some(SessionState::Expired | SessionState::Closed)
+        ),
+        _ => false,
+    }
+}
+
+/// Replaces `client`'s ended session with a new one, saying so.
+async fn renew_session(
+    connect_args: &ConnectArgs,
+    client: &mut Client<ZkSession>,
+    task: &TaskId,
+    ended: &ClientError,
+) -> anyhow::Result<()> {
+    tracing::warn!("{ended}; waiting for {task} on a new session");
+    client.session().close().await.ok();
+    let (zk, events) = connect::session(connect_args)
+        .await
+        .with_context(|| format!("cannot wait for {task}: {ended}"))?;
+    *client = Client::new(zk, events, client.layout().clone());
+    Ok(())
 }
 
 /// Whether a submit's doubt comes from its session's end, which a new
