@@ -439,6 +439,64 @@ fn status_never_takes_a_task_submitted_during_its_reads_for_a_finished_one() {
     });
 }
 
+#[test]
+fn status_never_counts_more_finished_tasks_than_there_are_while_they_are_cleaned_up() {
+    run_sim(0, async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::default();
+        let client = client(&sim, &layout).await;
+        let total = 300;
+        let mut tasks = Vec::new();
+        for n in 0..total {
+            tasks.push(client.submit(&payload("echo", n, 0)).await.unwrap());
+        }
+        finish_by_hand(&sim, &layout, &tasks).await;
+        // As many unfinished, so that the count of finished tasks is not
+        // held down by the count of tasks.
+        for n in total..2 * total {
+            client.submit(&payload("echo", n, 0)).await.unwrap();
+        }
+
+        // Another client cleans the finished tasks up, one after another,
+        // while this one reads the status again and again. Each cleanup
+        // counted here is done, so the results left when a status starts
+        // are at most `total` less the count then.
+        let cleaner = submitter_client(&sim, &layout).await;
+        let cleaned = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let cleaning = tokio::spawn({
+            let cleaned = std::sync::Arc::clone(&cleaned);
+            async move {
+                for task in &tasks {
+                    cleaner.cleanup(task).await.unwrap();
+                    cleaned.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        });
+        let mut statuses = 0;
+        while !cleaning.is_finished() {
+            let results_at_most =
+                total as usize - cleaned.load(std::sync::atomic::Ordering::SeqCst);
+            let status = client.status_listing_at_most(0).await.unwrap();
+            assert!(
+                status.finished_tasks <= results_at_most,
+                "status {statuses}: {} finished, of at most {results_at_most} results",
+                status.finished_tasks
+            );
+            statuses += 1;
+        }
+        cleaning.await.unwrap();
+        assert!(
+            statuses > 10,
+            "the reads overlapped the cleanups {statuses} times"
+        );
+        let settled = client.status_listing_at_most(0).await.unwrap();
+        assert_eq!(
+            (settled.pending_tasks, settled.finished_tasks),
+            (total as usize, 0)
+        );
+    });
+}
+
 /// A client on a session of its own, to submit from another task.
 async fn submitter_client(
     sim: &SimZk,
