@@ -39,6 +39,6 @@ pub use handler::{TaskError, TaskHandler};
 pub use role::{SESSION_RETRY_DELAY_MS, run_worker_role};
 pub use shell::{DEREGISTRATION_TIMEOUT_MS, Worker, WorkerError};
 pub use state::{
-    AssignmentAfterLoss, AssignmentNode, CompletionReadBack, HandlerOutcome,
-    REFUSALS_IN_A_ROW_LIMIT, ResultWrite, WorkerState,
+    AssignmentAfterLoss, AssignmentNode, CompletionReadBack, HandlerOutcome, ResultWrite,
+    WorkerState,
 };

@@ -37,8 +37,7 @@ use crate::completion::{
 use crate::decision::WorkerDecision;
 use crate::handler::TaskHandler;
 use crate::state::{
-    AssignmentAfterLoss, CompletionReadBack, HandlerOutcome, REFUSALS_IN_A_ROW_LIMIT, ResultWrite,
-    WorkerState,
+    AssignmentAfterLoss, CompletionReadBack, HandlerOutcome, ResultWrite, WorkerState,
 };
 
 /// How long a worker told to stop keeps trying to delete its registration.
@@ -437,18 +436,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     self.note(state.result_written(ResultWrite::Refused {
                         error: error.clone(),
                     }));
-                    self.release(state, assignment).await?;
-                    if state.refusals_say_credentials_differ() {
-                        return Err(WorkerError::request(
-                            format!(
-                                "writing the results of {REFUSALS_IN_A_ROW_LIMIT} tasks in a row, \
-                                 the last {task} (their clients submit with credentials this \
-                                 worker lacks)"
-                            ),
-                            error,
-                        ));
-                    }
-                    return Ok(());
+                    return self.release(state, assignment).await;
                 }
                 CompletionReply::AssignmentRevoked => {
                     self.note(state.on_assignment_revoked());

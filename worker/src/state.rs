@@ -13,7 +13,7 @@
 //! abandons its task and decides nothing more (a new session means a new
 //! worker, with a new id).
 
-use zkdist_coord::{AssignmentView, ErrorCode, Stat, TaskId, TaskResult, WorkerId, ZkError};
+use zkdist_coord::{AssignmentView, Stat, TaskId, TaskResult, WorkerId, ZkError};
 
 use crate::decision::WorkerDecision;
 use crate::handler::TaskError;
@@ -119,19 +119,7 @@ pub struct WorkerState {
     registered: bool,
     stop_requested: bool,
     tasks_finished: u64,
-    /// Results refused by their task's ACL since the last result written
-    /// (see [`REFUSALS_IN_A_ROW_LIMIT`]).
-    refusals_in_a_row: u32,
 }
-
-/// How many tasks in a row, with no result written in between, may refuse
-/// their result with `NoAuth` before the worker gives up. One such task is
-/// its submitter's mistake, and the worker leaves it and goes on; a run of
-/// them says that the clients submit with credentials this worker lacks,
-/// which no task will change: then the worker ends with that error, as
-/// loudly as a worker refused its registration, rather than run every
-/// task for nothing.
-pub const REFUSALS_IN_A_ROW_LIMIT: u32 = 3;
 
 impl WorkerState {
     pub fn new(worker: WorkerId) -> WorkerState {
@@ -141,7 +129,6 @@ impl WorkerState {
             registered: false,
             stop_requested: false,
             tasks_finished: 0,
-            refusals_in_a_row: 0,
         }
     }
 
@@ -276,33 +263,19 @@ impl WorkerState {
             .expect("a result is written only while working on a task");
         let worker = self.worker.clone();
         match write {
-            ResultWrite::Written { success } => {
-                self.refusals_in_a_row = 0;
-                WorkerDecision::ResultWritten {
-                    worker,
-                    task,
-                    success,
-                }
-            }
+            ResultWrite::Written { success } => WorkerDecision::ResultWritten {
+                worker,
+                task,
+                success,
+            },
             ResultWrite::AlreadyPresent => WorkerDecision::ResultAlreadyPresent { worker, task },
             ResultWrite::TaskMissing => WorkerDecision::TaskMissing { worker, task },
-            ResultWrite::Refused { error } => {
-                if error.code() == ErrorCode::NoAuth {
-                    self.refusals_in_a_row += 1;
-                }
-                WorkerDecision::ResultRefused {
-                    worker,
-                    task,
-                    reason: error.to_string(),
-                }
-            }
+            ResultWrite::Refused { error } => WorkerDecision::ResultRefused {
+                worker,
+                task,
+                reason: error.to_string(),
+            },
         }
-    }
-
-    /// True once [`REFUSALS_IN_A_ROW_LIMIT`] tasks in a row refused their
-    /// result with `NoAuth`: the worker is to end, with that error.
-    pub fn refusals_say_credentials_differ(&self) -> bool {
-        self.refusals_in_a_row >= REFUSALS_IN_A_ROW_LIMIT
     }
 
     /// After a completion whose outcome was unknown, what the read-back
@@ -421,45 +394,6 @@ mod tests {
         state.on_watch_armed();
         state.on_registered();
         state
-    }
-
-    /// Runs one task through `state` to `write`, then releases it.
-    fn finish_with(state: &mut WorkerState, sequence: i32, write: ResultWrite) {
-        let name = TaskId::from_sequence(sequence).to_string();
-        state.on_assignment_read(name.as_bytes(), &assignment_stat());
-        state.result_written(write);
-        state.on_assignment_released();
-    }
-
-    #[test]
-    fn a_run_of_acl_refusals_without_a_result_between_says_credentials_differ() {
-        let no_auth = || ResultWrite::Refused {
-            error: ZkError::NoAuth { path: "/t".into() },
-        };
-        let written = ResultWrite::Written { success: true };
-        let mut state = registered();
-        let limit = REFUSALS_IN_A_ROW_LIMIT as i32;
-        for sequence in 1..limit {
-            finish_with(&mut state, sequence, no_auth());
-            assert!(!state.refusals_say_credentials_differ());
-        }
-        // A result written in between: the run starts again.
-        finish_with(&mut state, 100, written);
-        // Refusals that are not the ACL's, and tasks that went, neither
-        // count nor break the run.
-        let ephemeral = ResultWrite::Refused {
-            error: ZkError::NoChildrenForEphemerals { path: "/t".into() },
-        };
-        for sequence in 0..limit {
-            finish_with(&mut state, 200 + sequence, ephemeral.clone());
-        }
-        finish_with(&mut state, 300, ResultWrite::TaskMissing);
-        for sequence in 1..limit {
-            finish_with(&mut state, 400 + sequence, no_auth());
-            assert!(!state.refusals_say_credentials_differ());
-        }
-        finish_with(&mut state, 500, no_auth());
-        assert!(state.refusals_say_credentials_differ());
     }
 
     #[test]

@@ -124,7 +124,7 @@ async fn wait_and_print(
         match client.wait(task).await {
             Ok(result) => break result,
             Err(error) if a_new_session_may_go_on(&error) => {
-                renew_session(connect_args, client, task, &error).await?;
+                renew_session(connect_args, client, &format!("wait for {task}"), &error).await?;
             }
             Err(error) => return Err(error).with_context(|| format!("cannot wait for {task}")),
         }
@@ -139,7 +139,8 @@ async fn wait_and_print(
                 // somebody else cleaned up): the task is gone either way.
                 Err(ClientError::NoSuchTask { .. }) if renewed => break,
                 Err(error) if a_new_session_may_go_on(&error) => {
-                    renew_session(connect_args, client, task, &error).await?;
+                    let doing = format!("clean up {task}");
+                    renew_session(connect_args, client, &doing, &error).await?;
                     renewed = true;
                 }
                 Err(error) => {
@@ -165,18 +166,19 @@ fn a_new_session_may_go_on(error: &ClientError) -> bool {
     }
 }
 
-/// Replaces `client`'s ended session with a new one, saying so.
+/// Replaces `client`'s ended session with a new one, to `doing` ("wait
+/// for task-…"), saying so.
 async fn renew_session(
     connect_args: &ConnectArgs,
     client: &mut Client<ZkSession>,
-    task: &TaskId,
+    doing: &str,
     ended: &ClientError,
 ) -> anyhow::Result<()> {
-    tracing::warn!("{ended}; waiting for {task} on a new session");
+    tracing::warn!("{ended}; going on to {doing} on a new session");
     client.session().close().await.ok();
     let (zk, events) = connect::session(connect_args)
         .await
-        .with_context(|| format!("cannot wait for {task}: {ended}"))?;
+        .with_context(|| format!("cannot {doing}: {ended}"))?;
     *client = Client::new(zk, events, client.layout().clone());
     Ok(())
 }
