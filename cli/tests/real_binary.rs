@@ -51,6 +51,10 @@ fn main() {
             a_wait_outlives_its_session_and_still_cleans_up,
         ),
         server_trial(
+            "a_wait_outlives_a_restart_of_its_server",
+            a_wait_outlives_a_restart_of_its_server,
+        ),
+        server_trial(
             "bad_submissions_are_refused_and_create_nothing",
             bad_submissions_are_refused_and_create_nothing,
         ),
@@ -829,6 +833,102 @@ fn a_wait_outlives_its_session_and_still_cleans_up(connect: String) {
         !target.exists(&format!("{}/{task}", layout.tasks_dir())),
         "the wait cleaned the task up"
     );
+    terminate_all(&mut roles);
+    target.delete_root();
+}
+
+/// A standalone server of the test's own (`scripts/zk single`), stopped
+/// when dropped: a test that stops and starts its server must not do so
+/// to the one the other tests share.
+struct OwnServer {
+    dir: std::path::PathBuf,
+    connect: String,
+}
+
+impl OwnServer {
+    fn start(scratch: &Scratch) -> OwnServer {
+        let dir = scratch.path("zk");
+        let dir_arg = dir.to_str().unwrap().to_owned();
+        let base = testing::run_scripts_zk(&["free-base"]);
+        testing::run_scripts_zk(&["single", &dir_arg, base.trim()]);
+        let connect = testing::run_scripts_zk(&["connect-string", &dir_arg])
+            .trim()
+            .to_owned();
+        OwnServer { dir, connect }
+    }
+
+    fn scripts_zk(&self, command: &str) {
+        let dir = self.dir.to_str().unwrap();
+        match command {
+            "wait" => testing::run_scripts_zk(&["wait", dir]),
+            other => testing::run_scripts_zk(&[other, dir, "1"]),
+        };
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(testing::scripts_zk())
+            .args(["stop", self.dir.to_str().unwrap()])
+            .output();
+    }
+}
+
+/// `wait` on a task nobody runs yet, while its server is killed for
+/// longer than the session timeout and the connect timeout together, then
+/// started again: the session expires, opening a new one fails for a
+/// while, and the wait keeps trying (as the roles do) instead of ending.
+/// Once the server is back and a worker comes, it prints the result.
+fn a_wait_outlives_a_restart_of_its_server(_shared_server: String) {
+    let scratch = Scratch::new("wait-restart");
+    let server = OwnServer::start(&scratch);
+    let target = Target {
+        connect: server.connect.clone(),
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let submitted = target.run(&["submit", PI_20K]);
+    submitted.expect_code(0);
+    let task = task_id(&submitted);
+    let mut waiting = target.spawn(
+        "wait",
+        &[
+            "wait",
+            &task,
+            "--session-timeout-ms",
+            &SHORT_SESSION_TIMEOUT_MS.to_string(),
+            "--connect-timeout-ms",
+            "1000",
+        ],
+        &scratch,
+    );
+    eventually("the wait's session is open", || {
+        waiting
+            .log()
+            .contains("new session established")
+            .then_some(())
+    });
+    server.scripts_zk("kill");
+    eventually("the wait tries to open a new session", || {
+        waiting
+            .log()
+            .contains(&format!("cannot open a session to wait for {task}"))
+            .then_some(())
+    });
+    assert!(waiting.is_running(), "the wait gave up:\n{}", waiting.log());
+    server.scripts_zk("start-node");
+    server.scripts_zk("wait");
+
+    let mut roles = [
+        target.spawn("master", &["master"], &scratch),
+        target.spawn("worker", &["worker"], &scratch),
+    ];
+    let status = waiting.wait_exit();
+    let log = waiting.log();
+    assert!(status.success(), "the wait ended with {status}:\n{log}");
+    let results: Vec<&str> = log.lines().filter(|line| line.starts_with('{')).collect();
+    assert_eq!(results.len(), 1, "one result printed:\n{log}");
+    check_pi(results[0], 20_000);
     terminate_all(&mut roles);
     target.delete_root();
 }

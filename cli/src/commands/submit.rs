@@ -1,12 +1,14 @@
 //! `submit` and `wait`.
 
 use std::io::{IsTerminal, Read};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use zkdist_coord::zk::ZkSession;
 use zkdist_coord::{
     Client, ClientError, Coordinator, SessionState, TaskId, TaskPayload, TaskToken, validate_data,
 };
+use zkdist_worker::SESSION_RETRY_DELAY_MS;
 
 use super::{Outcome, print_result};
 use crate::args::{ConnectArgs, FindArgs, SubmitArgs, WaitArgs};
@@ -167,7 +169,11 @@ fn a_new_session_may_go_on(error: &ClientError) -> bool {
 }
 
 /// Replaces `client`'s ended session with a new one, to `doing` ("wait
-/// for task-…"), saying so.
+/// for task-…"), saying so. An ensemble out of reach is waited for, as
+/// the roles wait for it: the session most likely ended because it went
+/// away (a restart, an outage), and the wait was already told it works.
+/// What a new session cannot fix (refused credentials, a malformed
+/// configuration) ends the command.
 async fn renew_session(
     connect_args: &ConnectArgs,
     client: &mut Client<ZkSession>,
@@ -176,9 +182,24 @@ async fn renew_session(
 ) -> anyhow::Result<()> {
     tracing::warn!("{ended}; going on to {doing} on a new session");
     client.session().close().await.ok();
-    let (zk, events) = connect::session(connect_args)
-        .await
-        .with_context(|| format!("cannot {doing}: {ended}"))?;
+    let config = connect::config(connect_args)?;
+    let (zk, events) = loop {
+        match ZkSession::connect(&config).await {
+            Ok(connected) => break connected,
+            Err(error) if error.is_transient() => {
+                tracing::warn!("cannot open a session to {doing} ({error}); trying again");
+                tokio::time::sleep(Duration::from_millis(SESSION_RETRY_DELAY_MS)).await;
+            }
+            Err(error) => {
+                return Err(error).with_context(|| {
+                    format!(
+                        "cannot {doing}: {ended}, and a new session on {:?} was refused",
+                        connect_args.zk
+                    )
+                });
+            }
+        }
+    };
     *client = Client::new(zk, events, client.layout().clone());
     Ok(())
 }
