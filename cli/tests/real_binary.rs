@@ -787,26 +787,7 @@ fn a_wait_outlives_its_session_and_still_cleans_up(connect: String) {
         root: testing::unique_root(ROOT_PREFIX),
     };
     let layout = Layout::new(&target.root).unwrap();
-    let submitted = target.run(&["submit", PI_20K]);
-    submitted.expect_code(0);
-    let task = task_id(&submitted);
-    let mut waiting = target.spawn(
-        "wait",
-        &[
-            "wait",
-            &task,
-            "--cleanup",
-            "--session-timeout-ms",
-            &SHORT_SESSION_TIMEOUT_MS.to_string(),
-        ],
-        &scratch,
-    );
-    eventually("the wait's session is open", || {
-        waiting
-            .log()
-            .contains("new session established")
-            .then_some(())
-    });
+    let (task, mut waiting) = submit_and_spawn_wait(&target, &scratch, &["--cleanup"]);
     waiting.signal("STOP");
     // The server expires the session on its own clock.
     std::thread::sleep(Duration::from_millis(3 * SHORT_SESSION_TIMEOUT_MS));
@@ -818,10 +799,45 @@ fn a_wait_outlives_its_session_and_still_cleans_up(connect: String) {
             .then_some(())
     });
     assert!(waiting.is_running(), "the wait gave up:\n{}", waiting.log());
+    run_task_and_expect_one_result(&target, &scratch, &mut waiting);
+    assert!(
+        !target.exists(&format!("{}/{task}", layout.tasks_dir())),
+        "the wait cleaned the task up"
+    );
+    target.delete_root();
+}
 
+/// Submits a `pi` task nobody runs yet, and starts `zkdist wait TASK
+/// EXTRA...` on it with a short session timeout; returns the task's id and
+/// the wait's process once the wait's session is open.
+fn submit_and_spawn_wait(target: &Target, scratch: &Scratch, extra: &[&str]) -> (String, Role) {
+    let submitted = target.run(&["submit", PI_20K]);
+    submitted.expect_code(0);
+    let task = task_id(&submitted);
+    let session_timeout_ms = SHORT_SESSION_TIMEOUT_MS.to_string();
+    let mut command = vec![
+        "wait",
+        task.as_str(),
+        "--session-timeout-ms",
+        &session_timeout_ms,
+    ];
+    command.extend(extra);
+    let waiting = target.spawn("wait", &command, scratch);
+    eventually("the wait's session is open", || {
+        waiting
+            .log()
+            .contains("new session established")
+            .then_some(())
+    });
+    (task, waiting)
+}
+
+/// Starts a master and a worker to run the task `waiting` waits for, and
+/// checks that the wait then prints its result once and exits with 0.
+fn run_task_and_expect_one_result(target: &Target, scratch: &Scratch, waiting: &mut Role) {
     let mut roles = [
-        target.spawn("master", &["master"], &scratch),
-        target.spawn("worker", &["worker"], &scratch),
+        target.spawn("master", &["master"], scratch),
+        target.spawn("worker", &["worker"], scratch),
     ];
     let status = waiting.wait_exit();
     let log = waiting.log();
@@ -829,12 +845,7 @@ fn a_wait_outlives_its_session_and_still_cleans_up(connect: String) {
     let results: Vec<&str> = log.lines().filter(|line| line.starts_with('{')).collect();
     assert_eq!(results.len(), 1, "one result printed:\n{log}");
     check_pi(results[0], 20_000);
-    assert!(
-        !target.exists(&format!("{}/{task}", layout.tasks_dir())),
-        "the wait cleaned the task up"
-    );
     terminate_all(&mut roles);
-    target.delete_root();
 }
 
 /// A standalone server of the test's own (`scripts/zk single`), stopped
@@ -887,27 +898,8 @@ fn a_wait_outlives_a_restart_of_its_server(_shared_server: String) {
         connect: server.connect.clone(),
         root: testing::unique_root(ROOT_PREFIX),
     };
-    let submitted = target.run(&["submit", PI_20K]);
-    submitted.expect_code(0);
-    let task = task_id(&submitted);
-    let mut waiting = target.spawn(
-        "wait",
-        &[
-            "wait",
-            &task,
-            "--session-timeout-ms",
-            &SHORT_SESSION_TIMEOUT_MS.to_string(),
-            "--connect-timeout-ms",
-            "1000",
-        ],
-        &scratch,
-    );
-    eventually("the wait's session is open", || {
-        waiting
-            .log()
-            .contains("new session established")
-            .then_some(())
-    });
+    let (task, mut waiting) =
+        submit_and_spawn_wait(&target, &scratch, &["--connect-timeout-ms", "1000"]);
     server.scripts_zk("kill");
     eventually("the wait tries to open a new session", || {
         waiting
@@ -919,17 +911,7 @@ fn a_wait_outlives_a_restart_of_its_server(_shared_server: String) {
     server.scripts_zk("start-node");
     server.scripts_zk("wait");
 
-    let mut roles = [
-        target.spawn("master", &["master"], &scratch),
-        target.spawn("worker", &["worker"], &scratch),
-    ];
-    let status = waiting.wait_exit();
-    let log = waiting.log();
-    assert!(status.success(), "the wait ended with {status}:\n{log}");
-    let results: Vec<&str> = log.lines().filter(|line| line.starts_with('{')).collect();
-    assert_eq!(results.len(), 1, "one result printed:\n{log}");
-    check_pi(results[0], 20_000);
-    terminate_all(&mut roles);
+    run_task_and_expect_one_result(&target, &scratch, &mut waiting);
     target.delete_root();
 }
 

@@ -455,18 +455,7 @@ fn a_garbage_assignment_or_a_deleted_task_is_dropped_and_the_worker_goes_on() {
         );
         worker.next_decision().await;
 
-        let task = setup
-            .client
-            .submit(&task_payload("echo", "still here"))
-            .await
-            .unwrap();
-        assign_and_wait(&setup, &id, task.as_str()).await;
-        assert_eq!(
-            setup.client.wait(&task).await.unwrap(),
-            TaskResult::Success {
-                output: b"still here".to_vec()
-            }
-        );
+        assert_still_works(&mut setup, &id).await;
     });
 }
 
@@ -528,19 +517,25 @@ fn a_task_that_refuses_its_result_is_released_and_the_worker_goes_on() {
         );
         assert!(!setup.sim.inspect(move |tree| tree.exists(&result)).await);
 
-        let task = setup
-            .client
-            .submit(&task_payload("echo", "still here"))
-            .await
-            .unwrap();
-        assign_and_wait(&setup, &id, task.as_str()).await;
-        assert_eq!(
-            setup.client.wait(&task).await.unwrap(),
-            TaskResult::Success {
-                output: b"still here".to_vec()
-            }
-        );
+        assert_still_works(&mut setup, &id).await;
     });
+}
+
+/// Gives the worker `id` an echo task, as the master would, and checks
+/// its result: the worker is still at work.
+async fn assert_still_works(setup: &mut Setup, id: &zkdist_coord::WorkerId) {
+    let task = setup
+        .client
+        .submit(&task_payload("echo", "still here"))
+        .await
+        .unwrap();
+    assign_and_wait(setup, id, task.as_str()).await;
+    assert_eq!(
+        setup.client.wait(&task).await.unwrap(),
+        TaskResult::Success {
+            output: b"still here".to_vec()
+        }
+    );
 }
 
 #[test]
