@@ -623,9 +623,9 @@ async fn task_status<C: Coordinator>(
 /// ran it (completion creates the result and deletes the assignment in one
 /// `multi`). A task whose node refused its result, and was released
 /// without one, reads as not run: it is queued once more, which costs one
-/// more refusal and nothing else. A `sync` comes first: after a reconnect the server may be a
-/// follower that has not applied the create yet, and reading "absent" there
-/// would re-queue a task the worker is running.
+/// more refusal and nothing else. A `sync` comes first: after a reconnect
+/// the server may be a follower that has not applied the create yet, and
+/// reading "absent" there would re-queue a task the worker is running.
 async fn recover_assignment<C: Coordinator>(
     zk: &C,
     layout: &Layout,

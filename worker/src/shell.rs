@@ -433,9 +433,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                          without a result (run every role and client with the same \
                          credentials)"
                     );
-                    self.note(state.result_written(ResultWrite::Refused {
-                        error: error.clone(),
-                    }));
+                    self.note(state.result_written(ResultWrite::Refused { error }));
                     return self.release(state, assignment).await;
                 }
                 CompletionReply::AssignmentRevoked => {
