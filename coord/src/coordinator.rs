@@ -221,6 +221,8 @@ pub trait Coordinator: Send + Sync + 'static {
 
     /// Waits until the server this session talks to has caught up with the
     /// leader, so that a following read sees every write committed before.
+    /// On a real ensemble this holds on the leader too, which ZooKeeper's
+    /// own sync does not promise there (see `zk::ops`).
     fn sync(&self, path: &str) -> impl Future<Output = ZkResult<()>> + Send {
         let reply = self.call(Request::Sync {
             path: path.to_owned(),

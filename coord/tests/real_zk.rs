@@ -84,6 +84,7 @@ tests![
     Ensemble CurrentThread killing_the_server_a_session_uses_keeps_the_session,
     Ensemble CurrentThread killing_the_leader_keeps_sessions_and_ephemerals,
     Ensemble CurrentThread a_persistent_watch_follows_its_session_to_another_server,
+    Ensemble MultiThread a_sync_on_the_leader_sees_what_a_follower_acknowledged,
 ];
 
 fn main() {
@@ -1058,6 +1059,66 @@ async fn killing_the_leader_keeps_sessions_and_ephemerals(env: Env) {
     assert_ne!(new_leader, leader);
     restore_node(&dir, &leader);
     session.close().await.unwrap();
+}
+
+/// Rounds of [`a_sync_on_the_leader_sees_what_a_follower_acknowledged`]:
+/// the window it guards against lasts as long as the leader takes to apply
+/// a commit it has already sent, so only some rounds can fall in it.
+const LEADER_SYNC_ROUNDS: usize = 3_000;
+
+/// A writer on a follower, a reader on the leader. Each round the writer
+/// changes the node; once the follower acknowledged it, the reader syncs
+/// and reads, and must see the change (`Coordinator::sync`). ZooKeeper
+/// serves a sync on the leader as a read, which may run before the leader
+/// applies a commit a follower already applied and acknowledged; the
+/// backend makes up for that (see `zkdist_coord::zk::ops`).
+async fn a_sync_on_the_leader_sees_what_a_follower_acknowledged(env: Env) {
+    let dir = env.ensemble_dir.clone().expect("ensemble dir");
+    let root = fresh_root(&env, "leader-sync").await;
+    let leader = common::run_scripts_zk(&["leader", dir.to_str().unwrap()])
+        .trim()
+        .to_owned();
+    let nodes = ensemble_nodes(&dir);
+    let port_of = |wanted: &dyn Fn(&str) -> bool| {
+        nodes
+            .iter()
+            .find(|(id, _)| wanted(id))
+            .map(|(_, port)| *port)
+            .expect("a node of the ensemble")
+    };
+    let leader_port = port_of(&|id| id == leader);
+    let follower_port = port_of(&|id| id != leader);
+    let (reader, _reader_events) =
+        connect(&common::config(&format!("127.0.0.1:{leader_port}"))).await;
+    let (writer, _writer_events) =
+        connect(&common::config(&format!("127.0.0.1:{follower_port}"))).await;
+    assert_eq!(
+        node_serving(&dir, &reader),
+        leader,
+        "the reader is on the leader"
+    );
+
+    let node = format!("{root}/node");
+    writer
+        .create(&node, b"0", CreateMode::Persistent)
+        .await
+        .unwrap();
+    for round in 1..=LEADER_SYNC_ROUNDS {
+        let written = round.to_string();
+        writer
+            .set_data(&node, written.as_bytes(), None)
+            .await
+            .unwrap();
+        reader.sync(&node).await.unwrap();
+        let (read, _) = reader.get_data(&node, Watch::No).await.unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&read),
+            written,
+            "round {round}: a read after sync misses a write the follower acknowledged"
+        );
+    }
+    reader.close().await.unwrap();
+    writer.close().await.unwrap();
 }
 
 // ---------------------------------------------------------------------------

@@ -6,7 +6,8 @@
 //!   credentials;
 //! - `connect`: establishing a session within the connect timeout, and
 //!   explaining why not;
-//! - `ops`: one trait request, checked and run on the client;
+//! - `ops`: one trait request, checked and run on the client (a `sync`
+//!   adds a refused write, since the 3.8 leader serves a sync as a read);
 //! - `errors`: the client's errors as [`ZkError`](crate::ZkError)s naming
 //!   their path;
 //! - `watches`: one-shot watches turned into ZooKeeper's one event per

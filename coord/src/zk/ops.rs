@@ -216,8 +216,7 @@ pub(crate) async fn run(
         Request::Sync { path } => {
             let context = OpContext::new("sync", &path, None);
             no_watch(
-                client
-                    .sync(&path)
+                sync_then_refused_write(client, &path)
                     .await
                     .map(|()| Reply::Synced)
                     .map_err(|e| map_error(e, &context)),
@@ -238,6 +237,51 @@ pub(crate) async fn run(
                 Err(e) => no_watch(Err(map_error(e, &context))),
             }
         }
+    }
+}
+
+/// The name under the synced path that [`sync_then_refused_write`] asks to
+/// delete. No one needs to avoid it: the delete names a version no node
+/// has, so it can never succeed.
+const SYNC_BARRIER_NAME: &str = "zkdist-sync-barrier";
+
+/// A version no node ever has: versions start at 0 and only grow (until
+/// 2^31 changes of one node), and -1 means "any".
+const NO_NODE_HAS_VERSION: i32 = -2;
+
+/// `sync`, made to keep the promise of `Coordinator::sync` on every server.
+///
+/// ZooKeeper (3.8) keeps it on a follower only: there a sync waits for the
+/// leader. The leader serves a sync as a read, and its reads may run before
+/// it applies a commit that it has already sent, so a follower can apply a
+/// write and acknowledge it to its client while a sync and read on the
+/// leader still miss it (`real_zk`'s
+/// `a_sync_on_the_leader_sees_what_a_follower_acknowledged` sees this
+/// within a few hundred rounds).
+///
+/// A write of this session's own closes the gap. Every server applies
+/// writes in zxid order, a refused write is ordered like any other (the
+/// leader commits an error transaction for it), and the session's later
+/// requests wait for its pending write. So once the refusal comes back, the
+/// server has applied every write committed before, and the reads that
+/// follow see them. The write is a delete of a child of `path` at a version
+/// no node has: it changes nothing and fires no watch, whatever is there.
+/// Both requests are sent before either reply is awaited: one round trip.
+async fn sync_then_refused_write(client: &zkc::Client, path: &str) -> Result<(), zkc::Error> {
+    let barrier = crate::path::join(path, SYNC_BARRIER_NAME);
+    let synced = client.sync(path);
+    let refused = client.delete(&barrier, Some(NO_NODE_HAS_VERSION));
+    let (synced, refused) = futures::join!(synced, refused);
+    synced?;
+    match refused {
+        // Missing (the usual case), present at another version, or under a
+        // parent this session may not delete from: each is a refusal that
+        // went through the leader, which is all the barrier needs.
+        Err(zkc::Error::NoNode | zkc::Error::BadVersion | zkc::Error::NoAuth) => Ok(()),
+        Err(error) => Err(error),
+        Ok(()) => unreachable!(
+            "deleting {barrier} at version {NO_NODE_HAS_VERSION} succeeded: no node has that version"
+        ),
     }
 }
 
