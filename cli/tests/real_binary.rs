@@ -749,6 +749,22 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
         !target.exists(&format!("{refused_path}/result")),
         "the refused task has no result"
     );
+    // Marked refused: a wait says why, and status counts it.
+    let refused_id = TaskId::parse(&refused_task).unwrap();
+    let mark = layout.refused(&refused_id);
+    target
+        .run(&["wait", &refused_task])
+        .expect_code(1)
+        .expect_stderr(&[
+            &format!("{refused_task} will have no result"),
+            "not authorised",
+            &mark,
+        ]);
+    let status = target.status();
+    assert_eq!(
+        (&status["refused_tasks"], &status["pending_tasks"]),
+        (&Value::from(1), &Value::from(0))
+    );
 
     // A batch of them, as one client with the wrong credentials sends:
     // each is tried once, and the workers go on.
@@ -770,6 +786,35 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
     }
     for role in roles.iter_mut() {
         assert!(role.is_running(), "{} died:\n{}", role.name, role.log());
+    }
+    assert_eq!(target.status()["refused_tasks"], batch.len() + 1);
+
+    // A new master finds the refused tasks marked and queues none of them
+    // again (before the marks, it tried each once more).
+    let [master, worker_1, worker_2] = roles;
+    terminate_all(&mut [master]);
+    let mut roles = [
+        target.spawn("master-2", &["master"], &scratch),
+        worker_1,
+        worker_2,
+    ];
+    let finished = target.run(&["submit", "--wait", PI_20K]);
+    finished.expect_code(0);
+    // Queued before that task, any of them run again would have been
+    // assigned before it; once the workers are idle, they are all done.
+    eventually("the workers are idle", || {
+        let status = target.status();
+        (status["assignments"]
+            .as_object()
+            .is_some_and(|a| a.is_empty()))
+        .then_some(())
+    });
+    for task in batch.iter().chain([&refused_task]) {
+        assert_eq!(
+            refusals_of(&roles, task),
+            1,
+            "{task} is not tried again under a new master"
+        );
     }
 
     terminate_all(&mut roles);

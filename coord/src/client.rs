@@ -30,6 +30,18 @@ pub enum ClientError {
     NoSuchTask { task: TaskId, path: String },
     #[error("task {task} has no result yet: only finished tasks can be cleaned up")]
     NotFinished { task: TaskId },
+    /// The task's node refused its result (credentials the workers lack, or
+    /// a node that cannot have children): a worker released it without one
+    /// and marked it refused (`Layout::refused`), so it will not run again
+    /// until the mark is deleted.
+    #[error(
+        "{task} will have no result: {reason} (it is marked refused at {mark}; delete the mark, once the cause is put right, to have it tried again)"
+    )]
+    ResultRefused {
+        task: TaskId,
+        reason: String,
+        mark: String,
+    },
     #[error(
         "no zkdist layout at {root}: it is created when a master or worker starts or a task is submitted"
     )]
@@ -100,6 +112,12 @@ pub struct Status {
     pub assigned_tasks: usize,
     /// Tasks with a result.
     pub finished_tasks: usize,
+    /// Tasks without a result whose node refused it, marked so under
+    /// `refused/`: they will not run again until the mark is deleted.
+    /// Counted from `refused/`'s stat, so a mark left behind by a task
+    /// deleted without it counts too (at most up to the tasks without a
+    /// result or an assignment).
+    pub refused_tasks: usize,
     /// Nodes that are not zkdist's, skipped rather than failing the whole
     /// status: a name under `tasks/` that is not a task name (found only
     /// when [`Status::task_names_read`]), an assignment whose data is not a
@@ -137,7 +155,8 @@ pub const STATUS_MAX_LISTED_TASKS: usize = 10_000;
 
 /// What ended a wait for a task's child watch.
 enum TaskChange {
-    /// The task's children changed: its result may be there.
+    /// The task's children changed, or those of `refused/`: its result or
+    /// its mark may be there.
     Children,
     /// The task node was deleted.
     Deleted,
@@ -529,17 +548,27 @@ impl<C: Coordinator> Client<C> {
     }
 
     /// Waits for a task's result. The result node is the task node's only
-    /// child, so one child watch on the task node covers both ways the wait
+    /// child, so one child watch on the task node covers two ways the wait
     /// can end: the result's creation (`NodeChildrenChanged`) and the task's
-    /// deletion (`NodeDeleted`, then [`ClientError::NoSuchTask`]). No
-    /// polling: between the watch and the result nothing is sent. A task
-    /// that does not exist fails at once and leaves no watch behind (a
-    /// listing of a missing node sets none); the watch left on a finished
-    /// task fires once, when the task is cleaned up, and later waits skip
-    /// that event.
+    /// deletion (`NodeDeleted`, then [`ClientError::NoSuchTask`]). The third
+    /// is a task whose node refused its result, which a worker marks under
+    /// `refused/` ([`ClientError::ResultRefused`]): a watch on that
+    /// directory, not on the mark, covers it, so that a session waiting for
+    /// many tasks leaves one watch there, not one per task. No polling:
+    /// between the watches and the result nothing is sent. A task that does
+    /// not exist fails at once and leaves no watch on it (a listing of a
+    /// missing node sets none); the watch left on a finished task fires
+    /// once, when the task is cleaned up, and later waits skip that event.
+    ///
+    /// A task missing at the first look is looked for once more after a
+    /// `sync`: a new session may talk to a server that has not applied the
+    /// task's create yet, although its submitter was told it was queued.
     pub async fn wait(&mut self, task: &TaskId) -> Result<TaskResult, ClientError> {
         let task_path = self.layout.task(task);
         let result_path = self.layout.result(task);
+        let refused_dir = self.layout.refused_dir();
+        let mark = self.layout.refused(task);
+        let mut synced = false;
         let no_such_task = || ClientError::NoSuchTask {
             task: task.clone(),
             path: task_path.clone(),
@@ -559,17 +588,52 @@ impl<C: Coordinator> Client<C> {
             }
         };
         loop {
-            // Arms the watch and looks for the result in the same reply.
-            let listing = until_known(|| self.zk.get_children(&task_path, Watch::Yes)).await;
+            // Arms the watches and looks for the result and the mark in the
+            // same replies.
+            let (listing, marked) = futures::join!(
+                until_known(|| self.zk.get_children(&task_path, Watch::Yes)),
+                self.is_marked_refused(task, &refused_dir)
+            );
             let has_result = match listing {
                 Ok((children, _)) => children
                     .iter()
                     .any(|name| *name == path::name(&result_path)),
+                Err(ZkError::NoNode { .. }) if !synced => {
+                    until_known(|| self.zk.sync(&task_path))
+                        .await
+                        .map_err(failed)?;
+                    synced = true;
+                    continue;
+                }
                 Err(ZkError::NoNode { .. }) => return Err(no_such_task()),
                 Err(error) => return Err(failed(error)),
             };
+            if !has_result && marked.map_err(failed)? {
+                match until_known(|| self.zk.get_data(&mark, Watch::No)).await {
+                    Ok((bytes, _)) => {
+                        // A mark is written as a failure saying why; a
+                        // mark written by hand says what it holds.
+                        let reason = match TaskResult::decode(&bytes) {
+                            Ok(TaskResult::Failure { message }) => message,
+                            _ => String::from_utf8_lossy(&bytes).into_owned(),
+                        };
+                        return Err(ClientError::ResultRefused {
+                            task: task.clone(),
+                            reason,
+                            mark,
+                        });
+                    }
+                    // Deleted since (to have the task tried again): look
+                    // again.
+                    Err(ZkError::NoNode { .. }) => continue,
+                    Err(error) => return Err(failed(error)),
+                }
+            }
             if !has_result {
-                match self.wait_for_task_change(task, &task_path).await? {
+                match self
+                    .wait_for_task_change(task, &task_path, &refused_dir)
+                    .await?
+                {
                     TaskChange::Children => {}
                     TaskChange::Deleted => return Err(no_such_task()),
                     TaskChange::Reconnected => continue,
@@ -592,14 +656,38 @@ impl<C: Coordinator> Client<C> {
         }
     }
 
-    /// Reads events until the child watch on `task_path` fires, or the
-    /// session reconnects after a disconnection (the caller then looks
-    /// again rather than trust that no event was lost). Events of watches
-    /// left by earlier calls are skipped.
+    /// Whether `task` is marked refused, leaving a watch on `refused/` that
+    /// fires when a mark is made: a child watch, or, while the directory
+    /// does not exist (it is made when first needed), a watch on its
+    /// creation. A directory made or deleted between the two reads is
+    /// looked at again.
+    async fn is_marked_refused(&self, task: &TaskId, refused_dir: &str) -> Result<bool, ZkError> {
+        loop {
+            match until_known(|| self.zk.get_children(refused_dir, Watch::Yes)).await {
+                Ok((marks, _)) => return Ok(marks.iter().any(|name| name == task.as_str())),
+                Err(ZkError::NoNode { .. }) => {
+                    if until_known(|| self.zk.exists(refused_dir, Watch::Yes))
+                        .await?
+                        .is_none()
+                    {
+                        return Ok(false);
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Reads events until the child watch on `task_path` or a watch on
+    /// `refused_dir` fires, or the session reconnects after a disconnection
+    /// (the caller then looks again rather than trust that no event was
+    /// lost). Events of watches left by earlier calls on other paths are
+    /// skipped.
     async fn wait_for_task_change(
         &mut self,
         task: &TaskId,
         task_path: &str,
+        refused_dir: &str,
     ) -> Result<TaskChange, ClientError> {
         let mut disconnected = false;
         loop {
@@ -616,6 +704,9 @@ impl<C: Coordinator> Client<C> {
                         // on deletion.
                         _ => TaskChange::Children,
                     });
+                }
+                Some(Event::Watch(event)) if event.path == refused_dir => {
+                    return Ok(TaskChange::Children);
                 }
                 Some(Event::Watch(_)) => {}
                 Some(Event::Session(SessionState::Connected)) => {
@@ -781,9 +872,18 @@ impl<C: Coordinator> Client<C> {
             }
         }
 
+        let refused_dir = self.layout.refused_dir();
+        let marks = until_known(|| self.zk.exists(&refused_dir, Watch::No))
+            .await?
+            .map_or(0, |stat| {
+                usize::try_from(stat.num_children).expect("a child count is never negative")
+            });
+
         status.finished_tasks = counts.finished;
         status.assigned_tasks = in_progress.min(counts.tasks - counts.finished);
-        status.pending_tasks = counts.tasks - counts.finished - status.assigned_tasks;
+        let unassigned = counts.tasks - counts.finished - status.assigned_tasks;
+        status.refused_tasks = marks.min(unassigned);
+        status.pending_tasks = unassigned - status.refused_tasks;
         Ok(status)
     }
 

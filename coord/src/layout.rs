@@ -15,8 +15,13 @@
 //! ├── assignments/<worker-id>     persistent: data = the task's name (and maybe
 //! │                               its payload, see `assignment`); created by the
 //! │                               master, deleted by the worker when done
-//! └── ids/worker-NNNNNNNNNN       ephemeral sequential: where a worker gets its
-//!                                 unique id without the master hearing of it
+//! ├── ids/worker-NNNNNNNNNN       ephemeral sequential: where a worker gets its
+//! │                               unique id without the master hearing of it
+//! └── refused/<task-id>           persistent: a task whose node refused its
+//!                                 result (data = why, UTF-8); created by the
+//!                                 worker that released it, so that it is not
+//!                                 tried again and its waiters hear why.
+//!                                 `refused/` is made when first needed
 //! ```
 
 use crate::error::{ZkError, ZkResult};
@@ -33,6 +38,7 @@ const WORKERS: &str = "workers";
 const TASKS: &str = "tasks";
 const ASSIGNMENTS: &str = "assignments";
 const IDS: &str = "ids";
+const REFUSED: &str = "refused";
 const RESULT: &str = "result";
 
 /// The longest root a layout takes. Every request names a path under it,
@@ -212,6 +218,22 @@ impl Layout {
         self.under(&[IDS, WORKER_PREFIX])
     }
 
+    /// Where tasks whose nodes refused their results are marked. Not part
+    /// of [`Layout::ensure_layout`]: the worker that first needs it makes
+    /// it, so roots laid out before it existed need nothing done.
+    pub fn refused_dir(&self) -> String {
+        self.under(&[REFUSED])
+    }
+
+    /// The mark of a task whose node refused its result: its data says why.
+    /// While it is there, the task is settled without a result: no new
+    /// master queues it again, and `wait` reports the refusal. Deleting it
+    /// (once the credentials are put right) lets the next master try the
+    /// task again.
+    pub fn refused(&self, task: &TaskId) -> String {
+        self.under(&[REFUSED, task.as_str()])
+    }
+
     /// The nodes that must exist before anyone works, parents first: the
     /// root's ancestors, the root, the four directories and `epoch`.
     fn directories(&self) -> Vec<String> {
@@ -313,6 +335,8 @@ mod tests {
             "/zkdist/assignments/worker-0000000003"
         );
         assert_eq!(layout.worker_id_prefix(), "/zkdist/ids/worker-");
+        assert_eq!(layout.refused_dir(), "/zkdist/refused");
+        assert_eq!(layout.refused(&task), "/zkdist/refused/task-0000000007");
         assert_eq!(
             layout.watched_directory("/zkdist/tasks"),
             Some(Directory::Tasks)

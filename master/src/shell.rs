@@ -508,13 +508,10 @@ impl<C: Coordinator> Master<C> {
                 });
             }
             Command::CheckTaskFinished(task) => {
-                let path = self.layout.result(&task);
+                let layout = self.layout.clone();
                 in_flight.push(async move {
-                    let result = until_known(|| zk.exists(&path, Watch::No)).await;
-                    Reply::TaskChecked {
-                        task,
-                        result: result.map(|stat| stat.is_some()),
-                    }
+                    let result = is_settled(&*zk, &layout, &task).await;
+                    Reply::TaskChecked { task, result }
                 });
             }
             Command::CreateAssignment {
@@ -595,19 +592,27 @@ impl<C: Coordinator> Master<C> {
     }
 }
 
-/// Whether `task` has a result, exists without one, or is gone. A task with
-/// a result is finished whatever else holds; without one, whether its node
-/// exists tells unfinished from gone.
+/// Whether `task` is settled: it has a result, or it is marked refused (its
+/// node refused the result, see `Layout::refused`), which no master tries
+/// again. Both reads are sent together.
+async fn is_settled<C: Coordinator>(zk: &C, layout: &Layout, task: &TaskId) -> ZkResult<bool> {
+    let (result, mark) = (layout.result(task), layout.refused(task));
+    let (result, mark) = futures::join!(
+        until_known(|| zk.exists(&result, Watch::No)),
+        until_known(|| zk.exists(&mark, Watch::No))
+    );
+    Ok(result?.is_some() || mark?.is_some())
+}
+
+/// Whether `task` is settled (a result, or marked refused), exists
+/// unsettled, or is gone. A settled task is finished whatever else holds;
+/// otherwise, whether its node exists tells unfinished from gone.
 async fn task_status<C: Coordinator>(
     zk: &C,
     layout: &Layout,
     task: &TaskId,
 ) -> ZkResult<TaskStatus> {
-    let result = layout.result(task);
-    if until_known(|| zk.exists(&result, Watch::No))
-        .await?
-        .is_some()
-    {
+    if is_settled(zk, layout, task).await? {
         return Ok(TaskStatus::Finished);
     }
     let task = layout.task(task);

@@ -60,6 +60,21 @@ fn the_master_adopts_workers_tasks_results_and_assignments_it_finds() {
             )
             .await
             .unwrap();
+        // Task 6 refused its result under an earlier master: marked so, it
+        // is settled, and no master runs it again.
+        let refused = client.submit(&payload("echo", 6, 1_000)).await.unwrap();
+        old_master
+            .create(&layout.refused_dir(), b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        old_master
+            .create(
+                &layout.refused(&refused),
+                &TaskResult::failure("refused under an earlier master").encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
         old_master
             .create(
                 &layout.assignment(&busy_id),
@@ -96,6 +111,9 @@ fn the_master_adopts_workers_tasks_results_and_assignments_it_finds() {
         let finished = position(&MasterDecision::TaskAlreadyFinished {
             task: tasks[0].clone(),
         });
+        let refused_settled = position(&MasterDecision::TaskAlreadyFinished {
+            task: refused.clone(),
+        });
         let adopted = position(&MasterDecision::TaskInProgress {
             worker: busy_id.clone(),
             task: tasks[1].clone(),
@@ -105,7 +123,7 @@ fn the_master_adopts_workers_tasks_results_and_assignments_it_finds() {
             pending_tasks: 4,
             busy_workers: 1,
         });
-        assert!(finished < initialised && adopted < initialised);
+        assert!(finished < initialised && refused_settled < initialised && adopted < initialised);
         // The first round, for what the first listings found, gives the
         // oldest waiting task to the only idle worker.
         assert_eq!(
@@ -123,7 +141,7 @@ fn the_master_adopts_workers_tasks_results_and_assignments_it_finds() {
         assert_eq!(
             assigned,
             tasks[2..].to_vec(),
-            "neither task 0 nor 1 runs again"
+            "neither task 0 nor 1 runs again, nor the refused task 6"
         );
         assert!(state.pending_tasks().is_empty());
         assert_eq!(state.idle_workers().count(), 2);

@@ -423,18 +423,22 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 }
                 CompletionReply::ResultRefused(error) => {
                     // The task stays, without a result, for its client or
-                    // an operator to deal with; the master counts a
-                    // released task as done (barring a lost reply or a
-                    // reconnection, which make it look never run, and a
-                    // new master, which tries it once more).
+                    // an operator to deal with; the mark released with it
+                    // keeps every master from trying it again and tells
+                    // its waiters why.
                     tracing::error!(
                         target: "zkdist::worker",
                         "{task}'s result cannot be written: {error}; the task is left \
-                         without a result (run every role and client with the same \
-                         credentials)"
+                         without a result and marked refused (run every role and client \
+                         with the same credentials, then delete {} to have it tried again)",
+                        self.layout.refused(task)
                     );
+                    let why =
+                        TaskResult::failure(format!("{task}'s result cannot be written: {error}"));
                     self.note(state.result_written(ResultWrite::Refused { error }));
-                    return self.release(state, assignment).await;
+                    return self
+                        .release_marked_refused(state, task, assignment, &why)
+                        .await;
                 }
                 CompletionReply::AssignmentRevoked => {
                     self.note(state.on_assignment_revoked());
@@ -548,6 +552,80 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 ReleaseReply::Failed(error) => {
                     return Err(WorkerError::request(
                         format!("deleting {assignment}"),
+                        error,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Releases the assignment of a task whose node refused its result and,
+    /// in the same `multi`, marks the task refused (`refused/<task>`, data
+    /// `why` as an encoded failure). The multi is the completion's, with
+    /// the mark in the result's place, and its replies read the same way.
+    /// Only the release must happen: a mark that cannot be made (another
+    /// worker made it first, or `refused/` is closed to this worker) leaves
+    /// the release alone to do.
+    async fn release_marked_refused(
+        &self,
+        state: &mut WorkerState,
+        task: &TaskId,
+        assignment: &str,
+        why: &TaskResult,
+    ) -> Result<(), WorkerError> {
+        let held = state
+            .held_assignment()
+            .expect("an assignment is released while held");
+        let mark = self.layout.refused(task);
+        let ops = completion_ops(&mark, &why.encode(), assignment, held.version);
+        assert!(
+            oversized_completion(&ops).is_none(),
+            "a failure fits where a result does, and the mark's path is shorter"
+        );
+        let mut refused_dir_made = false;
+        loop {
+            match judge_completion(&self.zk.multi(ops.clone()).await) {
+                CompletionReply::Applied => {
+                    self.note(state.on_assignment_released());
+                    return Ok(());
+                }
+                // `refused/` is missing: made when first needed.
+                CompletionReply::TaskMissing if !refused_dir_made => {
+                    let dir = self.layout.refused_dir();
+                    match until_known(|| self.zk.create(&dir, b"", CreateMode::Persistent)).await {
+                        Ok(_) | Err(ZkError::NodeExists { .. }) => refused_dir_made = true,
+                        Err(error) => {
+                            return Err(WorkerError::request(format!("creating {dir}"), error));
+                        }
+                    }
+                }
+                CompletionReply::ResultAlreadyPresent => {
+                    return self.release(state, assignment).await;
+                }
+                CompletionReply::TaskMissing | CompletionReply::ResultRefused(_) => {
+                    tracing::warn!(
+                        target: "zkdist::worker",
+                        "{task} cannot be marked refused at {mark}; released without the mark, \
+                         a new master will try it again"
+                    );
+                    return self.release(state, assignment).await;
+                }
+                CompletionReply::AssignmentRevoked => {
+                    self.note(state.on_assignment_revoked());
+                    return Ok(());
+                }
+                CompletionReply::OutcomeUnknown => {
+                    let now = self.read_after_loss(assignment).await?;
+                    if state.assignment_after_loss(now.as_ref()) == AssignmentAfterLoss::Gone {
+                        // Released with its mark, or taken back by the
+                        // master: the worker is free either way.
+                        self.note(state.on_assignment_released());
+                        return Ok(());
+                    }
+                }
+                CompletionReply::Failed(error) => {
+                    return Err(WorkerError::request(
+                        format!("releasing {assignment} and marking {mark}"),
                         error,
                     ));
                 }

@@ -576,3 +576,77 @@ fn submit_many_cut_in_flight_creates_each_task_exactly_once() {
          {applied_before_cut:?}"
     );
 }
+
+/// A task marked refused while a wait is on it ends that wait with the
+/// refusal: first `refused/` is made (the wait watched for it), then the
+/// mark (the wait then watches `refused/`'s children). `status` counts the
+/// task refused, not pending.
+#[test]
+fn a_wait_hears_of_a_refusal_marked_while_it_waits_and_status_counts_it() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let refused = setup
+            .client
+            .submit(&task_payload("echo", "refused"))
+            .await
+            .unwrap();
+        setup
+            .client
+            .submit(&task_payload("echo", "waiting"))
+            .await
+            .unwrap();
+        let (setup, mut client) = take_client(setup);
+        let waiting = {
+            let task = refused.clone();
+            tokio::spawn(async move { client.wait(&task).await })
+        };
+        tokio::time::sleep(Duration::from_millis(10 * LATENCY_MS)).await;
+        setup
+            .master
+            .create(&setup.layout.refused_dir(), b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(10 * LATENCY_MS)).await;
+        assert!(!waiting.is_finished(), "no mark yet");
+        let mark = setup.layout.refused(&refused);
+        setup
+            .master
+            .create(
+                &mark,
+                &TaskResult::failure("not authorised").encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        let ended = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("the wait ends once the task is marked refused");
+        match ended.unwrap() {
+            Err(error @ ClientError::ResultRefused { .. }) => {
+                assert_eq!(
+                    error,
+                    ClientError::ResultRefused {
+                        task: refused.clone(),
+                        reason: "not authorised".into(),
+                        mark: mark.clone(),
+                    }
+                );
+                let text = error.to_string();
+                assert!(
+                    text.contains(refused.as_str()) && text.contains(&mark),
+                    "{text}"
+                );
+            }
+            other => panic!("expected the refusal, got {other:?}"),
+        }
+        let status = setup.client.status().await.unwrap();
+        assert_eq!(
+            (
+                status.pending_tasks,
+                status.refused_tasks,
+                status.finished_tasks
+            ),
+            (1, 1, 0)
+        );
+    });
+}

@@ -516,6 +516,31 @@ fn a_task_that_refuses_its_result_is_released_and_the_worker_goes_on() {
                 .await
         );
         assert!(!setup.sim.inspect(move |tree| tree.exists(&result)).await);
+        // Marked refused with the release, saying why: `refused/` was made
+        // for it.
+        let mark = setup.layout.refused(&refusing);
+        let why = setup
+            .master
+            .get_data(&mark, zkdist_coord::Watch::No)
+            .await
+            .expect("the task is marked refused")
+            .0;
+        match TaskResult::decode(&why).unwrap() {
+            TaskResult::Failure { message } => assert!(
+                message.contains(refusing.as_str()) && message.contains("ephemeral"),
+                "{message}"
+            ),
+            other => panic!("the mark holds why, as a failure: {other:?}"),
+        }
+        // A wait on the task hears why it will have no result.
+        match setup.client.wait(&refusing).await {
+            Err(zkdist_coord::ClientError::ResultRefused { task, reason, mark }) => {
+                assert_eq!(task, refusing);
+                assert_eq!(mark, setup.layout.refused(&refusing));
+                assert!(reason.contains("ephemeral"), "{reason}");
+            }
+            other => panic!("expected the refusal, got {other:?}"),
+        }
 
         assert_still_works(&mut setup, &id).await;
     });

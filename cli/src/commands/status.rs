@@ -27,6 +27,7 @@ pub async fn status(args: &StatusArgs) -> anyhow::Result<()> {
             "pending_tasks": status.pending_tasks,
             "assigned_tasks": status.assigned_tasks,
             "finished_tasks": status.finished_tasks,
+            "refused_tasks": status.refused_tasks,
             "ignored_nodes": status.ignored_nodes,
             "task_names_read": status.task_names_read,
         });
@@ -50,10 +51,11 @@ pub async fn status(args: &StatusArgs) -> anyhow::Result<()> {
         }
     }
     outln!(
-        "tasks pending {} assigned {} finished {}",
+        "tasks pending {} assigned {} finished {} refused {}",
         status.pending_tasks,
         status.assigned_tasks,
-        status.finished_tasks
+        status.finished_tasks,
+        status.refused_tasks
     )?;
     if !status.task_names_read {
         outln!(
