@@ -18,8 +18,8 @@ use libtest_mimic::{Arguments, Trial};
 use zkdist_coord::zk::testing::KazooOp;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{
-    AddWatchMode, Coordinator, CreateMode, Event, EventStream, Layout, MAX_REPLY_BYTES, Op,
-    SessionState, Watch, WatchEvent, WatchKind, ZkError,
+    AddWatchMode, Client, Coordinator, CreateMode, Event, EventStream, Layout, MAX_REPLY_BYTES, Op,
+    SessionState, TaskResult, Watch, WatchEvent, WatchKind, ZkError,
 };
 
 /// How long a test waits for an event that must come.
@@ -85,6 +85,7 @@ tests![
     Ensemble CurrentThread killing_the_leader_keeps_sessions_and_ephemerals,
     Ensemble CurrentThread a_persistent_watch_follows_its_session_to_another_server,
     Ensemble MultiThread a_sync_on_the_leader_sees_what_a_follower_acknowledged,
+    Ensemble MultiThread a_wait_on_a_follower_finds_a_task_the_leader_just_acknowledged,
 ];
 
 fn main() {
@@ -1061,6 +1062,67 @@ async fn killing_the_leader_keeps_sessions_and_ephemerals(env: Env) {
     session.close().await.unwrap();
 }
 
+/// A session's configuration for the node that leads `dir`'s ensemble,
+/// and one for a node that follows; each names that one node alone.
+fn leader_and_follower(dir: &Path) -> (ZkConfig, ZkConfig) {
+    let leader = common::run_scripts_zk(&["leader", dir.to_str().unwrap()])
+        .trim()
+        .to_owned();
+    let nodes = ensemble_nodes(dir);
+    let config_of = |wanted: &dyn Fn(&str) -> bool| {
+        let (_, port) = nodes
+            .iter()
+            .find(|(id, _)| wanted(id))
+            .expect("a node of the ensemble");
+        common::config(&format!("127.0.0.1:{port}"))
+    };
+    (config_of(&|id| id == leader), config_of(&|id| id != leader))
+}
+
+/// Rounds of [`a_wait_on_a_follower_finds_a_task_the_leader_just_acknowledged`],
+/// for the same reason as [`LEADER_SYNC_ROUNDS`].
+const FOLLOWER_WAIT_ROUNDS: usize = 1_000;
+
+/// A client on the leader submits a task and writes its result; as soon
+/// as both are acknowledged, a client on a follower waits for the task.
+/// The follower may not have applied the create yet (the leader answers
+/// once a quorum has the write, before every follower applied it), and
+/// the wait must not take the task for missing: it looks again after a
+/// `sync` (`Client::wait`).
+async fn a_wait_on_a_follower_finds_a_task_the_leader_just_acknowledged(env: Env) {
+    let dir = env.ensemble_dir.clone().expect("ensemble dir");
+    let root = fresh_root(&env, "follower-wait").await;
+    let layout = Layout::new(&root).unwrap();
+    let (leader, follower) = leader_and_follower(&dir);
+    let (session, events) = connect(&leader).await;
+    let submitter = Client::new(session.clone(), events, layout.clone());
+    let (waiter_session, waiter_events) = connect(&follower).await;
+    let mut waiter = Client::new(waiter_session.clone(), waiter_events, layout.clone());
+    let result = TaskResult::Success {
+        output: b"done".to_vec(),
+    };
+    for round in 1..=FOLLOWER_WAIT_ROUNDS {
+        let task = submitter
+            .submit(br#"{"kind":"echo","data":"x"}"#)
+            .await
+            .unwrap();
+        session
+            .create(
+                &layout.result(&task),
+                &result.encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        match waiter.wait(&task).await {
+            Ok(got) => assert_eq!(got, result, "round {round}"),
+            Err(error) => panic!("round {round}: a wait on a follower: {error}"),
+        }
+    }
+    session.close().await.unwrap();
+    waiter_session.close().await.unwrap();
+}
+
 /// Rounds of [`a_sync_on_the_leader_sees_what_a_follower_acknowledged`]:
 /// the window it guards against lasts as long as the leader takes to apply
 /// a commit it has already sent, so only some rounds can fall in it.
@@ -1075,28 +1137,9 @@ const LEADER_SYNC_ROUNDS: usize = 3_000;
 async fn a_sync_on_the_leader_sees_what_a_follower_acknowledged(env: Env) {
     let dir = env.ensemble_dir.clone().expect("ensemble dir");
     let root = fresh_root(&env, "leader-sync").await;
-    let leader = common::run_scripts_zk(&["leader", dir.to_str().unwrap()])
-        .trim()
-        .to_owned();
-    let nodes = ensemble_nodes(&dir);
-    let port_of = |wanted: &dyn Fn(&str) -> bool| {
-        nodes
-            .iter()
-            .find(|(id, _)| wanted(id))
-            .map(|(_, port)| *port)
-            .expect("a node of the ensemble")
-    };
-    let leader_port = port_of(&|id| id == leader);
-    let follower_port = port_of(&|id| id != leader);
-    let (reader, _reader_events) =
-        connect(&common::config(&format!("127.0.0.1:{leader_port}"))).await;
-    let (writer, _writer_events) =
-        connect(&common::config(&format!("127.0.0.1:{follower_port}"))).await;
-    assert_eq!(
-        node_serving(&dir, &reader),
-        leader,
-        "the reader is on the leader"
-    );
+    let (leader, follower) = leader_and_follower(&dir);
+    let (reader, _reader_events) = connect(&leader).await;
+    let (writer, _writer_events) = connect(&follower).await;
 
     let node = format!("{root}/node");
     writer
