@@ -14,8 +14,8 @@ use crate::layout::Layout;
 use crate::names::{InvalidName, TaskId, TaskToken, WorkerId};
 use crate::retry::{until_known, until_known_within};
 use crate::{
-    Coordinator, CreateMode, Event, EventStream, Op, SessionState, Stat, Watch, WatchKind, path,
-    validate_data,
+    AddWatchMode, Coordinator, CreateMode, Event, EventStream, Op, SessionState, Stat, Watch,
+    WatchKind, path, validate_data,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -28,14 +28,16 @@ pub enum ClientError {
     InvalidResult { task: TaskId, error: CodecError },
     #[error("no task {task} (no node {path})")]
     NoSuchTask { task: TaskId, path: String },
-    #[error("task {task} has no result yet: only finished tasks can be cleaned up")]
+    #[error(
+        "task {task} has no result yet: only finished tasks (or tasks marked refused) can be cleaned up"
+    )]
     NotFinished { task: TaskId },
     /// The task's node refused its result (credentials the workers lack, or
     /// a node that cannot have children): a worker released it without one
     /// and marked it refused (`Layout::refused`), so it will not run again
     /// until the mark is deleted.
     #[error(
-        "{task} will have no result: {reason} (it is marked refused at {mark}; delete the mark, once the cause is put right, to have it tried again)"
+        "{task} will have no result: {reason} (it is marked refused at {mark}; once the cause is put right, delete the mark: the next master tries it again)"
     )]
     ResultRefused {
         task: TaskId,
@@ -113,10 +115,7 @@ pub struct Status {
     /// Tasks with a result.
     pub finished_tasks: usize,
     /// Tasks without a result whose node refused it, marked so under
-    /// `refused/`: they will not run again until the mark is deleted.
-    /// Counted from `refused/`'s stat, so a mark left behind by a task
-    /// deleted without it counts too (at most up to the tasks without a
-    /// result or an assignment).
+    /// `refused/`: no new master runs them again while the mark is there.
     pub refused_tasks: usize,
     /// Nodes that are not zkdist's, skipped rather than failing the whole
     /// status: a name under `tasks/` that is not a task name (found only
@@ -190,6 +189,9 @@ pub struct Client<C: Coordinator> {
     /// How many submissions this client has started; the next one's token
     /// is made from it.
     submissions_started: AtomicU64,
+    /// Whether this session watches `refused/` (a persistent watch, left by
+    /// the first wait): every wait needs it, and it lasts the session.
+    watching_refused: bool,
 }
 
 impl<C: Coordinator> Client<C> {
@@ -200,6 +202,7 @@ impl<C: Coordinator> Client<C> {
             events,
             layout,
             submissions_started: AtomicU64::new(0),
+            watching_refused: false,
         }
     }
 
@@ -552,10 +555,12 @@ impl<C: Coordinator> Client<C> {
     /// can end: the result's creation (`NodeChildrenChanged`) and the task's
     /// deletion (`NodeDeleted`, then [`ClientError::NoSuchTask`]). The third
     /// is a task whose node refused its result, which a worker marks under
-    /// `refused/` ([`ClientError::ResultRefused`]): a watch on that
-    /// directory, not on the mark, covers it, so that a session waiting for
-    /// many tasks leaves one watch there, not one per task. No polling:
-    /// between the watches and the result nothing is sent. A task that does
+    /// `refused/` ([`ClientError::ResultRefused`]): one persistent watch on
+    /// that directory, left by the session's first wait, reports its
+    /// creation and every mark, so that a session waiting for many tasks
+    /// leaves one watch there, not one per task, and no wait lists it.
+    /// No polling: between the watches and the result nothing is sent.
+    /// A task that does
     /// not exist fails at once and leaves no watch on it (a listing of a
     /// missing node sets none); the watch left on a finished task fires
     /// once, when the task is cleaned up, and later waits skip that event.
@@ -588,12 +593,25 @@ impl<C: Coordinator> Client<C> {
             }
         };
         loop {
-            // Arms the watches and looks for the result and the mark in the
-            // same replies.
-            let (listing, marked) = futures::join!(
+            // Arms the task's watch and looks for the result and the mark
+            // in one round trip, behind the watch on `refused/` when this
+            // session has none yet (sent first, it covers the mark's read;
+            // after a reconnect in between, the loop reads again anyway).
+            let watch_refused = !self.watching_refused;
+            let (armed, listing, marked) = futures::join!(
+                async {
+                    if watch_refused {
+                        until_known(|| self.zk.add_watch(&refused_dir, AddWatchMode::Persistent))
+                            .await
+                    } else {
+                        Ok(())
+                    }
+                },
                 until_known(|| self.zk.get_children(&task_path, Watch::Yes)),
-                self.is_marked_refused(task, &refused_dir)
+                until_known(|| self.zk.exists(&mark, Watch::No))
             );
+            armed.map_err(failed)?;
+            self.watching_refused = true;
             let has_result = match listing {
                 Ok((children, _)) => children
                     .iter()
@@ -608,7 +626,7 @@ impl<C: Coordinator> Client<C> {
                 Err(ZkError::NoNode { .. }) => return Err(no_such_task()),
                 Err(error) => return Err(failed(error)),
             };
-            if !has_result && marked.map_err(failed)? {
+            if !has_result && marked.map_err(failed)?.is_some() {
                 match until_known(|| self.zk.get_data(&mark, Watch::No)).await {
                     Ok((bytes, _)) => {
                         // A mark is written as a failure saying why; a
@@ -656,30 +674,9 @@ impl<C: Coordinator> Client<C> {
         }
     }
 
-    /// Whether `task` is marked refused, leaving a watch on `refused/` that
-    /// fires when a mark is made: a child watch, or, while the directory
-    /// does not exist (it is made when first needed), a watch on its
-    /// creation. A directory made or deleted between the two reads is
-    /// looked at again.
-    async fn is_marked_refused(&self, task: &TaskId, refused_dir: &str) -> Result<bool, ZkError> {
-        loop {
-            match until_known(|| self.zk.get_children(refused_dir, Watch::Yes)).await {
-                Ok((marks, _)) => return Ok(marks.iter().any(|name| name == task.as_str())),
-                Err(ZkError::NoNode { .. }) => {
-                    if until_known(|| self.zk.exists(refused_dir, Watch::Yes))
-                        .await?
-                        .is_none()
-                    {
-                        return Ok(false);
-                    }
-                }
-                Err(error) => return Err(error),
-            }
-        }
-    }
-
-    /// Reads events until the child watch on `task_path` or a watch on
-    /// `refused_dir` fires, or the session reconnects after a disconnection
+    /// Reads events until the child watch on `task_path` or the persistent
+    /// watch on `refused_dir` fires, or the session reconnects after a
+    /// disconnection
     /// (the caller then looks again rather than trust that no event was
     /// lost). Events of watches left by earlier calls on other paths are
     /// skipped.
@@ -724,38 +721,50 @@ impl<C: Coordinator> Client<C> {
         }
     }
 
-    /// Deletes a finished task: its result, then the task node, in one
-    /// atomic multi so that no half-deleted task is ever visible. When the
-    /// multi's outcome is unknown (connection loss), a task found gone
-    /// afterwards (read after a `sync`) counts as cleaned up and a task
-    /// still there is tried again.
+    /// Deletes a finished task: its result (or, for a task marked refused,
+    /// its mark), then the task node, in one atomic multi so that no
+    /// half-deleted task is ever visible. When the multi's outcome is
+    /// unknown (connection loss), a task found gone afterwards (read after
+    /// a `sync`) counts as cleaned up and a task still there is tried again.
     pub async fn cleanup(&self, task: &TaskId) -> Result<(), ClientError> {
         let task_path = self.layout.task(task);
-        let ops = vec![
-            Op::Delete {
-                path: self.layout.result(task),
-                version: None,
-            },
-            Op::Delete {
-                path: task_path.clone(),
-                version: None,
-            },
-        ];
+        let settled_by = |path: String| {
+            vec![
+                Op::Delete {
+                    path,
+                    version: None,
+                },
+                Op::Delete {
+                    path: task_path.clone(),
+                    version: None,
+                },
+            ]
+        };
+        let mut ops = settled_by(self.layout.result(task));
+        let mut by_mark = false;
         loop {
             match self.zk.multi(ops.clone()).await {
                 Ok(_) => return Ok(()),
                 Err(ZkError::Multi { index: 0, error })
                     if matches!(*error, ZkError::NoNode { .. }) =>
                 {
-                    let task_now = until_known(|| self.zk.exists(&task_path, Watch::No)).await?;
-                    return if task_now.is_none() {
-                        Err(ClientError::NoSuchTask {
+                    let mark = self.layout.refused(task);
+                    let (task_now, mark_now) = futures::join!(
+                        until_known(|| self.zk.exists(&task_path, Watch::No)),
+                        until_known(|| self.zk.exists(&mark, Watch::No))
+                    );
+                    if task_now?.is_none() {
+                        return Err(ClientError::NoSuchTask {
                             task: task.clone(),
                             path: task_path,
-                        })
-                    } else {
-                        Err(ClientError::NotFinished { task: task.clone() })
-                    };
+                        });
+                    }
+                    if by_mark || mark_now?.is_none() {
+                        return Err(ClientError::NotFinished { task: task.clone() });
+                    }
+                    // Marked refused: settled without a result.
+                    ops = settled_by(mark);
+                    by_mark = true;
                 }
                 Err(error) if error.is_outcome_unknown() => {
                     if self.exists_after_loss(&task_path).await?.is_none() {
@@ -822,6 +831,10 @@ impl<C: Coordinator> Client<C> {
             }
         }
 
+        // Before the assignments: a task is marked in the multi that
+        // releases its assignment, so read in this order it is never both.
+        let refused = self.count_refused().await?;
+
         let assignment_names = self
             .list_children(&self.layout.assignments_dir())
             .await
@@ -872,19 +885,40 @@ impl<C: Coordinator> Client<C> {
             }
         }
 
-        let refused_dir = self.layout.refused_dir();
-        let marks = until_known(|| self.zk.exists(&refused_dir, Watch::No))
-            .await?
-            .map_or(0, |stat| {
-                usize::try_from(stat.num_children).expect("a child count is never negative")
-            });
-
         status.finished_tasks = counts.finished;
         status.assigned_tasks = in_progress.min(counts.tasks - counts.finished);
         let unassigned = counts.tasks - counts.finished - status.assigned_tasks;
-        status.refused_tasks = marks.min(unassigned);
+        status.refused_tasks = refused.min(unassigned);
         status.pending_tasks = unassigned - status.refused_tasks;
         Ok(status)
+    }
+
+    /// How many tasks are marked refused: the marks under `refused/` whose
+    /// task is there without a result. A mark left behind by a task deleted
+    /// without it, or whose task has a result after all, or a name there
+    /// that is not a task's, does not count. One read per mark, all at
+    /// once: marks are few, one per task whose node refused its result.
+    async fn count_refused(&self) -> Result<usize, ClientError> {
+        let marks = match self.list_children(&self.layout.refused_dir()).await {
+            Ok(marks) => marks,
+            // Made when first needed: no task was ever refused.
+            Err(ClientError::Zk(ZkError::NoNode { .. })) => return Ok(0),
+            Err(error) => return Err(error),
+        };
+        let task_reads = marks
+            .iter()
+            .filter_map(|name| TaskId::parse(name).ok())
+            .map(|task| {
+                let task_path = self.layout.task(&task);
+                async move { until_known(|| self.zk.exists(&task_path, Watch::No)).await }
+            });
+        let mut refused = 0;
+        for stat in futures::future::join_all(task_reads).await {
+            if stat?.is_some_and(|stat| stat.num_children == 0) {
+                refused += 1;
+            }
+        }
+        Ok(refused)
     }
 
     /// A missing node read by `status` means nobody laid the root out.

@@ -18,7 +18,8 @@
 //! ├── ids/worker-NNNNNNNNNN       ephemeral sequential: where a worker gets its
 //! │                               unique id without the master hearing of it
 //! └── refused/<task-id>           persistent: a task whose node refused its
-//!                                 result (data = why, UTF-8); created by the
+//!                                 result (data = why, an encoded failure
+//!                                 result, see `codec`); created by the
 //!                                 worker that released it, so that it is not
 //!                                 tried again and its waiters hear why.
 //!                                 `refused/` is made when first needed

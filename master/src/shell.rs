@@ -366,7 +366,14 @@ impl<C: Coordinator> Master<C> {
             }
             Reply::TaskChecked { task, result } => {
                 let finished = result.map_err(|error| {
-                    failed(format!("checking {}", self.layout.result(&task)), error)
+                    failed(
+                        format!(
+                            "checking {} and {}",
+                            self.layout.result(&task),
+                            self.layout.refused(&task)
+                        ),
+                        error,
+                    )
                 })?;
                 Ok(state.on_task_checked(task, finished))
             }
@@ -626,9 +633,8 @@ async fn task_status<C: Coordinator>(
 /// alive and only this master assigns, so the node, if present, is that
 /// create's; if absent, the task's result tells whether the worker already
 /// ran it (completion creates the result and deletes the assignment in one
-/// `multi`). A task whose node refused its result, and was released
-/// without one, reads as not run: it is queued once more, which costs one
-/// more refusal and nothing else. A `sync` comes first: after a reconnect
+/// `multi`); a task whose node refused its result is marked refused by
+/// the release, and reads as finished the same way. A `sync` comes first: after a reconnect
 /// the server may be a follower that has not applied the create yet, and
 /// reading "absent" there would re-queue a task the worker is running.
 async fn recover_assignment<C: Coordinator>(

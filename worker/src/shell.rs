@@ -430,7 +430,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                         target: "zkdist::worker",
                         "{task}'s result cannot be written: {error}; the task is left \
                          without a result and marked refused (run every role and client \
-                         with the same credentials, then delete {} to have it tried again)",
+                         with the same credentials, then delete {}: the next master tries it again)",
                         self.layout.refused(task)
                     );
                     let why =
@@ -582,9 +582,22 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             oversized_completion(&ops).is_none(),
             "a failure fits where a result does, and the mark's path is shorter"
         );
+        // The mark is a courtesy; the release is what must happen. Whatever
+        // keeps the mark from being made (short of the session's end, which
+        // is the shell's to report) leaves the release alone to do, as a
+        // failure here would end this worker and then, the task given to
+        // the next one, every worker in turn.
+        let unmarked = |why: &dyn std::fmt::Display| {
+            tracing::warn!(
+                target: "zkdist::worker",
+                "{task} cannot be marked refused at {mark} ({why}); released without the mark, \
+                 so a new master will try it again"
+            );
+        };
         let mut refused_dir_made = false;
         loop {
-            match judge_completion(&self.zk.multi(ops.clone()).await) {
+            let reply = self.zk.multi(ops.clone()).await;
+            match judge_completion(&reply) {
                 CompletionReply::Applied => {
                     self.note(state.on_assignment_released());
                     return Ok(());
@@ -594,20 +607,32 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     let dir = self.layout.refused_dir();
                     match until_known(|| self.zk.create(&dir, b"", CreateMode::Persistent)).await {
                         Ok(_) | Err(ZkError::NodeExists { .. }) => refused_dir_made = true,
-                        Err(error) => {
+                        Err(error) if error.is_session_fatal() => {
                             return Err(WorkerError::request(format!("creating {dir}"), error));
+                        }
+                        Err(error) => {
+                            unmarked(&format_args!("creating {dir}: {error}"));
+                            return self.release(state, assignment).await;
                         }
                     }
                 }
+                // Another worker marked it first.
                 CompletionReply::ResultAlreadyPresent => {
                     return self.release(state, assignment).await;
                 }
-                CompletionReply::TaskMissing | CompletionReply::ResultRefused(_) => {
-                    tracing::warn!(
-                        target: "zkdist::worker",
-                        "{task} cannot be marked refused at {mark}; released without the mark, \
-                         a new master will try it again"
-                    );
+                CompletionReply::TaskMissing => {
+                    unmarked(&format_args!("{} is missing", self.layout.refused_dir()));
+                    return self.release(state, assignment).await;
+                }
+                CompletionReply::ResultRefused(error) => {
+                    unmarked(&error);
+                    return self.release(state, assignment).await;
+                }
+                // Any other refusal of the mark's create (the multi's op 0).
+                CompletionReply::Failed(error)
+                    if matches!(&reply, Err(ZkError::Multi { index: 0, .. })) =>
+                {
+                    unmarked(&error);
                     return self.release(state, assignment).await;
                 }
                 CompletionReply::AssignmentRevoked => {

@@ -639,14 +639,35 @@ fn a_wait_hears_of_a_refusal_marked_while_it_waits_and_status_counts_it() {
             }
             other => panic!("expected the refusal, got {other:?}"),
         }
-        let status = setup.client.status().await.unwrap();
-        assert_eq!(
+        // A mark whose task is gone does not count.
+        let gone = TaskId::from_sequence(999);
+        setup
+            .master
+            .create(
+                &setup.layout.refused(&gone),
+                &TaskResult::failure("long ago").encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        let counts = |status: zkdist_coord::Status| {
             (
                 status.pending_tasks,
                 status.refused_tasks,
-                status.finished_tasks
-            ),
-            (1, 1, 0)
+                status.finished_tasks,
+            )
+        };
+        assert_eq!(counts(setup.client.status().await.unwrap()), (1, 1, 0));
+
+        // A refused task is cleaned up with its mark.
+        setup.client.cleanup(&refused).await.unwrap();
+        let (task_path, mark_path) = (setup.layout.task(&refused), mark);
+        assert!(
+            !setup
+                .sim
+                .inspect(move |tree| tree.exists(&task_path) || tree.exists(&mark_path))
+                .await
         );
+        assert_eq!(counts(setup.client.status().await.unwrap()), (1, 0, 0));
     });
 }

@@ -546,6 +546,52 @@ fn a_task_that_refuses_its_result_is_released_and_the_worker_goes_on() {
     });
 }
 
+/// The mark is a courtesy, the release is not: with `refused/` a node that
+/// cannot have children (made ephemeral by another program), the task is
+/// released without its mark and the worker goes on.
+#[test]
+fn a_refused_task_that_cannot_be_marked_is_released_all_the_same() {
+    run_sim(async {
+        let mut setup = setup(Latency::Fixed { ms: 1 }).await;
+        let (mut worker, id) = RunningWorker::start(&setup).await;
+        setup
+            .master
+            .create(&setup.layout.refused_dir(), b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        let refusing = TaskId::from_sequence(4244);
+        setup
+            .master
+            .create(
+                &setup.layout.task(&refusing),
+                &task_payload("echo", "nowhere to go"),
+                CreateMode::Ephemeral,
+            )
+            .await
+            .unwrap();
+        assign_and_wait(&setup, &id, refusing.as_str()).await;
+        let mut decisions = Vec::new();
+        for _ in 0..3 {
+            decisions.push(worker.next_decision().await);
+        }
+        assert!(
+            matches!(
+                decisions.as_slice(),
+                [
+                    WorkerDecision::TaskStarted { .. },
+                    WorkerDecision::ResultRefused { .. },
+                    WorkerDecision::AssignmentReleased { task: Some(released), .. },
+                ] if *released == refusing
+            ),
+            "{decisions:#?}"
+        );
+        let mark = setup.layout.refused(&refusing);
+        assert!(!setup.sim.inspect(move |tree| tree.exists(&mark)).await);
+
+        assert_still_works(&mut setup, &id).await;
+    });
+}
+
 /// Gives the worker `id` an echo task, as the master would, and checks
 /// its result: the worker is still at work.
 async fn assert_still_works(setup: &mut Setup, id: &zkdist_coord::WorkerId) {

@@ -44,7 +44,8 @@ pub enum WriteOutcome {
 /// Whether a task is finished, read from the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskStatus {
-    /// Its `result` node exists.
+    /// Its `result` node exists, or it is marked refused (its node refused
+    /// the result, see `Layout::refused`): either way it is settled.
     Finished,
     /// It exists without a result.
     Unfinished,
