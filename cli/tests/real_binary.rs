@@ -728,13 +728,15 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
     eventually("a worker reports that the task refused its result", || {
         (refusals_of(&roles, &refused_task) > 0).then_some(())
     });
-    eventually("the refused task's assignment is released", || {
+    // No assignment left: every worker is idle.
+    let no_assignments = || {
         let status = target.status();
         (status["assignments"]
             .as_object()
             .is_some_and(|a| a.is_empty()))
         .then_some(())
-    });
+    };
+    eventually("the refused task's assignment is released", no_assignments);
 
     // Both workers are still there, and between them they finish the
     // next tasks.
@@ -802,13 +804,7 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
     finished.expect_code(0);
     // Queued before that task, any of them run again would have been
     // assigned before it; once the workers are idle, they are all done.
-    eventually("the workers are idle", || {
-        let status = target.status();
-        (status["assignments"]
-            .as_object()
-            .is_some_and(|a| a.is_empty()))
-        .then_some(())
-    });
+    eventually("the workers are idle", no_assignments);
     for task in batch.iter().chain([&refused_task]) {
         assert_eq!(
             refusals_of(&roles, task),

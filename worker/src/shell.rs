@@ -541,11 +541,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     return Ok(());
                 }
                 ReleaseReply::OutcomeUnknown => {
-                    let now = self.read_after_loss(assignment).await?;
-                    if state.assignment_after_loss(now.as_ref()) == AssignmentAfterLoss::Gone {
-                        // Deleted, by this delete or by the master: the
-                        // worker is free either way and wrote nothing.
-                        self.note(state.on_assignment_released());
+                    if self.released_after_loss(state, assignment).await? {
                         return Ok(());
                     }
                 }
@@ -640,11 +636,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     return Ok(());
                 }
                 CompletionReply::OutcomeUnknown => {
-                    let now = self.read_after_loss(assignment).await?;
-                    if state.assignment_after_loss(now.as_ref()) == AssignmentAfterLoss::Gone {
-                        // Released with its mark, or taken back by the
-                        // master: the worker is free either way.
-                        self.note(state.on_assignment_released());
+                    if self.released_after_loss(state, assignment).await? {
                         return Ok(());
                     }
                 }
@@ -656,6 +648,24 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 }
             }
         }
+    }
+
+    /// After a release (alone, or with a refusal's mark) whose outcome was
+    /// unknown: whether the assignment is gone. Deleted by this request or
+    /// by the master, the worker is free either way, and nothing of its is
+    /// left to write; otherwise the request was not applied, and the caller
+    /// sends it again.
+    async fn released_after_loss(
+        &self,
+        state: &mut WorkerState,
+        assignment: &str,
+    ) -> Result<bool, WorkerError> {
+        let now = self.read_after_loss(assignment).await?;
+        let gone = state.assignment_after_loss(now.as_ref()) == AssignmentAfterLoss::Gone;
+        if gone {
+            self.note(state.on_assignment_released());
+        }
+        Ok(gone)
     }
 
     /// Reads the assignment node's stat after a write to it had an unknown
