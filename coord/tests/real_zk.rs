@@ -18,8 +18,8 @@ use libtest_mimic::{Arguments, Trial};
 use zkdist_coord::zk::testing::KazooOp;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{
-    AddWatchMode, Client, Coordinator, CreateMode, Event, EventStream, Layout, MAX_REPLY_BYTES, Op,
-    SessionState, TaskResult, Watch, WatchEvent, WatchKind, ZkError,
+    AddWatchMode, Client, ClientError, Coordinator, CreateMode, Event, EventStream, Layout,
+    MAX_REPLY_BYTES, Op, SessionState, TaskResult, Watch, WatchEvent, WatchKind, ZkError,
 };
 
 /// How long a test waits for an event that must come.
@@ -77,6 +77,7 @@ tests![
     Server CurrentThread a_session_closed_by_a_second_client_sees_expired,
     Server CurrentThread requests_on_a_silent_link_fail_with_connection_loss_and_the_session_survives,
     Server CurrentThread kazoo_and_the_rust_backend_see_each_others_nodes_and_watches,
+    Server CurrentThread a_wait_hears_of_a_mark_made_while_it_waits,
     Server MultiThread a_pipelined_write_replies_after_the_event_it_fired,
     Server MultiThread pipelined_watches_on_one_node_report_one_change_once,
     Server MultiThread pipelined_data_and_child_watches_report_one_deletion_once,
@@ -866,6 +867,61 @@ fn run_kazoo(connect: &str, root: &str, session: &str) -> Vec<(String, String)> 
             None => (line.to_owned(), String::new()),
         })
         .collect()
+}
+
+/// `Client::wait` on a task that a worker marks refused while the wait is
+/// on: the wait's persistent watch on `refused/` reports the directory's
+/// creation, then the mark, and the wait ends with the refusal (the
+/// simulator's counterpart is in `worker/tests/client_sim.rs`).
+async fn a_wait_hears_of_a_mark_made_while_it_waits(env: Env) {
+    let root = fresh_root(&env, "wait-refused").await;
+    let layout = Layout::new(&root).unwrap();
+    let config = common::config(&env.connect);
+    let (marker, _marker_events) = connect(&config).await;
+    let (session, events) = connect(&config).await;
+    let mut client = Client::new(session.clone(), events, layout.clone());
+    let task = client
+        .submit(br#"{"kind":"echo","data":"x"}"#)
+        .await
+        .unwrap();
+    let mark = layout.refused(&task);
+    let marking = async {
+        // Far longer than the wait's first round trip on loopback: the
+        // directory and then the mark come while the wait watches.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        marker
+            .create(&layout.refused_dir(), b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        marker
+            .create(
+                &mark,
+                &TaskResult::failure("not authorised").encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+    };
+    let (waited, ()) = tokio::join!(
+        tokio::time::timeout(EVENT_WAIT, client.wait(&task)),
+        marking
+    );
+    match waited.expect("the wait ends once the task is marked") {
+        Err(ClientError::ResultRefused {
+            task: refused,
+            reason,
+            mark: named,
+        }) => {
+            assert_eq!(
+                (refused, reason.as_str(), named),
+                (task, "not authorised", mark)
+            );
+        }
+        other => panic!("expected the refusal, got {other:?}"),
+    }
+    session.close().await.unwrap();
+    marker.close().await.unwrap();
 }
 
 async fn kazoo_and_the_rust_backend_see_each_others_nodes_and_watches(env: Env) {
