@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use futures::stream::{FuturesOrdered, StreamExt};
 
@@ -12,7 +13,7 @@ use crate::codec::{CodecError, TaskPayload, TaskResult};
 use crate::error::ZkError;
 use crate::layout::Layout;
 use crate::names::{InvalidName, TaskId, TaskToken, WorkerId};
-use crate::retry::{until_known, until_known_within};
+use crate::retry::{FIRST_RETRY_PAUSE_MS, until_known, until_known_within};
 use crate::{
     AddWatchMode, Coordinator, CreateMode, Event, EventStream, Op, SessionState, Stat, Watch,
     WatchKind, path, validate_data,
@@ -142,6 +143,11 @@ struct TaskCounts {
     names_read: bool,
 }
 
+/// How many times [`Client::cleanup`] looks up what settles a task (its
+/// result or its mark) before giving up on a task whose result and mark
+/// keep changing under it.
+const CLEANUP_LOOKUPS: u32 = 3;
+
 /// How many times [`Client::status`] takes its counts under `tasks/` while
 /// tasks are created or deleted during them (see `Client::count_tasks`).
 const STATUS_COUNT_ATTEMPTS: u32 = 4;
@@ -216,7 +222,9 @@ impl<C: Coordinator> Client<C> {
 
     /// Gives the session and its event stream back. A `Client` built again
     /// on the same session counts its submissions from zero again, so its
-    /// tokens repeat the first one's: do not submit through both.
+    /// tokens repeat the first one's: do not submit through both. The
+    /// persistent watch a wait left on `refused/` stays with the session,
+    /// and its events keep coming on the stream.
     pub fn into_parts(self) -> (C, EventStream) {
         (self.zk, self.events)
     }
@@ -559,7 +567,9 @@ impl<C: Coordinator> Client<C> {
     /// that directory, left by the session's first wait, reports its
     /// creation and every mark, so that a session waiting for many tasks
     /// leaves one watch there, not one per task, and no wait lists it.
-    /// No polling: between the watches and the result nothing is sent.
+    /// No polling: between the watches and the result nothing is sent but
+    /// a look at the task and its mark when `refused/` changes (a mark made
+    /// for any task).
     /// A task that does
     /// not exist fails at once and leaves no watch on it (a listing of a
     /// missing node sets none); the watch left on a finished task fires
@@ -595,13 +605,16 @@ impl<C: Coordinator> Client<C> {
         loop {
             // Arms the task's watch and looks for the result and the mark
             // in one round trip, behind the watch on `refused/` when this
-            // session has none yet (sent first, it covers the mark's read;
-            // after a reconnect in between, the loop reads again anyway).
+            // session has none yet. Sent first, and once, the watch covers
+            // the mark's read; if its outcome is unknown, the pass is
+            // looked at again from the start (a repeat sent after the reads
+            // would not cover them).
             let watch_refused = !self.watching_refused;
             let (armed, listing, marked) = futures::join!(
                 async {
                     if watch_refused {
-                        until_known(|| self.zk.add_watch(&refused_dir, AddWatchMode::Persistent))
+                        self.zk
+                            .add_watch(&refused_dir, AddWatchMode::Persistent)
                             .await
                     } else {
                         Ok(())
@@ -610,8 +623,14 @@ impl<C: Coordinator> Client<C> {
                 until_known(|| self.zk.get_children(&task_path, Watch::Yes)),
                 until_known(|| self.zk.exists(&mark, Watch::No))
             );
-            armed.map_err(failed)?;
-            self.watching_refused = true;
+            match armed {
+                Ok(()) => self.watching_refused = true,
+                Err(error) if error.is_outcome_unknown() => {
+                    tokio::time::sleep(Duration::from_millis(FIRST_RETRY_PAUSE_MS)).await;
+                    continue;
+                }
+                Err(error) => return Err(failed(error)),
+            }
             let has_result = match listing {
                 Ok((children, _)) => children
                     .iter()
@@ -726,6 +745,8 @@ impl<C: Coordinator> Client<C> {
     /// half-deleted task is ever visible. When the multi's outcome is
     /// unknown (connection loss), a task found gone afterwards (read after
     /// a `sync`) counts as cleaned up and a task still there is tried again.
+    /// A mark is made by a worker, with the worker's credentials: where the
+    /// client's differ, deleting it is refused (`NoAuth`).
     pub async fn cleanup(&self, task: &TaskId) -> Result<(), ClientError> {
         let task_path = self.layout.task(task);
         let settled_by = |path: String| {
@@ -740,17 +761,20 @@ impl<C: Coordinator> Client<C> {
                 },
             ]
         };
-        let mut ops = settled_by(self.layout.result(task));
-        let mut by_mark = false;
+        let (result, mark) = (self.layout.result(task), self.layout.refused(task));
+        let mut ops = settled_by(result.clone());
+        // How many times what settles the task was looked up: a result and
+        // a mark deleted and made again in turn cannot keep it going.
+        let mut lookups = 0;
         loop {
             match self.zk.multi(ops.clone()).await {
                 Ok(_) => return Ok(()),
                 Err(ZkError::Multi { index: 0, error })
                     if matches!(*error, ZkError::NoNode { .. }) =>
                 {
-                    let mark = self.layout.refused(task);
-                    let (task_now, mark_now) = futures::join!(
+                    let (task_now, result_now, mark_now) = futures::join!(
                         until_known(|| self.zk.exists(&task_path, Watch::No)),
+                        until_known(|| self.zk.exists(&result, Watch::No)),
                         until_known(|| self.zk.exists(&mark, Watch::No))
                     );
                     if task_now?.is_none() {
@@ -759,12 +783,18 @@ impl<C: Coordinator> Client<C> {
                             path: task_path,
                         });
                     }
-                    if by_mark || mark_now?.is_none() {
+                    lookups += 1;
+                    ops = if result_now?.is_some() {
+                        settled_by(result.clone())
+                    } else if mark_now?.is_some() {
+                        // Marked refused: settled without a result.
+                        settled_by(mark.clone())
+                    } else {
+                        return Err(ClientError::NotFinished { task: task.clone() });
+                    };
+                    if lookups > CLEANUP_LOOKUPS {
                         return Err(ClientError::NotFinished { task: task.clone() });
                     }
-                    // Marked refused: settled without a result.
-                    ops = settled_by(mark);
-                    by_mark = true;
                 }
                 Err(error) if error.is_outcome_unknown() => {
                     if self.exists_after_loss(&task_path).await?.is_none() {
@@ -833,7 +863,7 @@ impl<C: Coordinator> Client<C> {
 
         // Before the assignments: a task is marked in the multi that
         // releases its assignment, so read in this order it is never both.
-        let refused = self.count_refused().await?;
+        let refused = self.count_refused(max_listed_tasks).await?;
 
         let assignment_names = self
             .list_children(&self.layout.assignments_dir())
@@ -898,10 +928,22 @@ impl<C: Coordinator> Client<C> {
     /// without it, or whose task has a result after all, or a name there
     /// that is not a task's, does not count. One read per mark, all at
     /// once: marks are few, one per task whose node refused its result.
-    async fn count_refused(&self) -> Result<usize, ClientError> {
-        let marks = match self.list_children(&self.layout.refused_dir()).await {
-            Ok(marks) => marks,
+    ///
+    /// Past `max_listed` marks it neither lists nor reads them (a listing
+    /// could outgrow a reply, and the reads would grow with them): it
+    /// counts `refused/`'s children from its stat, stale marks included.
+    async fn count_refused(&self, max_listed: usize) -> Result<usize, ClientError> {
+        let refused_dir = self.layout.refused_dir();
+        let Some(stat) = until_known(|| self.zk.exists(&refused_dir, Watch::No)).await? else {
             // Made when first needed: no task was ever refused.
+            return Ok(0);
+        };
+        let marked = usize::try_from(stat.num_children).expect("a child count is never negative");
+        if marked == 0 || marked > max_listed {
+            return Ok(marked);
+        }
+        let marks = match self.list_children(&refused_dir).await {
+            Ok(marks) => marks,
             Err(ClientError::Zk(ZkError::NoNode { .. })) => return Ok(0),
             Err(error) => return Err(error),
         };

@@ -367,7 +367,7 @@ fn status_counts_a_queue_it_does_not_list_with_reads_that_do_not_grow_with_it() 
         assert!(!counted.task_names_read);
         // A sync, the master node, two listings (workers/, assignments/),
         // the three assignments, the stat of tasks/, the count below it,
-        // the stat again, the three assigned tasks and the listing of
+        // the stat again, the three assigned tasks and the stat of
         // refused/ (missing here).
         assert_eq!(requests.len(), 14, "{requests:#?}");
         assert_eq!(
