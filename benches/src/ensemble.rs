@@ -519,6 +519,15 @@ pub async fn remove_root<C: Coordinator>(
     queued: &[TaskId],
     in_flight: usize,
 ) -> Result<(), BenchError> {
+    // The roles' last writes went through their own sessions, perhaps to
+    // other servers: catch up first, or a stale listing below could leave
+    // a node behind and its parent's delete fail with `NotEmpty`.
+    zk.sync(layout.root())
+        .await
+        .map_err(|error| BenchError::Zk {
+            what: format!("syncing {}", layout.root()),
+            error,
+        })?;
     futures::stream::iter(queued)
         .map(|task| async move {
             // One session's requests apply in order: the result goes first.
