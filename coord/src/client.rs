@@ -107,7 +107,8 @@ pub struct Status {
     pub workers: Vec<WorkerId>,
     /// Current assignments (worker -> task).
     pub assignments: BTreeMap<WorkerId, TaskId>,
-    /// Tasks with neither a result nor an assignment (and, when
+    /// Tasks with neither a result nor an assignment nor a refusal mark
+    /// (and, when
     /// [`Status::task_names_read`] is false, the nodes under `tasks/` that
     /// are not tasks).
     pub pending_tasks: usize,
@@ -571,8 +572,8 @@ impl<C: Coordinator> Client<C> {
     /// a look at the task and its mark when `refused/` changes (a mark made
     /// for any task).
     /// A task that does
-    /// not exist fails at once and leaves no watch on it (a listing of a
-    /// missing node sets none); the watch left on a finished task fires
+    /// not exist fails (after the second look below) and leaves no watch on
+    /// it (a listing of a missing node sets none); the watch left on a finished task fires
     /// once, when the task is cleaned up, and later waits skip that event.
     ///
     /// A task missing at the first look is looked for once more after a
@@ -772,6 +773,10 @@ impl<C: Coordinator> Client<C> {
                 Err(ZkError::Multi { index: 0, error })
                     if matches!(*error, ZkError::NoNode { .. }) =>
                 {
+                    lookups += 1;
+                    if lookups > CLEANUP_LOOKUPS {
+                        return Err(ClientError::NotFinished { task: task.clone() });
+                    }
                     let (task_now, result_now, mark_now) = futures::join!(
                         until_known(|| self.zk.exists(&task_path, Watch::No)),
                         until_known(|| self.zk.exists(&result, Watch::No)),
@@ -783,7 +788,6 @@ impl<C: Coordinator> Client<C> {
                             path: task_path,
                         });
                     }
-                    lookups += 1;
                     ops = if result_now?.is_some() {
                         settled_by(result.clone())
                     } else if mark_now?.is_some() {
@@ -792,9 +796,6 @@ impl<C: Coordinator> Client<C> {
                     } else {
                         return Err(ClientError::NotFinished { task: task.clone() });
                     };
-                    if lookups > CLEANUP_LOOKUPS {
-                        return Err(ClientError::NotFinished { task: task.clone() });
-                    }
                 }
                 Err(error) if error.is_outcome_unknown() => {
                     if self.exists_after_loss(&task_path).await?.is_none() {
@@ -807,8 +808,9 @@ impl<C: Coordinator> Client<C> {
     }
 
     /// Reads workers, assignments and tasks, after a `sync`, so that it
-    /// sees every write committed before it was called. Sends only reads,
-    /// so it works for an identity that may not write.
+    /// sees every write committed before it was called. Writes nothing (the
+    /// sync's own delete is refused whatever the identity's rights), so it
+    /// works for an identity that may not write.
     ///
     /// The tasks are counted, not read one by one: `tasks/`'s stat gives
     /// how many tasks there are and one `count_descendants` how many

@@ -145,7 +145,7 @@ fn wait_ends_with_no_such_task_when_the_task_is_deleted_meanwhile() {
 }
 
 #[test]
-fn wait_for_a_missing_task_leaves_no_watch() {
+fn wait_for_a_missing_task_leaves_no_watch_on_it() {
     run_sim(0, async {
         let sim = SimZk::start(SimConfig::default());
         let layout = Layout::default();

@@ -245,8 +245,9 @@ pub(crate) async fn run(
 /// has, so it can never succeed.
 const SYNC_BARRIER_NAME: &str = "zkdist-sync-barrier";
 
-/// A version no node ever has: versions start at 0 and only grow (until
-/// 2^31 changes of one node), and -1 means "any".
+/// A version no node ever has: versions start at 0 and only grow (a
+/// node reaches -2 only after 2^32 - 2 changes, when the count wraps), and
+/// -1 means "any".
 const NO_NODE_HAS_VERSION: i32 = -2;
 
 /// `sync`, made to keep the promise of `Coordinator::sync` on every server.
@@ -267,6 +268,11 @@ const NO_NODE_HAS_VERSION: i32 = -2;
 /// follow see them. The write is a delete of a child of `path` at a version
 /// no node has: it changes nothing and fires no watch, whatever is there.
 /// Both requests are sent before either reply is awaited: one round trip.
+///
+/// One server setting weakens it: with `zookeeper.enableEagerACLCheck`
+/// (off by default) a server checks ACLs before forwarding a write, so a
+/// session that may not delete under `path` is refused locally, and the
+/// barrier then orders nothing beyond ZooKeeper's own sync.
 async fn sync_then_refused_write(client: &zkc::Client, path: &str) -> Result<(), zkc::Error> {
     let barrier = crate::path::join(path, SYNC_BARRIER_NAME);
     let synced = client.sync(path);
@@ -279,9 +285,16 @@ async fn sync_then_refused_write(client: &zkc::Client, path: &str) -> Result<(),
         // went through the leader, which is all the barrier needs.
         Err(zkc::Error::NoNode | zkc::Error::BadVersion | zkc::Error::NoAuth) => Ok(()),
         Err(error) => Err(error),
-        Ok(()) => unreachable!(
-            "deleting {barrier} at version {NO_NODE_HAS_VERSION} succeeded: no node has that version"
-        ),
+        // Only a server that took -2 for "any" version would delete such a
+        // node; that delete went through the leader too.
+        Ok(()) => {
+            tracing::warn!(
+                target: "zkdist::zk",
+                "deleting {barrier} at version {NO_NODE_HAS_VERSION} succeeded: the server \
+                 does not check versions as ZooKeeper does"
+            );
+            Ok(())
+        }
     }
 }
 
