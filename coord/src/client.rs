@@ -108,9 +108,8 @@ pub struct Status {
     /// Current assignments (worker -> task).
     pub assignments: BTreeMap<WorkerId, TaskId>,
     /// Tasks with neither a result nor an assignment nor a refusal mark
-    /// (and, when
-    /// [`Status::task_names_read`] is false, the nodes under `tasks/` that
-    /// are not tasks).
+    /// (and, when [`Status::task_names_read`] is false, the nodes under
+    /// `tasks/` that are not tasks).
     pub pending_tasks: usize,
     /// Tasks without a result that are assigned to a worker.
     pub assigned_tasks: usize,
@@ -570,11 +569,10 @@ impl<C: Coordinator> Client<C> {
     /// leaves one watch there, not one per task, and no wait lists it.
     /// No polling: between the watches and the result nothing is sent but
     /// a look at the task and its mark when `refused/` changes (a mark made
-    /// for any task).
-    /// A task that does
-    /// not exist fails (after the second look below) and leaves no watch on
-    /// it (a listing of a missing node sets none); the watch left on a finished task fires
-    /// once, when the task is cleaned up, and later waits skip that event.
+    /// for any task). A task that does not exist fails (after the second
+    /// look below) and leaves no watch on it (a listing of a missing node
+    /// sets none); the watch left on a finished task fires once, when the
+    /// task is cleaned up, and later waits skip that event.
     ///
     /// A task missing at the first look is looked for once more after a
     /// `sync`: a new session may talk to a server that has not applied the
@@ -696,10 +694,9 @@ impl<C: Coordinator> Client<C> {
 
     /// Reads events until the child watch on `task_path` or the persistent
     /// watch on `refused_dir` fires, or the session reconnects after a
-    /// disconnection
-    /// (the caller then looks again rather than trust that no event was
-    /// lost). Events of watches left by earlier calls on other paths are
-    /// skipped.
+    /// disconnection (the caller then looks again rather than trust that no
+    /// event was lost). Events of watches left by earlier calls on other
+    /// paths are skipped.
     async fn wait_for_task_change(
         &mut self,
         task: &TaskId,

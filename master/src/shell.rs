@@ -515,9 +515,9 @@ impl<C: Coordinator> Master<C> {
                 });
             }
             Command::CheckTaskFinished(task) => {
-                let layout = self.layout.clone();
+                let settled_by = SettledBy::of(&self.layout, &task);
                 in_flight.push(async move {
-                    let result = is_settled(&*zk, &layout, &task).await;
+                    let result = settled_by.any(&*zk).await;
                     Reply::TaskChecked { task, result }
                 });
             }
@@ -599,16 +599,31 @@ impl<C: Coordinator> Master<C> {
     }
 }
 
-/// Whether `task` is settled: it has a result, or it is marked refused (its
-/// node refused the result, see `Layout::refused`), which no master tries
-/// again. Both reads are sent together.
-async fn is_settled<C: Coordinator>(zk: &C, layout: &Layout, task: &TaskId) -> ZkResult<bool> {
-    let (result, mark) = (layout.result(task), layout.refused(task));
-    let (result, mark) = futures::join!(
-        until_known(|| zk.exists(&result, Watch::No)),
-        until_known(|| zk.exists(&mark, Watch::No))
-    );
-    Ok(result?.is_some() || mark?.is_some())
+/// The nodes either of which settles a task: its result, or its mark when
+/// its node refused the result (see `Layout::refused`), which no master
+/// tries again. Built before the reads go out, so that a check in flight
+/// holds two paths, not a copy of the layout.
+struct SettledBy {
+    result: String,
+    mark: String,
+}
+
+impl SettledBy {
+    fn of(layout: &Layout, task: &TaskId) -> SettledBy {
+        SettledBy {
+            result: layout.result(task),
+            mark: layout.refused(task),
+        }
+    }
+
+    /// Whether either node exists. Both reads are sent together.
+    async fn any<C: Coordinator>(&self, zk: &C) -> ZkResult<bool> {
+        let (result, mark) = futures::join!(
+            until_known(|| zk.exists(&self.result, Watch::No)),
+            until_known(|| zk.exists(&self.mark, Watch::No))
+        );
+        Ok(result?.is_some() || mark?.is_some())
+    }
 }
 
 /// Whether `task` is settled (a result, or marked refused), exists
@@ -619,7 +634,7 @@ async fn task_status<C: Coordinator>(
     layout: &Layout,
     task: &TaskId,
 ) -> ZkResult<TaskStatus> {
-    if is_settled(zk, layout, task).await? {
+    if SettledBy::of(layout, task).any(zk).await? {
         return Ok(TaskStatus::Finished);
     }
     let task = layout.task(task);

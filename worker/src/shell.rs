@@ -426,15 +426,15 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     // an operator to deal with; the mark released with it
                     // keeps every master from trying it again and tells
                     // its waiters why.
+                    let why = format!("{task}'s result cannot be written: {error}");
                     tracing::error!(
                         target: "zkdist::worker",
-                        "{task}'s result cannot be written: {error}; the task is left \
-                         without a result and marked refused (run every role and client \
-                         with the same credentials, then delete {}: the next master tries it again)",
+                        "{why}; the task is left without a result and marked refused (run \
+                         every role and client with the same credentials, then delete {}: the \
+                         next master tries it again)",
                         self.layout.refused(task)
                     );
-                    let why =
-                        TaskResult::failure(format!("{task}'s result cannot be written: {error}"));
+                    let why = TaskResult::failure(why);
                     self.note(state.result_written(ResultWrite::Refused { error }));
                     return self
                         .release_marked_refused(state, task, assignment, &why)
