@@ -39,8 +39,9 @@ pub enum Command {
     Wait(WaitArgs),
     /// Look submissions up by their tokens (as an in-doubt submission's
     /// error names them): print each token with the task it made, or
-    /// `none` if it made none, so that, once the submitting process has
-    /// ended, submitting it again cannot queue it twice.
+    /// `none` if it made none, so that, once the submitting session has
+    /// ended (a killed process's ends at its timeout), submitting it again
+    /// cannot queue it twice.
     Find(FindArgs),
     /// Show workers, their assignments, and pending and finished task counts.
     Status(StatusArgs),

@@ -220,6 +220,14 @@ impl<C: Coordinator> Client<C> {
         &self.zk
     }
 
+    /// The token the next [`Client::submit`] on this client will carry,
+    /// unless another submission starts first: for a caller that must be
+    /// able to name a submission it may be interrupted in.
+    pub fn next_submission_token(&self) -> TaskToken {
+        let submission = self.submissions_started.load(Ordering::Relaxed);
+        TaskToken::for_submission(self.zk.session_id(), submission)
+    }
+
     /// Gives the session and its event stream back. A `Client` built again
     /// on the same session counts its submissions from zero again, so its
     /// tokens repeat the first one's: do not submit through both. The

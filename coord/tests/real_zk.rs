@@ -75,6 +75,7 @@ tests![
     Server CurrentThread a_layout_made_with_credentials_is_read_by_all_and_changed_by_its_owner_alone,
     Server CurrentThread a_session_cut_off_past_its_timeout_expires_and_a_new_one_works,
     Server CurrentThread a_session_closed_by_a_second_client_sees_expired,
+    Server CurrentThread a_session_its_client_gave_up_on_lives_on_until_closed_from_a_second_client,
     Server CurrentThread requests_on_a_silent_link_fail_with_connection_loss_and_the_session_survives,
     Server CurrentThread kazoo_and_the_rust_backend_see_each_others_nodes_and_watches,
     Server CurrentThread a_wait_hears_of_a_mark_made_while_it_waits,
@@ -764,6 +765,57 @@ async fn a_session_closed_by_a_second_client_sees_expired(env: Env) {
     // Closing an expired session is a no-op.
     session.close().await.unwrap();
     fresh.close().await.unwrap();
+}
+
+/// The client declares its session expired on its own clock: when it has
+/// heard nothing for some 1.4 session timeouts. A server that still hears
+/// the client (here the link swallows only what the server sends) keeps
+/// the session past that verdict, and could still apply a create the
+/// session had sent. This is why `zkdist submit` closes such a session
+/// from a second client before it looks up a create left in doubt: the
+/// test shows the session outliving its client's verdict, and the close
+/// ending it.
+async fn a_session_its_client_gave_up_on_lives_on_until_closed_from_a_second_client(env: Env) {
+    let root = fresh_root(&env, "client-declared-expiry").await;
+    let direct = common::config(&env.connect);
+    let (session, mut events, link) = common::connect_proxied(&direct).await.expect("connect");
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Connected)
+    );
+    let ephemeral = format!("{root}/ephemeral");
+    session
+        .create(&ephemeral, b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+
+    link.deafen();
+    session
+        .wait_until_expired(Duration::from_millis(3 * common::SESSION_TIMEOUT_MS))
+        .await
+        .expect("the client gives up on its session");
+    let (observer, _observer_events) = connect(&direct).await;
+    observer.sync(&root).await.unwrap();
+    assert!(
+        observer
+            .exists(&ephemeral, Watch::No)
+            .await
+            .unwrap()
+            .is_some(),
+        "the server still holds the session its client declared expired"
+    );
+
+    session
+        .close_from_second_client(&direct)
+        .await
+        .expect("close the session from a second client");
+    observer.sync(&root).await.unwrap();
+    assert_eq!(
+        observer.exists(&ephemeral, Watch::No).await.unwrap(),
+        None,
+        "the close ended the session"
+    );
+    observer.close().await.unwrap();
 }
 
 /// A server that stops answering without closing the connection: the

@@ -12,6 +12,7 @@ use zkdist_worker::SESSION_RETRY_DELAY_MS;
 
 use super::{Outcome, print_result};
 use crate::args::{ConnectArgs, FindArgs, SubmitArgs, WaitArgs};
+use crate::shutdown::Shutdown;
 use crate::stdout::outln;
 use crate::{connect, handlers};
 
@@ -33,44 +34,171 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
             .context("task refused (pass --no-check to submit kinds this binary does not know)")?;
     }
     let (zk, events) = connect::session(&args.connect).await?;
-    let mut client = Client::new(zk, events, layout.clone());
-    let task = match client.submit(&payload).await {
-        Ok(task) => task,
-        // The session ended before the create's outcome was known: look
-        // for its token on a new session, and submit again only if no
-        // task carries it (the old session can apply nothing any more).
-        Err(ClientError::SubmitInDoubt { token, cause }) if is_session_end(&cause) => {
-            let in_doubt = || {
-                format!(
-                    "the session ended while submitting; cannot find out whether a task \
-                     task-{token}-NNNNNNNNNN was created (`zkdist find {token}` tells, \
-                     before you submit it again)"
-                )
-            };
-            client.session().close().await.ok();
-            let (zk, events) = connect::session(&args.connect)
-                .await
-                .with_context(in_doubt)?;
-            client = Client::new(zk, events, layout);
-            let found = client.find_submission(token).await.with_context(in_doubt)?;
-            match found {
-                Some(task) => task,
-                None => client
-                    .submit(&payload)
-                    .await
-                    .context("cannot submit the task")?,
-            }
-        }
-        Err(error) => return Err(error).context("cannot submit the task"),
+    // From the first create on, SIGINT or SIGTERM does not kill the
+    // process outright: an interrupted submission is settled and named
+    // (below), an interrupted wait says how to wait again. A second
+    // signal exits at once.
+    let stop = Shutdown::install()?.shared_exiting_on_second();
+    let mut client = Client::new(zk, events, layout);
+    let mut attempt = Attempt {
+        token: client.next_submission_token(),
+        session_may_apply: true,
+    };
+    let queued = stop
+        .unless_requested(queue_once(
+            &args.connect,
+            &mut client,
+            &payload,
+            &mut attempt,
+        ))
+        .await;
+    let task = match queued {
+        Some(queued) => queued?,
+        None => return Err(interrupted_submission(&args.connect, &client, &attempt).await),
     };
     outln!("{task}")?;
     let outcome = if args.wait {
-        wait_and_print(&args.connect, &mut client, &task, args.cleanup).await?
+        let waited = stop
+            .unless_requested(wait_and_print(
+                &args.connect,
+                &mut client,
+                &task,
+                args.cleanup,
+            ))
+            .await;
+        match waited {
+            Some(outcome) => outcome?,
+            None => {
+                client.session().close().await.ok();
+                bail!("interrupted while waiting for {task}: `zkdist wait {task}` waits again");
+            }
+        }
     } else {
         Outcome::Done
     };
     client.session().close().await.ok();
     Ok(outcome)
+}
+
+/// Where a plain submit stands: what an interruption must name.
+struct Attempt {
+    /// The token of the create sent last.
+    token: TaskToken,
+    /// Whether the client's current session sent that create, so that
+    /// closing it settles the create; false while the session that sent it
+    /// ended on the client's side and the server may not know yet.
+    session_may_apply: bool,
+}
+
+/// Queues `payload` once: a create whose session ended unanswered is
+/// looked up on a new session, once the old one is surely over, and sent
+/// again only if no task carries its token. Keeps `attempt` up to date
+/// for an interruption; may replace `client`'s session.
+async fn queue_once(
+    connect_args: &ConnectArgs,
+    client: &mut Client<ZkSession>,
+    payload: &[u8],
+    attempt: &mut Attempt,
+) -> anyhow::Result<TaskId> {
+    let (token, cause) = match client.submit(payload).await {
+        Ok(task) => return Ok(task),
+        Err(ClientError::SubmitInDoubt { token, cause }) if is_session_end(&cause) => {
+            (token, cause)
+        }
+        Err(error) => return Err(error).context("cannot submit the task"),
+    };
+    debug_assert_eq!(token, attempt.token, "the token named before the create");
+    attempt.session_may_apply = false;
+    let ended_session = client.session().session_id();
+    let in_doubt = || {
+        format!(
+            "the session ended while submitting; cannot find out whether a task \
+             task-{token}-NNNNNNNNNN was created (`zkdist find {token}` tells, once \
+             session {ended_session} has ended, before you submit it again)"
+        )
+    };
+    // Said before anything else can go wrong: an interruption or a
+    // failure from here on leaves the user the token to look up.
+    tracing::warn!("submission {token} is in doubt ({cause}); looking it up on a new session");
+    settle_ended_session(client.session(), connect_args)
+        .await
+        .with_context(in_doubt)?;
+    let (zk, events) = connect::session(connect_args)
+        .await
+        .with_context(in_doubt)?;
+    let new_client = Client::new(zk, events, client.layout().clone());
+    let found = new_client
+        .find_submission(token)
+        .await
+        .with_context(in_doubt)?;
+    *client = new_client;
+    if let Some(task) = found {
+        return Ok(task);
+    }
+    // The old session can apply nothing any more: sending again cannot
+    // queue the payload twice.
+    *attempt = Attempt {
+        token: client.next_submission_token(),
+        session_may_apply: true,
+    };
+    client
+        .submit(payload)
+        .await
+        .context("cannot submit the task")
+}
+
+/// Makes sure the server ended `ended`, a session its client reported
+/// over, before the creates it left unanswered are looked up on another
+/// one. The client may declare its session expired on its own clock (no
+/// server answered within the session timeout) while the server still
+/// holds it; a create the server had read but not yet applied could then
+/// be applied after a lookup that found nothing, and the payload sent
+/// again would be queued twice. Closing the session from a second client
+/// puts the close after everything the session sent: from then on each
+/// of its creates is applied or never will be. A session the server
+/// ended already costs one refused attach.
+pub(super) async fn settle_ended_session(
+    ended: &ZkSession,
+    connect_args: &ConnectArgs,
+) -> anyhow::Result<()> {
+    ended.close().await.ok();
+    let config = connect::config(connect_args)?;
+    ended
+        .close_from_second_client(&config)
+        .await
+        .with_context(|| format!("cannot make sure session {} ended", ended.session_id()))
+}
+
+/// The error an interrupted plain submit ends with: the submission's
+/// token, to look it up by, once the session that may apply its create
+/// has been closed (on the way here), or has timed out.
+async fn interrupted_submission(
+    connect_args: &ConnectArgs,
+    client: &Client<ZkSession>,
+    attempt: &Attempt,
+) -> anyhow::Error {
+    let token = attempt.token;
+    // Said first: closing the session waits for the ensemble, and a
+    // second signal exits at once.
+    eprintln!(
+        "zkdist: interrupted: submission {token} may or may not have been queued; \
+         closing its session"
+    );
+    let session = client.session();
+    let closed = attempt.session_may_apply && session.close().await.is_ok();
+    let when = if closed {
+        String::new()
+    } else {
+        format!(
+            " once session {} has ended (within its session timeout, {} ms as asked)",
+            session.session_id(),
+            connect_args.session_timeout_ms
+        )
+    };
+    anyhow::anyhow!(
+        "interrupted: submission {token} may or may not have been queued as \
+         task-{token}-NNNNNNNNNN: `zkdist find {token}` tells{when}, before you submit it again"
+    )
 }
 
 /// Prints, for each token in the order given, the task its submission

@@ -12,11 +12,12 @@ use zkdist_coord::{
 };
 
 use super::Outcome;
-use super::submit::is_session_end;
+use super::submit::{is_session_end, settle_ended_session};
 use crate::args::SubmitArgs;
 use crate::shutdown::Shutdown;
 use crate::stdout::out;
 use crate::{connect, handlers};
+use zkdist_coord::zk::ZkSession;
 
 /// How many creates are in flight at once: enough to hide the round trip
 /// (a server answers thousands of creates a second), few enough that the
@@ -95,13 +96,19 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
             .context("the progress bar's template")?
             .progress_chars("=> "),
     );
-    let reconnect = || async {
-        let connected = stop
-            .unless_requested(connect::session(&args.connect))
-            .await
-            .context("interrupted while opening a new session")?;
-        let (zk, events) = connected?;
-        Ok(Client::new(zk, events, layout.clone()))
+    let reconnect = |ended: ZkSession| {
+        let (stop, layout) = (&stop, &layout);
+        async move {
+            let connected = stop
+                .unless_requested(async {
+                    settle_ended_session(&ended, &args.connect).await?;
+                    connect::session(&args.connect).await
+                })
+                .await
+                .context("interrupted while opening a new session")?;
+            let (zk, events) = connected?;
+            Ok(Client::new(zk, events, layout.clone()))
+        }
     };
     let queue = queue_all(client, &payloads, reconnect, &interrupted, &bar).await;
     bar.finish_and_clear();
@@ -109,7 +116,8 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
 }
 
 /// Queues every payload, in order, in batches on one session; if that
-/// session ends, goes on with a new one from `reconnect`: the creates left
+/// session ends, goes on with a new one from `reconnect`, which is given
+/// the ended session to make sure the server ended it too: the creates left
 /// unanswered are looked up, and those that made no task are sent again
 /// with the ones never sent, behind everything queued before. A second
 /// session's end is not followed by a third: what it leaves is reported.
@@ -122,7 +130,7 @@ pub(crate) async fn queue_all<C, R, F>(
 ) -> Queue
 where
     C: Coordinator,
-    R: FnOnce() -> F,
+    R: FnOnce(C) -> F,
     F: Future<Output = anyhow::Result<Client<C>>>,
 {
     let mut queue = Queue {
@@ -154,7 +162,7 @@ where
         give_up_on_new_session(queued, true);
         return queue;
     }
-    match reconnect().await {
+    match reconnect(client.into_parts().0).await {
         Ok(client) => {
             queue.found_after_end = look_up_unanswered(&client, queued).await;
             queue.sent_again = send_again(&client, payloads, queued, interrupted).await;
@@ -510,9 +518,13 @@ mod tests {
             let payloads = echo_payloads(BATCH_TASKS as u64 + 2_000);
             let payloads: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
             let (cutting, _) = cut_midway(&sim, session);
-            let reconnect = || async {
-                let (zk, events) = sim.connect("resumer").await?;
-                Ok(Client::new(zk, events, layout.clone()))
+            let reconnect = |ended: zkdist_sim::SimSession| {
+                let (sim, layout) = (&sim, &layout);
+                async move {
+                    assert_eq!(ended.session_id(), session, "given the ended session");
+                    let (zk, events) = sim.connect("resumer").await?;
+                    Ok(Client::new(zk, events, layout.clone()))
+                }
             };
             let queue = queue_all(
                 client,
@@ -586,7 +598,7 @@ mod tests {
                 asked.set(asked.get() + 1);
                 asked.get() > 1
             };
-            let no_new_session = || async { anyhow::bail!("not needed") };
+            let no_new_session = |_| async { anyhow::bail!("not needed") };
             let queue = queue_all(
                 client,
                 &payloads,
@@ -653,7 +665,7 @@ mod tests {
             let payloads: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
             let (cutting, cut) = cut_midway(&sim, session);
             let interrupted = || cut.load(Ordering::SeqCst);
-            let reconnect = || async { anyhow::bail!("interrupted: no new session") };
+            let reconnect = |_| async { anyhow::bail!("interrupted: no new session") };
             let queue = queue_all(
                 client,
                 &payloads,

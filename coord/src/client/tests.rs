@@ -242,6 +242,7 @@ async fn a_submit_cut_off_by_the_session_s_end_is_in_doubt_and_resolved_on_a_new
     session.expires_after_lost_reply = true;
     let submitting = client(session);
     let token = TaskToken::for_submission(SessionId(1), 0);
+    assert_eq!(submitting.next_submission_token(), token);
 
     let error = submitting.submit(br#"{"kind":"echo"}"#).await.unwrap_err();
     assert_eq!(
@@ -266,4 +267,9 @@ async fn a_submit_cut_off_by_the_session_s_end_is_in_doubt_and_resolved_on_a_new
     );
     let other = TaskToken::for_submission(SessionId(2), 0);
     assert_eq!(resolving.find_submission(other).await, Ok(None));
+    // The in-doubt submission counted: the next one carries another token.
+    assert_eq!(
+        submitting.next_submission_token(),
+        TaskToken::for_submission(SessionId(1), 1)
+    );
 }

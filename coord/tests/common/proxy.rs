@@ -3,7 +3,12 @@
 //! connections and refuses new ones (accepted, then closed at once), as a
 //! partition that the client notices. Silencing keeps the connections open
 //! but swallows every byte both ways, as a server that hangs or a network
-//! that drops packets: only the client's own timeout notices.
+//! that drops packets: only the client's own timeout notices. Deafening
+//! swallows only what the server sends: the server hears the client (its
+//! session stays alive) while the client hears nothing. Holding requests
+//! keeps back what a client sends once its connection's first reply (the
+//! session's handshake) has passed, until released: requests in flight, as
+//! long as the test likes.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -15,9 +20,20 @@ struct Shared {
     upstream: String,
     blocked: AtomicBool,
     silent: AtomicBool,
+    deaf: AtomicBool,
+    holding: AtomicBool,
     stopped: AtomicBool,
     /// Both ends of every proxied connection, to cut them.
     connections: Mutex<Vec<TcpStream>>,
+    /// What each connection's client sent while requests were held, with
+    /// the stream to the server it is for.
+    held: Mutex<Vec<Held>>,
+}
+
+/// Bytes a client sent that the proxy keeps back from the server.
+struct Held {
+    to_server: TcpStream,
+    bytes: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Shared {
@@ -43,8 +59,11 @@ impl Proxy {
             upstream: upstream.to_owned(),
             blocked: AtomicBool::new(false),
             silent: AtomicBool::new(false),
+            deaf: AtomicBool::new(false),
+            holding: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             connections: Mutex::new(Vec::new()),
+            held: Mutex::new(Vec::new()),
         });
         let accepting = Arc::clone(&shared);
         thread::spawn(move || accept_loop(listener, accepting));
@@ -73,6 +92,34 @@ impl Proxy {
 
     pub fn unsilence(&self) {
         self.shared.silent.store(false, Ordering::SeqCst);
+    }
+
+    /// Swallows everything the server sends, keeping the connections open
+    /// and passing on what the client sends. What was swallowed is lost.
+    pub fn deafen(&self) {
+        self.shared.deaf.store(true, Ordering::SeqCst);
+    }
+
+    /// Keeps back, until [`Proxy::release`], what clients send on
+    /// connections whose first reply has passed: the server sees none of
+    /// their requests, and the connections stay open.
+    pub fn hold_requests(&self) {
+        self.shared.holding.store(true, Ordering::SeqCst);
+    }
+
+    /// Delivers what was held, in order, and holds nothing more.
+    pub fn release(&self) {
+        // First, so that what a client sends from now on goes out behind
+        // what was held (a copying thread flushes the held bytes first).
+        self.shared.holding.store(false, Ordering::SeqCst);
+        let held = self.shared.held.lock().expect("proxy lock");
+        for connection in held.iter() {
+            // Under the connection's lock, so that nothing the client
+            // sends next can overtake what was held.
+            let mut bytes = connection.bytes.lock().expect("proxy lock");
+            let _ = (&connection.to_server).write_all(&bytes);
+            bytes.clear();
+        }
     }
 }
 
@@ -116,12 +163,38 @@ fn pump_both_ways(client: TcpStream, server: TcpStream, shared: &Arc<Shared>) {
     let (Ok(client_reader), Ok(server_reader)) = (client.try_clone(), server.try_clone()) else {
         return;
     };
-    let (upward, downward) = (Arc::clone(shared), Arc::clone(shared));
-    thread::spawn(move || copy_then_close(client_reader, server, &upward));
-    thread::spawn(move || copy_then_close(server_reader, client, &downward));
+    let Ok(to_server) = server.try_clone() else {
+        return;
+    };
+    let held = Arc::new(Mutex::new(Vec::new()));
+    shared.held.lock().expect("proxy lock").push(Held {
+        to_server,
+        bytes: Arc::clone(&held),
+    });
+    let replied = Arc::new(AtomicBool::new(false));
+    let upward = Direction::Upward {
+        replied: Arc::clone(&replied),
+        held,
+    };
+    let downward = Direction::Downward { replied };
+    let (up_shared, down_shared) = (Arc::clone(shared), Arc::clone(shared));
+    thread::spawn(move || copy_then_close(client_reader, server, &up_shared, &upward));
+    thread::spawn(move || copy_then_close(server_reader, client, &down_shared, &downward));
 }
 
-fn copy_then_close(mut from: TcpStream, mut to: TcpStream, shared: &Shared) {
+/// Which way a copying thread carries one connection's bytes.
+enum Direction {
+    /// Client to server. Once `replied`, bytes go to `held` while the proxy
+    /// holds requests.
+    Upward {
+        replied: Arc<AtomicBool>,
+        held: Arc<Mutex<Vec<u8>>>,
+    },
+    /// Server to client; sets `replied` once it passed bytes on.
+    Downward { replied: Arc<AtomicBool> },
+}
+
+fn copy_then_close(mut from: TcpStream, mut to: TcpStream, shared: &Shared, direction: &Direction) {
     let mut buffer = [0u8; 16 * 1024];
     loop {
         let read = match from.read(&mut buffer) {
@@ -131,7 +204,28 @@ fn copy_then_close(mut from: TcpStream, mut to: TcpStream, shared: &Shared) {
         if shared.silent.load(Ordering::SeqCst) {
             continue;
         }
-        if to.write_all(&buffer[..read]).is_err() {
+        let written = match direction {
+            Direction::Upward { replied, held } => {
+                let mut held = held.lock().expect("proxy lock");
+                if replied.load(Ordering::SeqCst) && shared.holding.load(Ordering::SeqCst) {
+                    held.extend_from_slice(&buffer[..read]);
+                    Ok(())
+                } else {
+                    to.write_all(&held)
+                        .and_then(|()| to.write_all(&buffer[..read]))
+                        .map(|()| held.clear())
+                }
+            }
+            Direction::Downward { replied } => {
+                if shared.deaf.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let written = to.write_all(&buffer[..read]);
+                replied.store(true, Ordering::SeqCst);
+                written
+            }
+        };
+        if written.is_err() {
             break;
         }
     }
@@ -174,5 +268,17 @@ impl ProxiedEnsemble {
 
     pub fn unsilence(&self) {
         self.proxies.iter().for_each(Proxy::unsilence);
+    }
+
+    pub fn deafen(&self) {
+        self.proxies.iter().for_each(Proxy::deafen);
+    }
+
+    pub fn hold_requests(&self) {
+        self.proxies.iter().for_each(Proxy::hold_requests);
+    }
+
+    pub fn release(&self) {
+        self.proxies.iter().for_each(Proxy::release);
     }
 }
