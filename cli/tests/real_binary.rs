@@ -10,6 +10,10 @@
 //! test is reported as ignored, never as passed.
 
 mod common;
+// The loopback proxy the library's real-server tests cut links with.
+#[allow(dead_code)]
+#[path = "../../coord/tests/common/proxy.rs"]
+mod proxy;
 
 use std::time::Duration;
 
@@ -53,6 +57,10 @@ fn main() {
         server_trial(
             "a_wait_outlives_a_restart_of_its_server",
             a_wait_outlives_a_restart_of_its_server,
+        ),
+        server_trial(
+            "an_interrupted_submit_names_its_token_and_settles_its_create",
+            an_interrupted_submit_names_its_token_and_settles_its_create,
         ),
         server_trial(
             "bad_submissions_are_refused_and_create_nothing",
@@ -844,6 +852,76 @@ fn a_wait_outlives_its_session_and_still_cleans_up(connect: String) {
     assert!(
         !target.exists(&format!("{}/{task}", layout.tasks_dir())),
         "the wait cleaned the task up"
+    );
+    target.delete_root();
+}
+
+/// SIGINT while a plain submit's create is in flight (held back by a proxy
+/// between the process and the server). The process names the
+/// submission's token at once, then closes its session, which waits for
+/// the server: once closed, the create is applied or never will be. It
+/// exits with 1, telling to look the token up, and the lookup then finds
+/// the task, queued once.
+fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String) {
+    let scratch = Scratch::new("submit-interrupted");
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    // Laid out directly: through the proxy, the submission then sends its
+    // create and nothing else.
+    target.run(&["submit", PI_20K]).expect_code(0);
+    let proxy = proxy::Proxy::start(&target.connect);
+    proxy.hold_requests();
+    let through_proxy = Target {
+        connect: proxy.address(),
+        root: target.root.clone(),
+    };
+    let mut submitting = through_proxy.spawn("submit", &["submit", PI_20K], &scratch);
+    // The create carries the payload: more than a ping or anything else
+    // the client could send first.
+    eventually("the create is sent and held", || {
+        (proxy.held_bytes() > PI_20K.len()).then_some(())
+    });
+    submitting.signal("INT");
+    let named = "interrupted: submission ";
+    let token = eventually("the token is named", || {
+        let log = submitting.log();
+        assert!(submitting.is_running(), "the signal ended it:\n{log}");
+        let (_, after) = log.split_once(named)?;
+        let (token, rest) = after.split_once(' ')?;
+        rest.starts_with("may or may not have been queued; closing its session")
+            .then(|| token.to_owned())
+    });
+    assert_eq!(token.len(), 16, "a token: {token}");
+    assert!(
+        submitting.is_running(),
+        "the close waits for the server:\n{}",
+        submitting.log()
+    );
+
+    proxy.release();
+    let status = submitting.wait_exit();
+    let log = submitting.log();
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(
+        log.contains(&format!(
+            "`zkdist find {token}` tells, before you submit it again"
+        )),
+        "told to look it up at once:\n{log}"
+    );
+    let found = target.run(&["find", &token]);
+    found.expect_code(0);
+    let lines = found.stdout_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with(&format!("{token} task-{token}-")),
+        "the held create was applied when released: {lines:?}"
+    );
+    assert_eq!(
+        target.status()["pending_tasks"],
+        2,
+        "the task laid out first and the interrupted one, once"
     );
     target.delete_root();
 }

@@ -33,12 +33,15 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
         handlers::validate(&payload)
             .context("task refused (pass --no-check to submit kinds this binary does not know)")?;
     }
-    let (zk, events) = connect::session(&args.connect).await?;
-    // From the first create on, SIGINT or SIGTERM does not kill the
-    // process outright: an interrupted submission is settled and named
-    // (below), an interrupted wait says how to wait again. A second
-    // signal exits at once.
+    // SIGINT or SIGTERM does not kill the process outright: while it
+    // connects, it ends with nothing sent; from the create on, the
+    // submission is settled and named (below); while it waits, it says how
+    // to wait again. A second signal exits at once.
     let stop = Shutdown::install()?.shared_exiting_on_second();
+    let Some(connected) = stop.unless_requested(connect::session(&args.connect)).await else {
+        bail!("interrupted while connecting: nothing was submitted");
+    };
+    let (zk, events) = connected?;
     let mut client = Client::new(zk, events, layout);
     let mut attempt = Attempt {
         token: client.next_submission_token(),

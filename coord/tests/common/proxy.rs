@@ -6,13 +6,12 @@
 //! that drops packets: only the client's own timeout notices. Deafening
 //! swallows only what the server sends: the server hears the client (its
 //! session stays alive) while the client hears nothing. Holding requests
-//! keeps back what a client sends once its connection's first reply (the
-//! session's handshake) has passed, until released: requests in flight, as
-//! long as the test likes.
+//! keeps back what a client sends once its connection's handshake has
+//! passed, until released: requests in flight, as long as the test likes.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -101,10 +100,18 @@ impl Proxy {
     }
 
     /// Keeps back, until [`Proxy::release`], what clients send on
-    /// connections whose first reply has passed: the server sees none of
+    /// connections whose handshake has passed: the server sees none of
     /// their requests, and the connections stay open.
     pub fn hold_requests(&self) {
         self.shared.holding.store(true, Ordering::SeqCst);
+    }
+
+    /// How many bytes are held back now.
+    pub fn held_bytes(&self) -> usize {
+        let held = self.shared.held.lock().expect("proxy lock");
+        held.iter()
+            .map(|connection| connection.bytes.lock().expect("proxy lock").len())
+            .sum()
     }
 
     /// Delivers what was held, in order, and holds nothing more.
@@ -171,12 +178,12 @@ fn pump_both_ways(client: TcpStream, server: TcpStream, shared: &Arc<Shared>) {
         to_server,
         bytes: Arc::clone(&held),
     });
-    let replied = Arc::new(AtomicBool::new(false));
+    let replies = Arc::new(AtomicUsize::new(0));
     let upward = Direction::Upward {
-        replied: Arc::clone(&replied),
+        replies: Arc::clone(&replies),
         held,
     };
-    let downward = Direction::Downward { replied };
+    let downward = Direction::Downward { replies };
     let (up_shared, down_shared) = (Arc::clone(shared), Arc::clone(shared));
     thread::spawn(move || copy_then_close(client_reader, server, &up_shared, &upward));
     thread::spawn(move || copy_then_close(server_reader, client, &down_shared, &downward));
@@ -184,15 +191,21 @@ fn pump_both_ways(client: TcpStream, server: TcpStream, shared: &Arc<Shared>) {
 
 /// Which way a copying thread carries one connection's bytes.
 enum Direction {
-    /// Client to server. Once `replied`, bytes go to `held` while the proxy
-    /// holds requests.
+    /// Client to server. Once the handshake's replies came back, bytes go
+    /// to `held` while the proxy holds requests.
     Upward {
-        replied: Arc<AtomicBool>,
+        replies: Arc<AtomicUsize>,
         held: Arc<Mutex<Vec<u8>>>,
     },
-    /// Server to client; sets `replied` once it passed bytes on.
-    Downward { replied: Arc<AtomicBool> },
+    /// Server to client; counts in `replies` the reads it passed on.
+    Downward { replies: Arc<AtomicUsize> },
 }
+
+/// The server's replies that make a connection's handshake: the connect
+/// response, and the answer to the ping the client sends only once it has
+/// that response (its connect completes with the ping's answer, to learn
+/// early of an authentication the server refuses).
+const HANDSHAKE_REPLIES: usize = 2;
 
 fn copy_then_close(mut from: TcpStream, mut to: TcpStream, shared: &Shared, direction: &Direction) {
     let mut buffer = [0u8; 16 * 1024];
@@ -205,9 +218,10 @@ fn copy_then_close(mut from: TcpStream, mut to: TcpStream, shared: &Shared, dire
             continue;
         }
         let written = match direction {
-            Direction::Upward { replied, held } => {
+            Direction::Upward { replies, held } => {
                 let mut held = held.lock().expect("proxy lock");
-                if replied.load(Ordering::SeqCst) && shared.holding.load(Ordering::SeqCst) {
+                let handshake_passed = replies.load(Ordering::SeqCst) >= HANDSHAKE_REPLIES;
+                if handshake_passed && shared.holding.load(Ordering::SeqCst) {
                     held.extend_from_slice(&buffer[..read]);
                     Ok(())
                 } else {
@@ -216,12 +230,12 @@ fn copy_then_close(mut from: TcpStream, mut to: TcpStream, shared: &Shared, dire
                         .map(|()| held.clear())
                 }
             }
-            Direction::Downward { replied } => {
+            Direction::Downward { replies } => {
                 if shared.deaf.load(Ordering::SeqCst) {
                     continue;
                 }
                 let written = to.write_all(&buffer[..read]);
-                replied.store(true, Ordering::SeqCst);
+                replies.fetch_add(1, Ordering::SeqCst);
                 written
             }
         };
