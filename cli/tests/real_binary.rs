@@ -877,7 +877,14 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
         connect: proxy.address(),
         root: target.root.clone(),
     };
-    let mut submitting = through_proxy.spawn("submit", &["submit", PI_20K], &scratch);
+    // A client that hears nothing gives up on its connection after 2/5 of
+    // its session timeout, and what the proxy held for it is lost: a long
+    // timeout keeps the connection while the test holds its create.
+    let mut submitting = through_proxy.spawn(
+        "submit",
+        &["submit", "--session-timeout-ms", "60000", PI_20K],
+        &scratch,
+    );
     // The create carries the payload: more than a ping or anything else
     // the client could send first.
     eventually("the create is sent and held", || {
@@ -922,6 +929,26 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
         target.status()["pending_tasks"],
         2,
         "the task laid out first and the interrupted one, once"
+    );
+
+    // Interrupted while it waits (no master runs): it says how to wait
+    // again, and exits with 1.
+    let mut waiting = target.spawn("submit-wait", &["submit", "--wait", PI_20K], &scratch);
+    let task = eventually("the task id is printed", || {
+        let log = waiting.log();
+        log.lines()
+            .find(|line| line.starts_with("task-"))
+            .map(str::to_owned)
+    });
+    waiting.signal("INT");
+    let status = waiting.wait_exit();
+    let log = waiting.log();
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(
+        log.contains(&format!(
+            "interrupted while waiting for {task}: `zkdist wait {task}` waits again"
+        )),
+        "{log}"
     );
     target.delete_root();
 }

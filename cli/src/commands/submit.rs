@@ -6,7 +6,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use zkdist_coord::zk::ZkSession;
 use zkdist_coord::{
-    Client, ClientError, Coordinator, SessionState, TaskId, TaskPayload, TaskToken, validate_data,
+    Client, ClientError, Coordinator, SessionState, TaskId, TaskPayload, TaskResult, TaskToken,
+    validate_data,
 };
 use zkdist_worker::SESSION_RETRY_DELAY_MS;
 
@@ -62,20 +63,28 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
     outln!("{task}")?;
     let outcome = if args.wait {
         let waited = stop
-            .unless_requested(wait_and_print(
-                &args.connect,
-                &mut client,
-                &task,
-                args.cleanup,
-            ))
+            .unless_requested(wait_for_result(&args.connect, &mut client, &task))
             .await;
-        match waited {
-            Some(outcome) => outcome?,
-            None => {
-                client.session().close().await.ok();
-                bail!("interrupted while waiting for {task}: `zkdist wait {task}` waits again");
-            }
+        let Some(result) = waited else {
+            let stopped =
+                format!("interrupted while waiting for {task}: `zkdist wait {task}` waits again");
+            return Err(close_after_interruption(&client, stopped).await);
+        };
+        let outcome = print_result(&task, &result?)?;
+        if args.cleanup {
+            let cleaned = stop
+                .unless_requested(clean_up(&args.connect, &mut client, &task))
+                .await;
+            let Some(cleaned) = cleaned else {
+                let stopped = format!(
+                    "interrupted while cleaning {task} up, after its result was printed: \
+                     the task may or may not have been deleted"
+                );
+                return Err(close_after_interruption(&client, stopped).await);
+            };
+            cleaned?;
         }
+        outcome
     } else {
         Outcome::Done
     };
@@ -95,59 +104,58 @@ struct Attempt {
 
 /// Queues `payload` once: a create whose session ended unanswered is
 /// looked up on a new session, once the old one is surely over, and sent
-/// again only if no task carries its token. Keeps `attempt` up to date
-/// for an interruption; may replace `client`'s session.
+/// again (on the new session, and so on) only if no task carries its
+/// token. Keeps `attempt` up to date for an interruption; may replace
+/// `client`'s session.
 async fn queue_once(
     connect_args: &ConnectArgs,
     client: &mut Client<ZkSession>,
     payload: &[u8],
     attempt: &mut Attempt,
 ) -> anyhow::Result<TaskId> {
-    let (token, cause) = match client.submit(payload).await {
-        Ok(task) => return Ok(task),
-        Err(ClientError::SubmitInDoubt { token, cause }) if is_session_end(&cause) => {
-            (token, cause)
+    loop {
+        *attempt = Attempt {
+            token: client.next_submission_token(),
+            session_may_apply: true,
+        };
+        let (token, cause) = match client.submit(payload).await {
+            Ok(task) => return Ok(task),
+            Err(ClientError::SubmitInDoubt { token, cause }) if is_session_end(&cause) => {
+                (token, cause)
+            }
+            Err(error) => return Err(error).context("cannot submit the task"),
+        };
+        debug_assert_eq!(token, attempt.token, "the token named before the create");
+        attempt.session_may_apply = false;
+        let ended_session = client.session().session_id();
+        let in_doubt = || {
+            format!(
+                "the session ended while submitting; cannot find out whether a task \
+                 task-{token}-NNNNNNNNNN was created (`zkdist find {token}` tells, once \
+                 session {ended_session} has ended, before you submit it again)"
+            )
+        };
+        // Said before anything else can go wrong: an interruption or a
+        // failure from here on leaves the user the token to look up.
+        tracing::warn!("submission {token} is in doubt ({cause}); looking it up on a new session");
+        settle_ended_session(client.session(), connect_args)
+            .await
+            .with_context(in_doubt)?;
+        let (zk, events) = connect::session(connect_args)
+            .await
+            .with_context(in_doubt)?;
+        let new_client = Client::new(zk, events, client.layout().clone());
+        let found = new_client
+            .find_submission(token)
+            .await
+            .with_context(in_doubt)?;
+        *client = new_client;
+        if let Some(task) = found {
+            return Ok(task);
         }
-        Err(error) => return Err(error).context("cannot submit the task"),
-    };
-    debug_assert_eq!(token, attempt.token, "the token named before the create");
-    attempt.session_may_apply = false;
-    let ended_session = client.session().session_id();
-    let in_doubt = || {
-        format!(
-            "the session ended while submitting; cannot find out whether a task \
-             task-{token}-NNNNNNNNNN was created (`zkdist find {token}` tells, once \
-             session {ended_session} has ended, before you submit it again)"
-        )
-    };
-    // Said before anything else can go wrong: an interruption or a
-    // failure from here on leaves the user the token to look up.
-    tracing::warn!("submission {token} is in doubt ({cause}); looking it up on a new session");
-    settle_ended_session(client.session(), connect_args)
-        .await
-        .with_context(in_doubt)?;
-    let (zk, events) = connect::session(connect_args)
-        .await
-        .with_context(in_doubt)?;
-    let new_client = Client::new(zk, events, client.layout().clone());
-    let found = new_client
-        .find_submission(token)
-        .await
-        .with_context(in_doubt)?;
-    *client = new_client;
-    if let Some(task) = found {
-        return Ok(task);
+        // The old session can apply nothing any more: sending again on
+        // the new one cannot queue the payload twice.
     }
-    // The old session can apply nothing any more: sending again cannot
-    // queue the payload twice.
-    *attempt = Attempt {
-        token: client.next_submission_token(),
-        session_may_apply: true,
-    };
-    client
-        .submit(payload)
-        .await
-        .context("cannot submit the task")
 }
 
 /// Makes sure the server ended `ended`, a session its client reported
@@ -173,8 +181,10 @@ pub(super) async fn settle_ended_session(
 }
 
 /// The error an interrupted plain submit ends with: the submission's
-/// token, to look it up by, once the session that may apply its create
-/// has been closed (on the way here), or has timed out.
+/// token, to look it up by once the session that may apply its create has
+/// ended. On the way here that session is closed (or, if its client gave
+/// up on it, closed from a second client), so that `zkdist find` tells at
+/// once; when neither works, the user is told to wait out its timeout.
 async fn interrupted_submission(
     connect_args: &ConnectArgs,
     client: &Client<ZkSession>,
@@ -188,8 +198,14 @@ async fn interrupted_submission(
          closing its session"
     );
     let session = client.session();
-    let closed = attempt.session_may_apply && session.close().await.is_ok();
-    let when = if closed {
+    // A close reports success also when the client gave up on the
+    // session on its own clock, which the server may not have done: only
+    // `Closed` says the server confirmed it.
+    let closed = attempt.session_may_apply
+        && session.close().await.is_ok()
+        && session.state() == SessionState::Closed;
+    let settled = closed || settle_ended_session(session, connect_args).await.is_ok();
+    let when = if settled {
         String::new()
     } else {
         format!(
@@ -202,6 +218,15 @@ async fn interrupted_submission(
         "interrupted: submission {token} may or may not have been queued as \
          task-{token}-NNNNNNNNNN: `zkdist find {token}` tells{when}, before you submit it again"
     )
+}
+
+/// Closes `client`'s session after an interruption, saying so first (the
+/// close waits for the ensemble, and a second signal exits at once), and
+/// returns the error the command ends with.
+async fn close_after_interruption(client: &Client<ZkSession>, stopped: String) -> anyhow::Error {
+    eprintln!("zkdist: interrupted; closing the session");
+    client.session().close().await.ok();
+    anyhow::anyhow!(stopped)
 }
 
 /// Prints, for each token in the order given, the task its submission
@@ -242,47 +267,65 @@ pub async fn wait(args: &WaitArgs) -> anyhow::Result<Outcome> {
 }
 
 /// Waits for `task`'s result, prints it, and cleans the task up if asked.
-/// Reading a result and cleaning up are safe to repeat, so a session that
-/// ends meanwhile (an outage longer than the session timeout, while a long
-/// task runs) does not end the command: it goes on on a new session,
-/// which replaces `client`'s. Only a new session that cannot be opened
-/// ends it.
 async fn wait_and_print(
     connect_args: &ConnectArgs,
     client: &mut Client<ZkSession>,
     task: &TaskId,
     cleanup: bool,
 ) -> anyhow::Result<Outcome> {
-    let result = loop {
+    let result = wait_for_result(connect_args, client, task).await?;
+    let outcome = print_result(task, &result)?;
+    if cleanup {
+        clean_up(connect_args, client, task).await?;
+    }
+    Ok(outcome)
+}
+
+/// Waits for `task`'s result. Reading a result is safe to repeat, so a
+/// session that ends meanwhile (an outage longer than the session timeout,
+/// while a long task runs) does not end the wait: it goes on on a new
+/// session, which replaces `client`'s. Only a new session that cannot be
+/// opened ends it.
+async fn wait_for_result(
+    connect_args: &ConnectArgs,
+    client: &mut Client<ZkSession>,
+    task: &TaskId,
+) -> anyhow::Result<TaskResult> {
+    loop {
         match client.wait(task).await {
-            Ok(result) => break result,
+            Ok(result) => return Ok(result),
             Err(error) if a_new_session_may_go_on(&error) => {
                 renew_session(connect_args, client, &format!("wait for {task}"), &error).await?;
             }
             Err(error) => return Err(error).with_context(|| format!("cannot wait for {task}")),
         }
-    };
-    let outcome = print_result(task, &result)?;
-    if cleanup {
-        let mut renewed = false;
-        loop {
-            match client.cleanup(task).await {
-                Ok(()) => break,
-                // The ended session's cleanup was applied after all (or
-                // somebody else cleaned up): the task is gone either way.
-                Err(ClientError::NoSuchTask { .. }) if renewed => break,
-                Err(error) if a_new_session_may_go_on(&error) => {
-                    let doing = format!("clean up {task}");
-                    renew_session(connect_args, client, &doing, &error).await?;
-                    renewed = true;
-                }
-                Err(error) => {
-                    return Err(error).with_context(|| format!("cannot clean up {task}"));
-                }
+    }
+}
+
+/// Deletes `task` and its result, going on on a new session as
+/// [`wait_for_result`] does: a cleanup is safe to repeat.
+async fn clean_up(
+    connect_args: &ConnectArgs,
+    client: &mut Client<ZkSession>,
+    task: &TaskId,
+) -> anyhow::Result<()> {
+    let mut renewed = false;
+    loop {
+        match client.cleanup(task).await {
+            Ok(()) => return Ok(()),
+            // The ended session's cleanup was applied after all (or
+            // somebody else cleaned up): the task is gone either way.
+            Err(ClientError::NoSuchTask { .. }) if renewed => return Ok(()),
+            Err(error) if a_new_session_may_go_on(&error) => {
+                let doing = format!("clean up {task}");
+                renew_session(connect_args, client, &doing, &error).await?;
+                renewed = true;
+            }
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot clean up {task}"));
             }
         }
     }
-    Ok(outcome)
 }
 
 /// Whether `error` says that the client's session ended in a way a new

@@ -374,7 +374,8 @@ fn report(lines: &[Line<'_>], queued: &[Queued]) -> anyhow::Result<Outcome> {
     if in_doubt > 0 {
         parts.push(format!(
             "{in_doubt} of {total} may or may not have been queued (printed as ?: look each \
-             up with `zkdist find TOKEN` before submitting it again)"
+             up with `zkdist find TOKEN` before submitting it again, once the session that \
+             sent it has ended: this process's sessions end at their timeout at the latest)"
         ));
     }
     let mut message = parts.join("; ");

@@ -101,7 +101,9 @@ impl Proxy {
 
     /// Keeps back, until [`Proxy::release`], what clients send on
     /// connections whose handshake has passed: the server sees none of
-    /// their requests, and the connections stay open.
+    /// their requests, and the connections stay open. What a connection
+    /// held is lost if it closes first (a client that hears nothing gives
+    /// up on its connection after some 2/5 of its session timeout).
     pub fn hold_requests(&self) {
         self.shared.holding.store(true, Ordering::SeqCst);
     }
@@ -204,7 +206,10 @@ enum Direction {
 /// The server's replies that make a connection's handshake: the connect
 /// response, and the answer to the ping the client sends only once it has
 /// that response (its connect completes with the ping's answer, to learn
-/// early of an authentication the server refuses).
+/// early of an authentication the server refuses). Counted in reads, which
+/// holds for a new session without credentials; a handshake that also
+/// carries credentials or re-registers watches has more replies, which
+/// may come in more reads than these, and would be held.
 const HANDSHAKE_REPLIES: usize = 2;
 
 fn copy_then_close(mut from: TcpStream, mut to: TcpStream, shared: &Shared, direction: &Direction) {
@@ -234,9 +239,10 @@ fn copy_then_close(mut from: TcpStream, mut to: TcpStream, shared: &Shared, dire
                 if shared.deaf.load(Ordering::SeqCst) {
                     continue;
                 }
-                let written = to.write_all(&buffer[..read]);
+                // Counted before it is passed on: the client may answer
+                // the handshake's last reply with a request at once.
                 replies.fetch_add(1, Ordering::SeqCst);
-                written
+                to.write_all(&buffer[..read])
             }
         };
         if written.is_err() {
