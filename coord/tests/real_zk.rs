@@ -14,6 +14,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::proxy::ProxiedEnsemble;
 use libtest_mimic::{Arguments, Trial};
 use zkdist_coord::zk::testing::KazooOp;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
@@ -730,8 +731,20 @@ async fn a_session_cut_off_past_its_timeout_expires_and_a_new_one_works(env: Env
     fresh.close().await.unwrap();
 }
 
-async fn a_session_closed_by_a_second_client_sees_expired(env: Env) {
-    let root = fresh_root(&env, "second-client-expiry").await;
+/// A session whose link goes through proxies, connected, and the
+/// ephemeral node it owns under a fresh root: what shows whether the
+/// server still holds the session.
+struct ProxiedOwner {
+    root: String,
+    direct: ZkConfig,
+    session: ZkSession,
+    events: EventStream,
+    link: ProxiedEnsemble,
+    ephemeral: String,
+}
+
+async fn proxied_owner_of_an_ephemeral(env: &Env, name: &str) -> ProxiedOwner {
+    let root = fresh_root(env, name).await;
     let direct = common::config(&env.connect);
     let (session, mut events, link) = common::connect_proxied(&direct).await.expect("connect");
     assert_eq!(
@@ -743,6 +756,25 @@ async fn a_session_closed_by_a_second_client_sees_expired(env: Env) {
         .create(&ephemeral, b"", CreateMode::Ephemeral)
         .await
         .unwrap();
+    ProxiedOwner {
+        root,
+        direct,
+        session,
+        events,
+        link,
+        ephemeral,
+    }
+}
+
+async fn a_session_closed_by_a_second_client_sees_expired(env: Env) {
+    let ProxiedOwner {
+        direct,
+        session,
+        mut events,
+        link,
+        ephemeral,
+        ..
+    } = proxied_owner_of_an_ephemeral(&env, "second-client-expiry").await;
     common::expire_through_link(&session, &link, &direct).await;
     assert_eq!(
         next_event(&mut events).await,
@@ -776,19 +808,14 @@ async fn a_session_closed_by_a_second_client_sees_expired(env: Env) {
 /// test shows the session outliving its client's verdict, and the close
 /// ending it.
 async fn a_session_its_client_gave_up_on_lives_on_until_closed_from_a_second_client(env: Env) {
-    let root = fresh_root(&env, "client-declared-expiry").await;
-    let direct = common::config(&env.connect);
-    let (session, mut events, link) = common::connect_proxied(&direct).await.expect("connect");
-    assert_eq!(
-        next_event(&mut events).await,
-        Event::Session(SessionState::Connected)
-    );
-    let ephemeral = format!("{root}/ephemeral");
-    session
-        .create(&ephemeral, b"", CreateMode::Ephemeral)
-        .await
-        .unwrap();
-
+    let ProxiedOwner {
+        root,
+        direct,
+        session,
+        link,
+        ephemeral,
+        ..
+    } = proxied_owner_of_an_ephemeral(&env, "client-declared-expiry").await;
     link.deafen();
     session
         .wait_until_expired(Duration::from_millis(3 * common::SESSION_TIMEOUT_MS))
