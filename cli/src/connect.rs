@@ -45,7 +45,8 @@ pub fn explain_no_auth(error: anyhow::Error, args: &ConnectArgs) -> anyhow::Erro
     let hint = match args.auth.as_deref().and_then(|auth| auth.split_once(':')) {
         None => format!(
             "not allowed to change {path} without the credentials that own {} \
-             (pass them with --auth USER:PASSWORD; reading, as status does, needs none)",
+             (pass them with --auth USER:PASSWORD; reading, as status does, needs none, \
+             except what another client made readable to its own credentials alone)",
             args.root
         ),
         Some((user, _)) => format!(

@@ -799,6 +799,26 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
     }
     assert_eq!(target.status()["refused_tasks"], batch.len() + 1);
 
+    // A task only its owner may read, made by another client. The
+    // master's persistent watch does not hear of it (the server sends a
+    // watch event only to sessions that may read the node), so the new
+    // master below finds it in its listing.
+    let created = testing::run_kazoo(
+        &target.connect,
+        Some(OWNER_AUTH),
+        &[KazooOp::CreateOwnedSequential(layout.task_prefix())],
+    );
+    assert_eq!(created[0].outcome, "ok", "{created:?}");
+    let unreadable_path = created[0].value.as_str().expect("the path created");
+    let unreadable_task = unreadable_path.rsplit('/').next().unwrap().to_owned();
+    let unreadable_lines = |roles: &[Role]| -> usize {
+        let line = format!("{unreadable_task}'s payload cannot be read: not authorised for");
+        roles
+            .iter()
+            .map(|role| role.log().matches(line.as_str()).count())
+            .sum()
+    };
+
     // A new master finds the refused tasks marked and queues none of them
     // again (before the marks, it tried each once more).
     let [master, worker_1, worker_2] = roles;
@@ -820,6 +840,39 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
             "{task} is not tried again under a new master"
         );
     }
+    // The worker given the unreadable task marks it refused and goes on
+    // (before, it stopped, and so did each worker the task went to next).
+    eventually("a worker reports that it cannot read the task", || {
+        (unreadable_lines(&roles) > 0).then_some(())
+    });
+    eventually(
+        "the unreadable task's assignment is released",
+        no_assignments,
+    );
+    let finished = target.run(&["submit", "--wait", PI_20K]);
+    finished.expect_code(0);
+    for role in roles.iter_mut() {
+        assert!(role.is_running(), "{} died:\n{}", role.name, role.log());
+    }
+    assert_eq!(
+        unreadable_lines(&roles),
+        1,
+        "{unreadable_task} is tried once, by one worker"
+    );
+    // Its waiters need its owner's credentials to see it, and are then
+    // told why it will have no result.
+    target
+        .run(&["wait", &unreadable_task])
+        .expect_code(1)
+        .expect_stderr(&[&format!("not authorised for {unreadable_path}")]);
+    target
+        .run(&["wait", "--auth", OWNER_AUTH, &unreadable_task])
+        .expect_code(1)
+        .expect_stderr(&[
+            &format!("{unreadable_task} will have no result"),
+            "payload cannot be read: not authorised",
+        ]);
+    assert_eq!(target.status()["refused_tasks"], batch.len() + 2);
 
     terminate_all(&mut roles);
     target.delete_root();

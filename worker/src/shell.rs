@@ -91,6 +91,17 @@ impl WorkerError {
     }
 }
 
+/// What reading a task's node came to.
+enum TaskRead {
+    Payload(Vec<u8>),
+    /// The node is gone: its client deleted it.
+    Missing,
+    /// The server refuses it to this worker for a reason that is the
+    /// task's, not the session's (its ACL lets only its owner read it):
+    /// every worker would meet the same.
+    Refused(ZkError),
+}
+
 /// A worker on one session. Build it with [`Worker::new`], optionally attach
 /// an observer, then [`Worker::run_until`].
 pub struct Worker<C: Coordinator, H: TaskHandler> {
@@ -356,10 +367,14 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         let payload = match payload {
             Some(inline) => Cow::Borrowed(inline),
             None => match self.read_task(&task).await? {
-                Some(read) => Cow::Owned(read),
-                None => {
+                TaskRead::Payload(read) => Cow::Owned(read),
+                TaskRead::Missing => {
                     self.note(state.on_task_missing());
                     return self.release(state, assignment).await;
+                }
+                TaskRead::Refused(error) => {
+                    let why = format!("{task}'s payload cannot be read: {error}");
+                    return self.refuse(state, &task, assignment, why, error).await;
                 }
             },
         };
@@ -368,15 +383,40 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         self.complete(state, &task, assignment, result).await
     }
 
-    /// The payload of `task`, or `None` if its node is gone (its client
-    /// deleted it).
-    async fn read_task(&self, task: &TaskId) -> Result<Option<Vec<u8>>, WorkerError> {
+    /// The payload of `task`, what keeps it from being read, or an error
+    /// of the session's.
+    async fn read_task(&self, task: &TaskId) -> Result<TaskRead, WorkerError> {
         let task_path = self.layout.task(task);
         match until_known(|| self.zk.get_data(&task_path, Watch::No)).await {
-            Ok((payload, _)) => Ok(Some(payload)),
-            Err(ZkError::NoNode { .. }) => Ok(None),
-            Err(error) => Err(WorkerError::request(format!("reading {task_path}"), error)),
+            Ok((payload, _)) => Ok(TaskRead::Payload(payload)),
+            Err(ZkError::NoNode { .. }) => Ok(TaskRead::Missing),
+            Err(error) if error.is_transient() => {
+                Err(WorkerError::request(format!("reading {task_path}"), error))
+            }
+            Err(error) => Ok(TaskRead::Refused(error)),
         }
+    }
+
+    /// Leaves `task` without a result, for its client or an operator to
+    /// deal with, and releases its assignment with a mark that keeps every
+    /// master from trying it again and tells its waiters `why`.
+    async fn refuse(
+        &self,
+        state: &mut WorkerState,
+        task: &TaskId,
+        assignment: &str,
+        why: String,
+        error: ZkError,
+    ) -> Result<(), WorkerError> {
+        tracing::error!(
+            target: "zkdist::worker",
+            "{why}; the task is left without a result and marked refused (run every role and \
+             client with the same credentials, then delete {}: the next master tries it again)",
+            self.layout.refused(task)
+        );
+        self.note(state.result_written(ResultWrite::Refused { error }));
+        self.release_marked_refused(state, task, assignment, &TaskResult::failure(why))
+            .await
     }
 
     /// Writes `result` and deletes the assignment, atomically, and only if
@@ -422,23 +462,8 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     return self.release(state, assignment).await;
                 }
                 CompletionReply::ResultRefused(error) => {
-                    // The task stays, without a result, for its client or
-                    // an operator to deal with; the mark released with it
-                    // keeps every master from trying it again and tells
-                    // its waiters why.
                     let why = format!("{task}'s result cannot be written: {error}");
-                    tracing::error!(
-                        target: "zkdist::worker",
-                        "{why}; the task is left without a result and marked refused (run \
-                         every role and client with the same credentials, then delete {}: the \
-                         next master tries it again)",
-                        self.layout.refused(task)
-                    );
-                    let why = TaskResult::failure(why);
-                    self.note(state.result_written(ResultWrite::Refused { error }));
-                    return self
-                        .release_marked_refused(state, task, assignment, &why)
-                        .await;
+                    return self.refuse(state, task, assignment, why, error).await;
                 }
                 CompletionReply::AssignmentRevoked => {
                     self.note(state.on_assignment_revoked());

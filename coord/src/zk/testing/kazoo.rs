@@ -21,6 +21,10 @@ pub enum KazooOp {
     Create(String),
     /// `create` of a persistent sequential node.
     CreateSequential(String),
+    /// `create` of a persistent sequential node that only the session's
+    /// digest identity may read or change (it needs `auth`); the answer's
+    /// value is the path created.
+    CreateOwnedSequential(String),
     /// `create` of an ephemeral node.
     CreateEphemeral(String),
     /// `set` of some data, any version.
@@ -37,6 +41,7 @@ impl KazooOp {
             KazooOp::Acl(path) => ("acl", path),
             KazooOp::Create(path) => ("create", path),
             KazooOp::CreateSequential(path) => ("create_sequential", path),
+            KazooOp::CreateOwnedSequential(path) => ("create_owned_sequential", path),
             KazooOp::CreateEphemeral(path) => ("create_ephemeral", path),
             KazooOp::Set(path) => ("set", path),
             KazooOp::Delete(path) => ("delete", path),
@@ -91,7 +96,7 @@ const SCRIPT: &str = r#"
 import json
 import sys
 from kazoo.client import KazooClient
-from kazoo.security import make_digest_acl_credential
+from kazoo.security import make_digest_acl, make_digest_acl_credential
 
 hosts, auth, ops = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 if ops == "digest":
@@ -114,6 +119,10 @@ for op, path in ops:
             zk.create(path, b"written by kazoo")
         elif op == "create_sequential":
             zk.create(path, b"written by kazoo", sequence=True)
+        elif op == "create_owned_sequential":
+            user, password = auth.split(":", 1)
+            owner_only = [make_digest_acl(user, password, all=True)]
+            value = zk.create(path, b"written by kazoo", acl=owner_only, sequence=True)
         elif op == "create_ephemeral":
             zk.create(path, b"written by kazoo", ephemeral=True)
         elif op == "set":
