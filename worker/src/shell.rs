@@ -645,14 +645,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     unmarked(&format_args!("{} is missing", self.layout.refused_dir()));
                     return self.release(state, assignment).await;
                 }
+                // Any refusal of the mark's create that is not the
+                // session's.
                 CompletionReply::ResultRefused(error) => {
-                    unmarked(&error);
-                    return self.release(state, assignment).await;
-                }
-                // Any other refusal of the mark's create (the multi's op 0).
-                CompletionReply::Failed(error)
-                    if matches!(&reply, Err(ZkError::Multi { index: 0, .. })) =>
-                {
                     unmarked(&error);
                     return self.release(state, assignment).await;
                 }
