@@ -191,7 +191,8 @@ pub struct WaitArgs {
 pub struct FindArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// The tokens: 16 hex digits each, alone or as `task-<token>-`.
+    /// The tokens: 16 hex digits each, alone, as `task-<token>-`, or in a
+    /// task id as submit printed it.
     #[arg(required = true)]
     pub tokens: Vec<String>,
 }

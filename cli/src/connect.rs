@@ -8,9 +8,24 @@ use zkdist_worker::WorkerError;
 
 use crate::args::ConnectArgs;
 
-/// The layout under `--root`, or a clear error naming the root.
+/// The layout under `--root`, or a clear error naming the root. The
+/// server sees the root under the connect string's chroot, if any, so a
+/// chroot in ZooKeeper's own `/zookeeper` tree is refused as such a root
+/// is.
 pub fn layout(args: &ConnectArgs) -> anyhow::Result<Layout> {
-    Layout::new(&args.root).with_context(|| format!("invalid --root {:?}", args.root))
+    let layout =
+        Layout::new(&args.root).with_context(|| format!("invalid --root {:?}", args.root))?;
+    if let Some(slash) = args.zk.find('/') {
+        let chroot = &args.zk[slash..];
+        if chroot == "/zookeeper" || chroot.starts_with("/zookeeper/") {
+            bail!(
+                "invalid --zk {:?}: its chroot {chroot} is in `/zookeeper`, which is reserved \
+                 by ZooKeeper (zkdist's nodes would land there)",
+                args.zk
+            );
+        }
+    }
+    Ok(layout)
 }
 
 pub fn config(args: &ConnectArgs) -> anyhow::Result<ZkConfig> {
@@ -141,6 +156,20 @@ mod tests {
             !shown.contains("pw"),
             "the password is never shown: {shown}"
         );
+    }
+
+    #[test]
+    fn a_chroot_in_zookeepers_own_tree_is_refused() {
+        let mut connect = args(None);
+        for zk in ["h:2181/zookeeper", "h:2181/zookeeper/quota"] {
+            connect.zk = zk.into();
+            let shown = format!("{:#}", layout(&connect).unwrap_err());
+            assert!(shown.contains("reserved by ZooKeeper"), "{shown}");
+        }
+        for zk in ["h:2181", "h:2181/zookeeperish", "h:2181/apps/zookeeper"] {
+            connect.zk = zk.into();
+            assert!(layout(&connect).is_ok(), "{zk}");
+        }
     }
 
     #[test]

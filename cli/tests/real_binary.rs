@@ -1280,6 +1280,20 @@ fn submit_lines_queues_every_line_in_order_or_refuses_them_all(connect: String) 
         .run(&["find", "12345"])
         .expect_code(1)
         .expect_stderr(&["invalid token", "16 lowercase hex digits"]);
+    // A task's whole id names its token too.
+    let by_id = target.run(&["find", last.as_str()]);
+    by_id.expect_code(0);
+    assert_eq!(by_id.stdout_lines(), [format!("{} {last}", token(last))]);
+    // Under a root with no tasks at all (a mistyped --root), a `none`
+    // would wrongly say the submission may be sent again.
+    let elsewhere = Target {
+        connect: target.connect.clone(),
+        root: format!("{}-mistyped", target.root),
+    };
+    elsewhere
+        .run(&["find", unknown])
+        .expect_code(1)
+        .expect_stderr(&[&format!("no zkdist layout at {}", elsewhere.root)]);
     for (task, payload) in printed.iter().zip(&payloads).step_by(37) {
         assert_eq!(
             String::from_utf8(target.data(&layout.task(task))).unwrap(),

@@ -26,6 +26,10 @@
 //!   [`create_request_bytes`]`(path, data) -> usize`,
 //!   [`set_data_request_bytes`]`(path, data) -> usize`: a request's size on
 //!   the wire;
+//! - [`check_frame_under_chroot`]`(request, chroot) -> ZkResult<()>`: a
+//!   create, set_data or multi whose frame, with `chroot` prefixed to each
+//!   path, is over [`MAX_FRAME_BYTES`] is `RequestTooLarge` (the real
+//!   backend's check; the simulator has no chroot);
 //! - [`children_reply_bytes`]`(names) -> usize`: the size of a
 //!   `getChildren2` reply on the wire;
 //! - [`check_children_reply`]`(path, names, limit_bytes) -> ZkResult<()>`: a
@@ -36,6 +40,7 @@
 use crate::error::{ZkError, ZkResult};
 use crate::op::Op;
 use crate::path::{validate_path, validate_sequential_prefix};
+use crate::request::Request;
 use crate::types::CreateMode;
 
 /// The largest payload zkdist sends in one node: ZooKeeper's default
@@ -82,7 +87,8 @@ pub const MAX_REQUEST_BYTES: usize = 1024 * 1024 - 1024;
 /// connection. A `create` or `set_data` on its own is held to this, not to
 /// [`MAX_REQUEST_BYTES`]: data of [`MAX_DATA_BYTES`] must fit beside any
 /// path zkdist makes, and does beside paths of up to 960 bytes. Paths are
-/// counted as given; a chroot, which the server sees prefixed, is not.
+/// counted as given; the real backend adds a chroot, which the server sees
+/// prefixed ([`check_frame_under_chroot`]).
 pub const MAX_FRAME_BYTES: usize = 1024 * 1024 - 1;
 
 /// Refuses data over [`MAX_DATA_BYTES`], naming the path and the limit.
@@ -175,6 +181,37 @@ fn check_request_bytes(
         });
     }
     Ok(())
+}
+
+/// Checks that a create, set_data or multi still fits in a frame once
+/// the server sees each of its paths under `chroot` (a connect string's
+/// `/chroot`, which the client prefixes to every path): the checks above
+/// count paths as given, and data near [`MAX_DATA_BYTES`] under a long
+/// chroot would pass them while the server drops the connection, again
+/// on every reconnection the request is sent on. Other requests carry no
+/// data and always fit.
+pub fn check_frame_under_chroot(request: &Request, chroot: &str) -> ZkResult<()> {
+    let chroot_bytes = chroot.len();
+    let (size_bytes, what) = match request {
+        Request::Create { path, data, .. } => (
+            create_request_bytes(path, data) + chroot_bytes,
+            format!("create of {path}"),
+        ),
+        Request::SetData { path, data, .. } => (
+            set_data_request_bytes(path, data) + chroot_bytes,
+            format!("set_data of {path}"),
+        ),
+        Request::Multi { ops } => (
+            multi_request_bytes(ops) + chroot_bytes * ops.len(),
+            format!("multi of {} ops", ops.len()),
+        ),
+        _ => return Ok(()),
+    };
+    check_request_bytes(
+        || format!("{what} under chroot {chroot}"),
+        size_bytes,
+        MAX_FRAME_BYTES,
+    )
 }
 
 /// Checks a read or a `sync`: the path only.
@@ -392,6 +429,48 @@ mod tests {
         );
         // Each op alone is fine.
         assert_eq!(check_multi(&ops[..1]), Ok(()));
+    }
+
+    #[test]
+    fn a_chroot_counts_once_per_path_of_a_request() {
+        // The largest data, beside a path 10 bytes short of the frame.
+        let data = vec![0u8; MAX_DATA_BYTES];
+        let base_bytes = create_request_bytes("/", &data);
+        let path = format!("/{}", "p".repeat(MAX_FRAME_BYTES - 10 - base_bytes));
+        let create = Request::Create {
+            path: path.clone(),
+            data,
+            mode: CreateMode::Persistent,
+        };
+        assert_eq!(create.check(), Ok(()), "fits as given");
+        let chroot = "/c".repeat(5);
+        assert_eq!(check_frame_under_chroot(&create, &chroot), Ok(()));
+        let longer = format!("{chroot}/");
+        assert_eq!(
+            check_frame_under_chroot(&create, &longer),
+            Err(ZkError::RequestTooLarge {
+                request: format!("create of {path} under chroot {longer}"),
+                size_bytes: MAX_FRAME_BYTES + 1,
+                limit_bytes: MAX_FRAME_BYTES,
+            })
+        );
+        // A multi's ops each carry the chroot.
+        let ops = vec![set_data("/a", 100), set_data("/b", 100)];
+        let room = MAX_FRAME_BYTES - multi_request_bytes(&ops);
+        let multi = Request::Multi { ops };
+        let fitting = "x".repeat(room / 2);
+        assert_eq!(check_frame_under_chroot(&multi, &fitting), Ok(()));
+        let over = "x".repeat(room / 2 + 1);
+        assert!(matches!(
+            check_frame_under_chroot(&multi, &over),
+            Err(ZkError::RequestTooLarge { .. })
+        ));
+        // Reads carry no data: nothing to hold back.
+        let read = Request::Sync { path };
+        assert_eq!(
+            check_frame_under_chroot(&read, &"x".repeat(MAX_FRAME_BYTES)),
+            Ok(())
+        );
     }
 
     #[test]

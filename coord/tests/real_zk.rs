@@ -20,7 +20,8 @@ use zkdist_coord::zk::testing::KazooOp;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{
     AddWatchMode, Client, ClientError, Coordinator, CreateMode, Event, EventStream, Layout,
-    MAX_REPLY_BYTES, Op, SessionState, TaskResult, Watch, WatchEvent, WatchKind, ZkError,
+    MAX_DATA_BYTES, MAX_REPLY_BYTES, Op, SessionState, TaskResult, Watch, WatchEvent, WatchKind,
+    ZkError,
 };
 
 /// How long a test waits for an event that must come.
@@ -72,6 +73,7 @@ tests![
     Server CurrentThread a_missing_chroot_is_named,
     Server MultiThread a_listing_over_the_default_reply_limit_is_read_once_the_limit_is_raised,
     Server CurrentThread a_chroot_that_exists_roots_every_path,
+    Server CurrentThread a_request_too_large_under_its_chroot_is_refused_before_it_is_sent,
     Server CurrentThread wrong_digest_credentials_read_but_cannot_write,
     Server CurrentThread a_layout_made_with_credentials_is_read_by_all_and_changed_by_its_owner_alone,
     Server CurrentThread a_session_cut_off_past_its_timeout_expires_and_a_new_one_works,
@@ -462,6 +464,39 @@ async fn a_chroot_that_exists_roots_every_path(env: Env) {
         .await
         .unwrap();
     assert_eq!(sequential, "/x/item-0000000000");
+    rooted.close().await.unwrap();
+    plain.close().await.unwrap();
+}
+
+/// Data that fits beside a path as given may not fit once the server sees
+/// the path under a long chroot: the server would drop the connection, on
+/// every reconnection the request was sent on. The session refuses it at
+/// once, naming the chroot, and what fits still goes through.
+async fn a_request_too_large_under_its_chroot_is_refused_before_it_is_sent(env: Env) {
+    let root = fresh_root(&env, "long-chroot").await;
+    let (plain, _plain_events) = connect(&common::config(&env.connect)).await;
+    let chroot = format!("{root}/{}", "c".repeat(1000));
+    plain
+        .create(&chroot, b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    let (rooted, _rooted_events) =
+        connect(&common::config(&format!("{}{chroot}", env.connect))).await;
+    let data = vec![b'x'; MAX_DATA_BYTES];
+    match rooted.create("/big", &data, CreateMode::Persistent).await {
+        Err(ZkError::RequestTooLarge { request, .. }) => {
+            assert!(request.contains(&chroot), "{request}");
+        }
+        other => panic!("expected RequestTooLarge, got {other:?}"),
+    }
+    let fits = vec![b'x'; MAX_DATA_BYTES - 2048];
+    assert_eq!(
+        rooted
+            .create("/big", &fits, CreateMode::Persistent)
+            .await
+            .unwrap(),
+        "/big"
+    );
     rooted.close().await.unwrap();
     plain.close().await.unwrap();
 }

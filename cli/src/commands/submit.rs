@@ -4,10 +4,11 @@ use std::io::{IsTerminal, Read};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use zkdist_coord::retry::until_known;
 use zkdist_coord::zk::ZkSession;
 use zkdist_coord::{
-    Client, ClientError, Coordinator, SessionState, TaskId, TaskPayload, TaskResult, TaskToken,
-    validate_data,
+    Client, ClientError, Coordinator, InvalidName, SessionState, TaskId, TaskPayload, TaskResult,
+    TaskToken, Watch, validate_data,
 };
 use zkdist_worker::SESSION_RETRY_DELAY_MS;
 
@@ -236,16 +237,31 @@ pub async fn find(args: &FindArgs) -> anyhow::Result<()> {
     let tokens: Vec<TaskToken> = args
         .tokens
         .iter()
-        .map(|text| TaskToken::parse(text))
+        .map(|text| token_of(text))
         .collect::<Result<_, _>>()
         .context("invalid token")?;
     let layout = connect::layout(&args.connect)?;
     let (zk, events) = connect::session(&args.connect).await?;
+    let tasks_dir = layout.tasks_dir();
+    let root = layout.root().to_owned();
     let client = Client::new(zk.clone(), events, layout);
     let found = client
         .find_submissions(&tokens.iter().copied().collect())
         .await
         .context("cannot look the submissions up")?;
+    // A `none` tells that a submission may be sent again: under a root
+    // with no tasks at all (a mistyped --root, most likely) it would tell
+    // nothing, so that is an error. The lookup synced first: this read
+    // sees what it saw.
+    if found.len() < tokens.len() {
+        let tasks = until_known(|| zk.exists(&tasks_dir, Watch::No))
+            .await
+            .context("cannot look the submissions up")?;
+        if tasks.is_none() {
+            zk.close().await.ok();
+            return Err(ClientError::NoLayout { root }).context("cannot look the submissions up");
+        }
+    }
     zk.close().await.ok();
     for token in &tokens {
         match found.get(token) {
@@ -254,6 +270,15 @@ pub async fn find(args: &FindArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The token `text` names: a token, the `task-<token>-` prefix, or a
+/// task's whole id, as `submit` printed it.
+fn token_of(text: &str) -> Result<TaskToken, InvalidName> {
+    match TaskId::parse(text).ok().and_then(|task| task.token()) {
+        Some(token) => Ok(token),
+        None => TaskToken::parse(text),
+    }
 }
 
 pub async fn wait(args: &WaitArgs) -> anyhow::Result<Outcome> {

@@ -15,6 +15,7 @@ use crate::error::{ZkError, ZkResult};
 use crate::event::{Event, EventStream, SessionState};
 use crate::request::{Reply, Request};
 use crate::types::SessionId;
+use crate::validate::check_frame_under_chroot;
 
 /// One session with a real ZooKeeper ensemble. Cloning shares the session;
 /// dropping the last clone closes it (as [`Coordinator::close`] does, but
@@ -35,6 +36,9 @@ struct Inner {
     /// [`ZkSession::expire_from_second_client`]).
     info: zkc::SessionInfo,
     config: ZkConfig,
+    /// The connect string's chroot, which the server sees before every
+    /// path: requests are held to the frame limit with it.
+    chroot: Option<String>,
     state: zkc::StateWatcher,
 }
 
@@ -83,6 +87,7 @@ impl ZkSession {
                 session_id,
                 info,
                 config: config.clone(),
+                chroot: target.chroot.clone(),
                 state,
             }),
         };
@@ -116,7 +121,11 @@ impl Coordinator for ZkSession {
     /// Hands the checked request to the session's actor now, so that
     /// requests keep the order of the calls, and waits for its reply later.
     fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {
-        let sent = request.check().and_then(|()| {
+        let checked = request.check().and_then(|()| match &self.inner.chroot {
+            Some(chroot) => check_frame_under_chroot(&request, chroot),
+            None => Ok(()),
+        });
+        let sent = checked.and_then(|()| {
             let (reply, receiver) = oneshot::channel();
             self.inner
                 .commands
