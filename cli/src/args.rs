@@ -77,14 +77,24 @@ pub struct ConnectArgs {
     /// The node under which zkdist keeps its state.
     #[arg(long, env = "ZKDIST_ROOT", default_value = zkdist_coord::DEFAULT_ROOT)]
     pub root: String,
-    /// How long the ensemble keeps this process's session without contact.
-    #[arg(long, default_value_t = 10_000)]
+    /// How long the ensemble keeps this process's session without contact
+    /// (the server holds it between its minSessionTimeout and
+    /// maxSessionTimeout).
+    #[arg(
+        long,
+        default_value_t = 10_000,
+        value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..=i32::MAX as u64),
+    )]
     pub session_timeout_ms: u64,
     /// How long to try to reach the ensemble before giving up.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(
+        long,
+        default_value_t = 10_000,
+        value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..),
+    )]
     pub connect_timeout_ms: u64,
-    /// Digest credentials, USER:PASSWORD.
-    #[arg(long, env = "ZKDIST_AUTH")]
+    /// Digest credentials, USER:PASSWORD, neither empty.
+    #[arg(long, env = "ZKDIST_AUTH", value_parser = parse_auth)]
     pub auth: Option<String>,
     /// The largest listing reply to accept, in bytes (what a Java client
     /// calls jute.maxbuffer). The default, 64 MiB, holds some 1.8 million
@@ -99,6 +109,23 @@ pub struct ConnectArgs {
         value_parser = reply_limit_parser(),
     )]
     pub max_reply_bytes: usize,
+}
+
+/// `--auth` (or `ZKDIST_AUTH`): `USER:PASSWORD`, neither part empty (an
+/// unset variable in `--auth user:$PASSWORD` would otherwise lay out a
+/// tree anyone may change who guesses the empty password), and no `:` in
+/// the user, where it would be taken for the separator.
+fn parse_auth(text: &str) -> Result<String, String> {
+    let Some((user, password)) = text.split_once(':') else {
+        return Err("expected USER:PASSWORD".into());
+    };
+    if user.is_empty() {
+        return Err("the user (before the ':') is empty".into());
+    }
+    if password.is_empty() {
+        return Err(format!("the password of user {user:?} is empty"));
+    }
+    Ok(text.to_owned())
 }
 
 /// `--max-reply-bytes` takes no less than a Java client's default, which
@@ -171,7 +198,7 @@ pub struct SubmitArgs {
     #[arg(long)]
     pub no_check: bool,
     /// With --wait, delete the task and its result once printed.
-    #[arg(long, requires = "wait")]
+    #[arg(long, requires = "wait", conflicts_with = "lines")]
     pub cleanup: bool,
 }
 

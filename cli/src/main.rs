@@ -8,6 +8,7 @@ mod handlers;
 mod shutdown;
 mod stdout;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -57,12 +58,22 @@ fn main() -> ExitCode {
             if std::env::var_os(EnvFilter::DEFAULT_ENV).is_some() {
                 eprintln!("zkdist: RUST_LOG ignored ({error}); logging with {log:?}");
             }
-            EnvFilter::new(log)
+            match EnvFilter::try_new(log) {
+                Ok(filter) => filter,
+                // A filter with a bad directive would drop it and log less
+                // than asked, which a role's operator finds out too late.
+                Err(error) => {
+                    eprintln!("zkdist: invalid --log filter {log:?}: {error}");
+                    return ExitCode::from(USAGE_EXIT_CODE);
+                }
+            }
         }
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only where a terminal shows them, not in log files.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let connect_args = connect_args(&cli.command).cloned();
     let outcome = execute(cli.command).map_err(|error| match &connect_args {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Finished, Scratch, run, zkdist};
+use common::{Finished, Scratch, run, run_with_stdin, zkdist};
 use zkdist_coord::{MAX_DATA_BYTES, TaskId};
 
 /// A port nothing listens on (1 is privileged and never served here).
@@ -290,12 +290,30 @@ fn malformed_connection_flags_are_named() {
     run(&["status", "--zk", "127.0.0.1:99999"])
         .expect_code(1)
         .expect_stderr(&["\"99999\"", "1..=65535"]);
-    run(&["status", "--zk", NOBODY, "--auth", "no-colon"])
-        .expect_code(1)
-        .expect_stderr(&["--auth must be USER:PASSWORD"]);
+    // Flags a session could not use are usage errors, named by flag.
+    for (auth, needle) in [
+        ("no-colon", "expected USER:PASSWORD"),
+        (":pw", "the user (before the ':') is empty"),
+        ("ops:", "the password of user \"ops\" is empty"),
+    ] {
+        run(&["status", "--zk", NOBODY, "--auth", auth])
+            .expect_code(64)
+            .expect_stderr(&["--auth", needle]);
+    }
     run(&["status", "--zk", NOBODY, "--connect-timeout-ms", "0"])
+        .expect_code(64)
+        .expect_stderr(&["--connect-timeout-ms", "0 is not in 1.."]);
+    for timeout in ["0", "2147483648"] {
+        run(&["status", "--zk", NOBODY, "--session-timeout-ms", timeout])
+            .expect_code(64)
+            .expect_stderr(&["--session-timeout-ms", "1..=2147483647"]);
+    }
+    run(&["status", "--zk", NOBODY, "--log", "zkdist=loud"])
+        .expect_code(64)
+        .expect_stderr(&["invalid --log filter \"zkdist=loud\""]);
+    run(&["status", "--zk", "127.0.0.1:2181/zookeeper/quota"])
         .expect_code(1)
-        .expect_stderr(&["connect_timeout_ms is 0"]);
+        .expect_stderr(&["chroot /zookeeper/quota", "reserved by ZooKeeper"]);
     // The reply limit may be raised from a Java client's, never lowered.
     run(&["status", "--zk", NOBODY, "--max-reply-bytes", "100"])
         .expect_code(64)
@@ -356,6 +374,25 @@ fn bad_payloads_are_refused_at_submit_before_connecting() {
     run(&["submit", "--file", "/nonexistent/zkdist-payload.json"])
         .expect_code(1)
         .expect_stderr(&["cannot read the payload file /nonexistent/zkdist-payload.json"]);
+    // A stream is read no further than the limit.
+    run_owned(&unreachable(&["submit", "--file", "/dev/zero"], "/zkdist"))
+        .expect_code(1)
+        .expect_stderr(&[&format!(
+            "the payload file /dev/zero holds more than the {MAX_DATA_BYTES}-byte limit"
+        )]);
+    let from_stdin = unreachable(&["submit", "--file", "-"], "/zkdist");
+    let from_stdin: Vec<&str> = from_stdin.iter().map(String::as_str).collect();
+    run_with_stdin(&from_stdin, Some(b"  \n"))
+        .expect_code(1)
+        .expect_stderr(&["the payload is empty"]);
+    // The hint about --no-check only where it helps: an unknown kind.
+    let not_json = run_owned(&unreachable(&["submit", "not json"], "/zkdist"));
+    not_json.expect_code(1);
+    assert!(
+        !not_json.stderr.contains("--no-check"),
+        "{}",
+        not_json.stderr
+    );
 }
 
 #[test]

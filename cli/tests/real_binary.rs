@@ -1003,6 +1003,22 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
         )),
         "{log}"
     );
+    // So does a plain wait, once its session is open.
+    let mut waiting = target.spawn("wait", &["wait", &task], &scratch);
+    eventually("the wait's session is open", || {
+        waiting
+            .log()
+            .contains("new session established")
+            .then_some(())
+    });
+    waiting.signal("INT");
+    let status = waiting.wait_exit();
+    let log = waiting.log();
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(
+        log.contains(&format!("interrupted while waiting for {task}")),
+        "{log}"
+    );
     target.delete_root();
 }
 

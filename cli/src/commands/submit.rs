@@ -7,33 +7,42 @@ use anyhow::{Context, bail};
 use zkdist_coord::retry::until_known;
 use zkdist_coord::zk::ZkSession;
 use zkdist_coord::{
-    Client, ClientError, Coordinator, InvalidName, SessionState, TaskId, TaskPayload, TaskResult,
-    TaskToken, Watch, validate_data,
+    Client, ClientError, Coordinator, InvalidName, Layout, MAX_DATA_BYTES, SessionState, TaskId,
+    TaskPayload, TaskResult, TaskToken, Watch, ZkError, validate_data,
 };
 use zkdist_worker::SESSION_RETRY_DELAY_MS;
 
 use super::{Outcome, print_result};
 use crate::args::{ConnectArgs, FindArgs, SubmitArgs, WaitArgs};
-use crate::shutdown::Shutdown;
+use crate::handlers::HandlerError;
+use crate::shutdown::{Shutdown, Stop};
 use crate::stdout::outln;
 use crate::{connect, handlers};
 
 pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
-    let payload = read_payload(args)?;
+    let layout = connect::layout(&args.connect)?;
+    let payload = read_payload(args, &layout)?;
     if args.lines {
         return super::submit_lines::submit_lines(args, &payload).await;
     }
-    let layout = connect::layout(&args.connect)?;
     // The size first, and before connecting: an oversized payload is
     // refused naming the limit, whatever else is wrong with it, and even
     // when the ensemble is out of reach.
     validate_data(&layout.task_prefix(), &payload).context("task refused")?;
+    if payload.iter().all(u8::is_ascii_whitespace) {
+        bail!("task refused: the payload is empty (expected JSON with a \"kind\")");
+    }
     if args.no_check {
         // Any kind, but still a task: JSON with a "kind".
         TaskPayload::decode(&payload).context("task refused")?;
-    } else {
-        handlers::validate(&payload)
-            .context("task refused (pass --no-check to submit kinds this binary does not know)")?;
+    } else if let Err(error) = handlers::validate(&payload) {
+        let refused = match error {
+            HandlerError::UnknownKind(_) => {
+                "task refused (pass --no-check to submit kinds this binary does not know)"
+            }
+            _ => "task refused",
+        };
+        return Err(anyhow::Error::new(error).context(refused));
     }
     // SIGINT or SIGTERM does not kill the process outright: while it
     // connects, it ends with nothing sent; from the create on, the
@@ -63,29 +72,7 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
     };
     outln!("{task}")?;
     let outcome = if args.wait {
-        let waited = stop
-            .unless_requested(wait_for_result(&args.connect, &mut client, &task))
-            .await;
-        let Some(result) = waited else {
-            let stopped =
-                format!("interrupted while waiting for {task}: `zkdist wait {task}` waits again");
-            return Err(close_after_interruption(&client, stopped).await);
-        };
-        let outcome = print_result(&task, &result?)?;
-        if args.cleanup {
-            let cleaned = stop
-                .unless_requested(clean_up(&args.connect, &mut client, &task))
-                .await;
-            let Some(cleaned) = cleaned else {
-                let stopped = format!(
-                    "interrupted while cleaning {task} up, after its result was printed: \
-                     the task may or may not have been deleted"
-                );
-                return Err(close_after_interruption(&client, stopped).await);
-            };
-            cleaned?;
-        }
-        outcome
+        wait_and_print(&args.connect, &mut client, &task, args.cleanup, &stop).await?
     } else {
         Outcome::Done
     };
@@ -284,24 +271,54 @@ fn token_of(text: &str) -> Result<TaskToken, InvalidName> {
 pub async fn wait(args: &WaitArgs) -> anyhow::Result<Outcome> {
     let task = TaskId::parse(&args.task).context("invalid task id")?;
     let layout = connect::layout(&args.connect)?;
-    let (zk, events) = connect::session(&args.connect).await?;
+    // As for `submit --wait`: an interrupted wait says how to wait again,
+    // and a second signal exits at once.
+    let stop = Shutdown::install()?.shared_exiting_on_second();
+    let Some(connected) = stop.unless_requested(connect::session(&args.connect)).await else {
+        bail!(
+            "interrupted while waiting for {task}, before its session was open: `zkdist wait \
+             {task}` waits again"
+        );
+    };
+    let (zk, events) = connected?;
     let mut client = Client::new(zk, events, layout);
-    let outcome = wait_and_print(&args.connect, &mut client, &task, args.cleanup).await?;
+    let outcome = wait_and_print(&args.connect, &mut client, &task, args.cleanup, &stop).await?;
     client.session().close().await.ok();
     Ok(outcome)
 }
 
-/// Waits for `task`'s result, prints it, and cleans the task up if asked.
+/// Waits for `task`'s result, prints it, and cleans the task up if asked,
+/// unless `stop` is requested first: then the session is closed, and the
+/// error says what was left undone (a wait to start again, or a cleanup
+/// that may or may not have happened after the result was printed).
 async fn wait_and_print(
     connect_args: &ConnectArgs,
     client: &mut Client<ZkSession>,
     task: &TaskId,
     cleanup: bool,
+    stop: &Stop,
 ) -> anyhow::Result<Outcome> {
-    let result = wait_for_result(connect_args, client, task).await?;
-    let outcome = print_result(task, &result)?;
+    let waited = stop
+        .unless_requested(wait_for_result(connect_args, client, task))
+        .await;
+    let Some(result) = waited else {
+        let stopped =
+            format!("interrupted while waiting for {task}: `zkdist wait {task}` waits again");
+        return Err(close_after_interruption(client, stopped).await);
+    };
+    let outcome = print_result(task, &result?)?;
     if cleanup {
-        clean_up(connect_args, client, task).await?;
+        let cleaned = stop
+            .unless_requested(clean_up(connect_args, client, task))
+            .await;
+        let Some(cleaned) = cleaned else {
+            let stopped = format!(
+                "interrupted while cleaning {task} up, after its result was printed: the task \
+                 may or may not have been deleted"
+            );
+            return Err(close_after_interruption(client, stopped).await);
+        };
+        cleaned?;
     }
     Ok(outcome)
 }
@@ -409,25 +426,74 @@ pub(super) fn is_session_end(cause: &ClientError) -> bool {
     matches!(cause, ClientError::Zk(error) if error.is_session_fatal())
 }
 
-fn read_payload(args: &SubmitArgs) -> anyhow::Result<Vec<u8>> {
+fn read_payload(args: &SubmitArgs, layout: &Layout) -> anyhow::Result<Vec<u8>> {
+    // One payload is held to a node's size: reading stops just past it (a
+    // mistaken `--file /dev/zero` would otherwise read until memory runs
+    // out). A file of lines holds many payloads, so it is read whole.
+    let limit_bytes = (!args.lines).then_some(MAX_DATA_BYTES);
+    let from_stdin = |payload: &Option<String>| -> anyhow::Result<Vec<u8>> {
+        // Without a payload, a terminal would wait for one with no
+        // prompt; `-` asks for it on purpose.
+        if payload.is_none() && std::io::stdin().is_terminal() {
+            bail!(
+                "no payload: give it as an argument, with --file, or on standard input \
+                 (`-` reads it from the terminal)"
+            );
+        }
+        read_at_most(std::io::stdin().lock(), limit_bytes, "standard input")
+    };
     match (&args.payload, &args.file) {
         (Some(text), None) if text != "-" => Ok(text.as_bytes().to_vec()),
-        (_, Some(file)) => std::fs::read(file)
-            .with_context(|| format!("cannot read the payload file {}", file.display())),
-        (payload, None) => {
-            // Without a payload, a terminal would wait for one with no
-            // prompt; `-` asks for it on purpose.
-            if payload.is_none() && std::io::stdin().is_terminal() {
-                bail!(
-                    "no payload: give it as an argument, with --file, or on standard input \
-                     (`-` reads it from the terminal)"
-                );
+        (_, Some(file)) if file.as_os_str() == "-" => from_stdin(&Some("-".into())),
+        (_, Some(file)) => {
+            let cannot_read = || format!("cannot read the payload file {}", file.display());
+            let opened = std::fs::File::open(file).with_context(cannot_read)?;
+            // A file's size is known before reading it: refused as the
+            // payload given as an argument would be, naming its size.
+            let metadata = opened.metadata().with_context(cannot_read)?;
+            if let Some(limit) = limit_bytes
+                && metadata.is_file()
+            {
+                let size_bytes = usize::try_from(metadata.len()).unwrap_or(usize::MAX);
+                if size_bytes > limit {
+                    return Err(ZkError::DataTooLarge {
+                        path: layout.task_prefix(),
+                        size_bytes,
+                        limit_bytes: limit,
+                    })
+                    .context("task refused");
+                }
             }
-            let mut payload = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut payload)
-                .context("cannot read the payload from stdin")?;
-            Ok(payload)
+            read_at_most(
+                opened,
+                limit_bytes,
+                &format!("the payload file {}", file.display()),
+            )
         }
+        (payload, None) => from_stdin(payload),
     }
+}
+
+/// Reads `source` to its end, or refuses it once it is past `limit_bytes`
+/// (a stream, whose size is not known until it ends).
+fn read_at_most(
+    source: impl Read,
+    limit_bytes: Option<usize>,
+    name: &str,
+) -> anyhow::Result<Vec<u8>> {
+    let mut read = Vec::new();
+    match limit_bytes {
+        None => {
+            let mut source = source;
+            source.read_to_end(&mut read)
+        }
+        Some(limit) => source.take(limit as u64 + 1).read_to_end(&mut read),
+    }
+    .with_context(|| format!("cannot read {name}"))?;
+    if let Some(limit) = limit_bytes
+        && read.len() > limit
+    {
+        bail!("task refused: {name} holds more than the {limit}-byte limit of a task's payload");
+    }
+    Ok(read)
 }

@@ -14,6 +14,7 @@ use zkdist_coord::{
 use super::Outcome;
 use super::submit::{is_session_end, settle_ended_session};
 use crate::args::SubmitArgs;
+use crate::handlers::HandlerError;
 use crate::shutdown::Shutdown;
 use crate::stdout::out;
 use crate::{connect, handlers};
@@ -403,6 +404,7 @@ fn checked_lines<'a>(
 ) -> anyhow::Result<Vec<Line<'a>>> {
     let mut lines = Vec::new();
     let mut refused = Vec::new();
+    let mut unknown_kinds = false;
     for (index, text) in input.split(|&byte| byte == b'\n').enumerate() {
         let payload = text.strip_suffix(b"\r").unwrap_or(text);
         if payload.iter().all(u8::is_ascii_whitespace) {
@@ -411,7 +413,13 @@ fn checked_lines<'a>(
         let number = index + 1;
         match check_payload(payload, layout, no_check) {
             Ok(()) => lines.push(Line { number, payload }),
-            Err(error) => refused.push((number, format!("{error:#}"))),
+            Err(error) => {
+                unknown_kinds |= matches!(
+                    error.downcast_ref::<HandlerError>(),
+                    Some(HandlerError::UnknownKind(_))
+                );
+                refused.push((number, format!("{error:#}")));
+            }
         }
     }
     if !refused.is_empty() {
@@ -420,7 +428,7 @@ fn checked_lines<'a>(
             refused.len(),
             refused.len() + lines.len()
         );
-        if !no_check {
+        if unknown_kinds {
             message.push_str(" (pass --no-check to submit kinds this binary does not know)");
         }
         message.push(':');
