@@ -924,10 +924,12 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
     // Laid out directly: through the proxy, the submission then sends its
     // create and nothing else.
     target.run(&["submit", PI_20K]).expect_code(0);
-    let proxy = proxy::Proxy::start(&target.connect);
+    // One proxy per server of the connect string (a standalone server or
+    // an ensemble).
+    let proxy = proxy::ProxiedEnsemble::start(&target.connect);
     proxy.hold_requests();
     let through_proxy = Target {
-        connect: proxy.address(),
+        connect: proxy.connect.clone(),
         root: target.root.clone(),
     };
     // A client that hears nothing gives up on its connection after 2/5 of

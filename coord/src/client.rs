@@ -649,7 +649,18 @@ impl<C: Coordinator> Client<C> {
                     synced = true;
                     continue;
                 }
-                Err(ZkError::NoNode { .. }) => return Err(no_such_task()),
+                Err(ZkError::NoNode { .. }) => {
+                    // Under a root with no tasks at all (a mistyped root,
+                    // most likely), that is the news, not this one task.
+                    let tasks_dir = self.layout.tasks_dir();
+                    let tasks = until_known(|| self.zk.exists(&tasks_dir, Watch::No))
+                        .await
+                        .map_err(failed)?;
+                    return Err(match tasks {
+                        Some(_) => no_such_task(),
+                        None => self.missing_layout(),
+                    });
+                }
                 Err(error) => return Err(failed(error)),
             };
             if !has_result && marked.map_err(failed)?.is_some() {

@@ -196,14 +196,22 @@ fn wait_and_cleanup_name_what_is_wrong() {
         let layout = Layout::default();
         let mut client = client(&sim, &layout).await;
         let unknown = TaskId::from_sequence(99);
+        // Under a root with no tasks at all (a mistyped root), that is
+        // what the wait says.
+        match client.wait(&unknown).await {
+            Err(error @ ClientError::NoLayout { .. }) => {
+                assert!(error.to_string().contains(layout.root()), "{error}")
+            }
+            other => panic!("{other:?}"),
+        }
+
+        let task = client.submit(&payload("echo", 1, 0)).await.unwrap();
         match client.wait(&unknown).await {
             Err(error @ ClientError::NoSuchTask { .. }) => {
                 assert!(error.to_string().contains("task-0000000099"), "{error}")
             }
             other => panic!("{other:?}"),
         }
-
-        let task = client.submit(&payload("echo", 1, 0)).await.unwrap();
         match client.cleanup(&task).await {
             Err(ClientError::NotFinished { task: named }) => assert_eq!(named, task),
             other => panic!("{other:?}"),

@@ -301,4 +301,8 @@ impl ProxiedEnsemble {
     pub fn release(&self) {
         self.proxies.iter().for_each(Proxy::release);
     }
+
+    pub fn held_bytes(&self) -> usize {
+        self.proxies.iter().map(Proxy::held_bytes).sum()
+    }
 }
