@@ -1185,8 +1185,8 @@ fn bad_submissions_are_refused_and_create_nothing(connect: String) {
         .run(&["wait", "task-0000000007"])
         .expect_code(1)
         .expect_stderr(&[
-            "task-0000000007",
-            &format!("no node {}/tasks/task-0000000007", target.root),
+            "cannot wait for task-0000000007",
+            &format!("no zkdist layout at {}", target.root),
         ]);
     nothing_created("status and wait");
 }
