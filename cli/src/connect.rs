@@ -2,28 +2,40 @@
 
 use anyhow::{Context, bail};
 use zkdist_coord::zk::{ZkConfig, ZkSession};
-use zkdist_coord::{ClientError, EventStream, Layout, ZkError};
+use zkdist_coord::{ClientError, EventStream, Layout, MAX_ROOT_BYTES, ZkError};
 use zkdist_master::MasterError;
 use zkdist_worker::WorkerError;
 
 use crate::args::ConnectArgs;
 
 /// The layout under `--root`, or a clear error naming the root. The
-/// server sees the root under the connect string's chroot, if any, so a
-/// chroot in ZooKeeper's own `/zookeeper` tree is refused as such a root
-/// is.
+/// server sees the root under the connect string's chroot, if any, so the
+/// two are held together to what a root alone is: not in ZooKeeper's own
+/// `/zookeeper` tree, and within [`MAX_ROOT_BYTES`], the room a worker's
+/// completion keeps for its paths (past it, a result near its limit would
+/// make a request no frame can carry, and the worker would stop on it).
 pub fn layout(args: &ConnectArgs) -> anyhow::Result<Layout> {
     let layout =
         Layout::new(&args.root).with_context(|| format!("invalid --root {:?}", args.root))?;
-    if let Some(slash) = args.zk.find('/') {
-        let chroot = &args.zk[slash..];
-        if chroot == "/zookeeper" || chroot.starts_with("/zookeeper/") {
-            bail!(
-                "invalid --zk {:?}: its chroot {chroot} is in `/zookeeper`, which is reserved \
-                 by ZooKeeper (zkdist's nodes would land there)",
-                args.zk
-            );
-        }
+    let chroot = match args.zk.find('/') {
+        Some(slash) => args.zk[slash..].trim_end_matches('/'),
+        None => "",
+    };
+    if chroot == "/zookeeper" || chroot.starts_with("/zookeeper/") {
+        bail!(
+            "invalid --zk {:?}: its chroot {chroot} is in `/zookeeper`, which is reserved by \
+             ZooKeeper (zkdist's nodes would land there)",
+            args.zk
+        );
+    }
+    let together_bytes = chroot.len() + args.root.len();
+    if together_bytes > MAX_ROOT_BYTES {
+        bail!(
+            "invalid --zk {:?} with --root {:?}: the server sees the root under the chroot, \
+             {together_bytes} bytes together, over the {MAX_ROOT_BYTES}-byte limit of a root",
+            args.zk,
+            args.root
+        );
     }
     Ok(layout)
 }
@@ -159,17 +171,32 @@ mod tests {
     }
 
     #[test]
-    fn a_chroot_in_zookeepers_own_tree_is_refused() {
+    fn a_chroot_is_held_to_what_a_root_is() {
         let mut connect = args(None);
         for zk in ["h:2181/zookeeper", "h:2181/zookeeper/quota"] {
             connect.zk = zk.into();
             let shown = format!("{:#}", layout(&connect).unwrap_err());
             assert!(shown.contains("reserved by ZooKeeper"), "{shown}");
         }
-        for zk in ["h:2181", "h:2181/zookeeperish", "h:2181/apps/zookeeper"] {
+        for zk in [
+            "h:2181",
+            "h:2181/",
+            "h:2181/zookeeperish",
+            "h:2181/apps/zookeeper",
+        ] {
             connect.zk = zk.into();
             assert!(layout(&connect).is_ok(), "{zk}");
         }
+        // Chroot and root are held together to a root's length.
+        connect.zk = format!("h:2181/{}", "c".repeat(MAX_ROOT_BYTES - 3));
+        assert_eq!(connect.root, "/r");
+        assert!(layout(&connect).is_ok());
+        connect.zk.push('c');
+        let shown = format!("{:#}", layout(&connect).unwrap_err());
+        assert!(
+            shown.contains(&format!("over the {MAX_ROOT_BYTES}-byte limit")),
+            "{shown}"
+        );
     }
 
     #[test]

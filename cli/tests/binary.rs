@@ -387,7 +387,9 @@ fn bad_payloads_are_refused_at_submit_before_connecting() {
         .expect_stderr(&["the payload is empty"]);
     // The hint about --no-check only where it helps: an unknown kind.
     let not_json = run_owned(&unreachable(&["submit", "not json"], "/zkdist"));
-    not_json.expect_code(1);
+    not_json
+        .expect_code(1)
+        .expect_stderr(&["task refused", "\"kind\""]);
     assert!(
         !not_json.stderr.contains("--no-check"),
         "{}",

@@ -36,7 +36,7 @@ pub use connector::Connector;
 pub use coordinator::Coordinator;
 pub use error::{ErrorCode, ZkError, ZkResult};
 pub use event::{Event, EventSender, EventStream, SessionState, WatchEvent, WatchKind};
-pub use layout::{DEFAULT_ROOT, Directory, Layout};
+pub use layout::{DEFAULT_ROOT, Directory, Layout, MAX_ROOT_BYTES};
 pub use names::{InvalidName, TaskId, TaskToken, WorkerId};
 pub use observer::Observer;
 pub use op::{Op, OpResult};

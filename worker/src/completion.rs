@@ -78,13 +78,11 @@ pub(crate) enum CompletionReply {
     /// The task's node is gone (a client deleted it); nothing changed.
     TaskMissing,
     /// The task's node refuses the result (its ACL does not let this
-    /// worker's credentials create under it, it is a foreign ephemeral
-    /// node, which can have no children, or the server refuses it for any
-    /// other reason that is not the session's, such as a quota); nothing
-    /// changed. The refusal is the task's, not the worker's: another
-    /// worker would meet it too, and ending this one would end each
-    /// worker in turn as the task is handed on. The assignment is still to
-    /// be deleted, with a mark.
+    /// worker's credentials create under it, or it is a foreign ephemeral
+    /// node, which can have no children); nothing changed. The refusal is
+    /// the task's, not the worker's: another worker would meet it too, and
+    /// ending this one would end each worker in turn as the task is handed
+    /// on. The assignment is still to be deleted, with a mark.
     ResultRefused(ZkError),
     /// The assignment is not the one read (deleted, or deleted and made
     /// anew): nothing changed, and nothing must be written.
@@ -114,8 +112,12 @@ pub(crate) fn judge_completion(reply: &ZkResult<Vec<OpResult>>) -> CompletionRep
         ZkError::Multi { index: 0, error } => match error.code() {
             ErrorCode::NodeExists => CompletionReply::ResultAlreadyPresent,
             ErrorCode::NoNode => CompletionReply::TaskMissing,
-            _ if error.is_transient() => CompletionReply::Failed((**error).clone()),
-            _ => CompletionReply::ResultRefused((**error).clone()),
+            ErrorCode::NoAuth | ErrorCode::NoChildrenForEphemerals => {
+                CompletionReply::ResultRefused((**error).clone())
+            }
+            // Anything else (a quota on the whole root, a server fault,
+            // the session's end) is no one task's: the worker reports it.
+            _ => CompletionReply::Failed((**error).clone()),
         },
         ZkError::Multi { index: 1, error } => match error.code() {
             ErrorCode::NoNode | ErrorCode::BadVersion => CompletionReply::AssignmentRevoked,
@@ -269,10 +271,6 @@ mod tests {
         let refusals = [
             ZkError::NoAuth { path: "/p".into() },
             ZkError::NoChildrenForEphemerals { path: "/p".into() },
-            // What a quota refusal comes as.
-            ZkError::System {
-                reason: "quota exceeded".into(),
-            },
         ];
         for refused in refusals {
             assert_eq!(
@@ -280,11 +278,22 @@ mod tests {
                 CompletionReply::ResultRefused(refused)
             );
         }
-        // The session's end is the worker's, not the task's.
-        assert_eq!(
-            judge_completion(&multi_error(0, ZkError::SessionMoved)),
-            CompletionReply::Failed(ZkError::SessionMoved)
-        );
+        // The session's end, and a refusal no one task causes (a quota
+        // on the whole root comes as a system error), are the worker's.
+        for error in [
+            ZkError::SessionMoved,
+            ZkError::AuthFailed {
+                reason: "refused".into(),
+            },
+            ZkError::System {
+                reason: "quota exceeded".into(),
+            },
+        ] {
+            assert_eq!(
+                judge_completion(&multi_error(0, error.clone())),
+                CompletionReply::Failed(error)
+            );
+        }
         // The assignment is the master's node, written the same way for
         // every task: a refusal there is the deployment's, not one task's.
         let refused = ZkError::NoAuth { path: "/a".into() };

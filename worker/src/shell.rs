@@ -96,9 +96,8 @@ enum TaskRead {
     Payload(Vec<u8>),
     /// The node is gone: its client deleted it.
     Missing,
-    /// The server refuses it to this worker for a reason that is the
-    /// task's, not the session's (its ACL lets only its owner read it):
-    /// every worker would meet the same.
+    /// Its ACL lets only its owner read it (`NoAuth`): the refusal is the
+    /// task's, not the session's, and every worker would meet the same.
     Refused(ZkError),
 }
 
@@ -390,10 +389,8 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         match until_known(|| self.zk.get_data(&task_path, Watch::No)).await {
             Ok((payload, _)) => Ok(TaskRead::Payload(payload)),
             Err(ZkError::NoNode { .. }) => Ok(TaskRead::Missing),
-            Err(error) if error.is_transient() => {
-                Err(WorkerError::request(format!("reading {task_path}"), error))
-            }
-            Err(error) => Ok(TaskRead::Refused(error)),
+            Err(error @ ZkError::NoAuth { .. }) => Ok(TaskRead::Refused(error)),
+            Err(error) => Err(WorkerError::request(format!("reading {task_path}"), error)),
         }
     }
 
