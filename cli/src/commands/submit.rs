@@ -271,18 +271,17 @@ fn token_of(text: &str) -> Result<TaskToken, InvalidName> {
 pub async fn wait(args: &WaitArgs) -> anyhow::Result<Outcome> {
     let task = TaskId::parse(&args.task).context("invalid task id")?;
     let layout = connect::layout(&args.connect)?;
-    // As for `submit --wait`: an interrupted wait says how to wait again,
-    // and a second signal exits at once.
-    let stop = Shutdown::install()?.shared_exiting_on_second();
-    let Some(connected) = stop.unless_requested(connect::session(&args.connect)).await else {
-        bail!(
-            "interrupted while waiting for {task}, before its session was open: `zkdist wait \
-             {task}` waits again"
-        );
-    };
-    let (zk, events) = connected?;
+    // No signal handler: a wait only reads, and a cleanup is safe to
+    // repeat, so SIGINT ends it as it ends any command, and a script's
+    // loop of waits stops with it (a process that handled the signal and
+    // exited would let the loop go on).
+    let (zk, events) = connect::session(&args.connect).await?;
     let mut client = Client::new(zk, events, layout);
-    let outcome = wait_and_print(&args.connect, &mut client, &task, args.cleanup, &stop).await?;
+    let result = wait_for_result(&args.connect, &mut client, &task).await?;
+    let outcome = print_result(&task, &result)?;
+    if args.cleanup {
+        clean_up(&args.connect, &mut client, &task).await?;
+    }
     client.session().close().await.ok();
     Ok(outcome)
 }
