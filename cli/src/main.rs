@@ -47,6 +47,12 @@ fn main() -> ExitCode {
         Command::Explore(_) | Command::Replay(_) => "off",
         // A bench's actors would log every decision of every task.
         Command::Bench(_) => "warn",
+        // A one-shot command would print the client library's session
+        // lines (established, closed) around every answer; its own news
+        // (a new session after an outage, say) still shows.
+        Command::Submit(_) | Command::Wait(_) | Command::Find(_) | Command::Status(_) => {
+            "info,zookeeper_client=warn"
+        }
         _ => "info",
     };
     let log = cli.log.as_deref().unwrap_or(default_log);

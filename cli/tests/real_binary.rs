@@ -1008,7 +1008,8 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
     );
     // A plain wait only reads: it ends by the signal, as any command does,
     // so that a script's loop of waits stops with it.
-    let mut waiting = target.spawn("wait", &["wait", &task], &scratch);
+    // The client library's session lines show when it is open.
+    let mut waiting = target.spawn("wait", &["wait", "--log", "info", &task], &scratch);
     eventually("the wait's session is open", || {
         waiting
             .log()
@@ -1034,11 +1035,14 @@ fn submit_and_spawn_wait(target: &Target, scratch: &Scratch, extra: &[&str]) -> 
     submitted.expect_code(0);
     let task = task_id(&submitted);
     let session_timeout_ms = SHORT_SESSION_TIMEOUT_MS.to_string();
+    // The client library's session lines show when it is open.
     let mut command = vec![
         "wait",
         task.as_str(),
         "--session-timeout-ms",
         &session_timeout_ms,
+        "--log",
+        "info",
     ];
     command.extend(extra);
     let waiting = target.spawn("wait", &command, scratch);
