@@ -17,10 +17,7 @@ use crate::args::ConnectArgs;
 pub fn layout(args: &ConnectArgs) -> anyhow::Result<Layout> {
     let layout =
         Layout::new(&args.root).with_context(|| format!("invalid --root {:?}", args.root))?;
-    let chroot = match args.zk.find('/') {
-        Some(slash) => args.zk[slash..].trim_end_matches('/'),
-        None => "",
-    };
+    let chroot = config(args)?.chroot()?.unwrap_or_default();
     if chroot == "/zookeeper" || chroot.starts_with("/zookeeper/") {
         bail!(
             "invalid --zk {:?}: its chroot {chroot} is in `/zookeeper`, which is reserved by \

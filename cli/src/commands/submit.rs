@@ -126,7 +126,7 @@ async fn queue_once(
         // Said before anything else can go wrong: an interruption or a
         // failure from here on leaves the user the token to look up.
         tracing::warn!("submission {token} is in doubt ({cause}); looking it up on a new session");
-        settle_ended_session(client.session(), connect_args)
+        settle_ended_session(client.session())
             .await
             .with_context(in_doubt)?;
         let (zk, events) = connect::session(connect_args)
@@ -156,14 +156,10 @@ async fn queue_once(
 /// puts the close after everything the session sent: from then on each
 /// of its creates is applied or never will be. A session the server
 /// ended already costs one refused attach.
-pub(super) async fn settle_ended_session(
-    ended: &ZkSession,
-    connect_args: &ConnectArgs,
-) -> anyhow::Result<()> {
+pub(super) async fn settle_ended_session(ended: &ZkSession) -> anyhow::Result<()> {
     ended.close().await.ok();
-    let config = connect::config(connect_args)?;
     ended
-        .close_from_second_client(&config)
+        .close_from_second_client(ended.config())
         .await
         .with_context(|| format!("cannot make sure session {} ended", ended.session_id()))
 }
@@ -192,7 +188,7 @@ async fn interrupted_submission(
     let closed = attempt.session_may_apply
         && session.close().await.is_ok()
         && session.state() == SessionState::Closed;
-    let settled = closed || settle_ended_session(session, connect_args).await.is_ok();
+    let settled = closed || settle_ended_session(session).await.is_ok();
     let when = if settled {
         String::new()
     } else {
@@ -430,10 +426,11 @@ fn read_payload(args: &SubmitArgs, layout: &Layout) -> anyhow::Result<Vec<u8>> {
     // mistaken `--file /dev/zero` would otherwise read until memory runs
     // out). A file of lines holds many payloads, so it is read whole.
     let limit_bytes = (!args.lines).then_some(MAX_DATA_BYTES);
-    let from_stdin = |payload: &Option<String>| -> anyhow::Result<Vec<u8>> {
+    // `asked`: `-` names stdin on purpose (a terminal then types it).
+    let from_stdin = |asked: bool| -> anyhow::Result<Vec<u8>> {
         // Without a payload, a terminal would wait for one with no
         // prompt; `-` asks for it on purpose.
-        if payload.is_none() && std::io::stdin().is_terminal() {
+        if !asked && std::io::stdin().is_terminal() {
             bail!(
                 "no payload: give it as an argument, with --file, or on standard input \
                  (`-` reads it from the terminal)"
@@ -443,7 +440,7 @@ fn read_payload(args: &SubmitArgs, layout: &Layout) -> anyhow::Result<Vec<u8>> {
     };
     match (&args.payload, &args.file) {
         (Some(text), None) if text != "-" => Ok(text.as_bytes().to_vec()),
-        (_, Some(file)) if file.as_os_str() == "-" => from_stdin(&Some("-".into())),
+        (_, Some(file)) if file.as_os_str() == "-" => from_stdin(true),
         (_, Some(file)) => {
             let cannot_read = || format!("cannot read the payload file {}", file.display());
             let opened = std::fs::File::open(file).with_context(cannot_read)?;
@@ -469,23 +466,20 @@ fn read_payload(args: &SubmitArgs, layout: &Layout) -> anyhow::Result<Vec<u8>> {
                 &format!("the payload file {}", file.display()),
             )
         }
-        (payload, None) => from_stdin(payload),
+        (payload, None) => from_stdin(payload.is_some()),
     }
 }
 
 /// Reads `source` to its end, or refuses it once it is past `limit_bytes`
 /// (a stream, whose size is not known until it ends).
 fn read_at_most(
-    source: impl Read,
+    mut source: impl Read,
     limit_bytes: Option<usize>,
     name: &str,
 ) -> anyhow::Result<Vec<u8>> {
     let mut read = Vec::new();
     match limit_bytes {
-        None => {
-            let mut source = source;
-            source.read_to_end(&mut read)
-        }
+        None => source.read_to_end(&mut read),
         Some(limit) => source.take(limit as u64 + 1).read_to_end(&mut read),
     }
     .with_context(|| format!("cannot read {name}"))?;

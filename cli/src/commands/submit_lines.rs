@@ -102,7 +102,7 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
         async move {
             let connected = stop
                 .unless_requested(async {
-                    settle_ended_session(&ended, &args.connect).await?;
+                    settle_ended_session(&ended).await?;
                     connect::session(&args.connect).await
                 })
                 .await

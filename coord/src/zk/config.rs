@@ -77,6 +77,12 @@ impl ZkConfig {
         Duration::from_millis(self.connect_timeout_ms)
     }
 
+    /// The connect string's chroot, which the server puts before every
+    /// path (`None` for none, or `/`); an error names what is malformed.
+    pub fn chroot(&self) -> ZkResult<Option<String>> {
+        parse_connect_string(&self.connect).map(|target| target.chroot)
+    }
+
     /// Checks every field and splits the connect string.
     pub(crate) fn validate(&self) -> ZkResult<Target> {
         if self.session_timeout_ms == 0 {
