@@ -247,12 +247,18 @@ where
     if let Err(message) = config.validate() {
         panic!("{message}");
     }
-    let (zk, events) = connect("client".to_owned())
-        .await
-        .map_err(|error| BenchError::Connect {
-            session: "client".to_owned(),
-            error,
-        })?;
+    let mut interrupt = std::pin::pin!(interrupt);
+    // Interruptible too: with the ensemble out of reach, connecting takes
+    // as long as the connect timeout, and nothing was made yet.
+    let connected = tokio::select! {
+        biased;
+        () = &mut interrupt => return Err(BenchError::Interrupted),
+        connected = connect("client".to_owned()) => connected,
+    };
+    let (zk, events) = connected.map_err(|error| BenchError::Connect {
+        session: "client".to_owned(),
+        error,
+    })?;
     let root = layout.root().to_owned();
     let outcome = match zk.exists(&root, Watch::No).await {
         Ok(Some(_)) => Err(BenchError::RootExists { root: root.clone() }),
@@ -280,7 +286,7 @@ where
             // their sessions below ends them.
             let outcome = tokio::select! {
                 biased;
-                () = interrupt => Err(BenchError::Interrupted),
+                () = &mut interrupt => Err(BenchError::Interrupted),
                 outcome = measuring => outcome,
             };
             for session in &run.sessions {

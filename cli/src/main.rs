@@ -82,11 +82,14 @@ fn main() -> ExitCode {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let connect_args = connect_args(&cli.command).cloned();
+    // A role stopped by a signal has done what was asked of it: it exits
+    // with its status. A one-shot command stopped by one was cut short.
+    let one_shot = matches!(cli.command, Command::Submit(_) | Command::Bench(_));
     let outcome = execute(cli.command).map_err(|error| match &connect_args {
         Some(args) => connect::explain_no_auth(error, args),
         None => error,
     });
-    match outcome {
+    let exit_code = match outcome {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         // A task that ran and failed is not an error of zkdist's, but a
         // script waiting for it must be able to tell.
@@ -96,7 +99,13 @@ fn main() -> ExitCode {
             eprintln!("zkdist: {error:#}");
             ExitCode::FAILURE
         }
+    };
+    if one_shot {
+        // It said what it settled and what is left to do; it now ends by
+        // the signal, so that a script running it stops too.
+        shutdown::end_by_received_signal();
     }
+    exit_code
 }
 
 /// The connection flags of a command that talks to a real ensemble.

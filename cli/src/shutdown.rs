@@ -1,7 +1,11 @@
 //! SIGINT and SIGTERM end a role cleanly: a worker finishes the task in hand,
-//! a master stops assigning, both close their sessions.
+//! a master stops assigning, both close their sessions. A one-shot command
+//! (`submit`, `bench`) settles what it sent, then ends by the signal it
+//! received ([`end_by_received_signal`]), as a command without a handler
+//! would: a shell loop of them stops at the first Ctrl-C.
 
-use std::sync::Arc;
+use std::io::Write;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::Context;
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -26,14 +30,50 @@ impl Shutdown {
         })
     }
 
-    /// Completes on the first SIGINT or SIGTERM.
+    /// Completes on the first SIGINT or SIGTERM, and records it for
+    /// [`end_by_received_signal`].
     pub async fn requested(&mut self) {
-        tokio::select! {
+        let received = tokio::select! {
             biased;
-            _ = self.terminate.recv() => tracing::info!("SIGTERM: shutting down"),
-            _ = self.interrupt.recv() => tracing::info!("SIGINT: shutting down"),
-        }
+            _ = self.terminate.recv() => SignalKind::terminate(),
+            _ = self.interrupt.recv() => SignalKind::interrupt(),
+        };
+        let name = if received == SignalKind::terminate() {
+            "SIGTERM"
+        } else {
+            "SIGINT"
+        };
+        tracing::info!("{name}: shutting down");
+        // The first signal is the one to end by: a later one of the other
+        // kind does not replace it.
+        let _ = RECEIVED.set(received.as_raw_value());
     }
+}
+
+/// The first shutdown signal this process received (its number).
+static RECEIVED: OnceLock<i32> = OnceLock::new();
+
+/// Ends the process by the first SIGINT or SIGTERM it received, if any,
+/// with the signal's default action (its handler is reset first): the
+/// parent sees "killed by the signal", not an exit status. A shell reads
+/// that as the user's interrupt and stops a loop or a script there, where
+/// an exit status of 1 would let it go on to the next command. Returns if
+/// no signal was received.
+pub fn end_by_received_signal() {
+    let Some(&signal) = RECEIVED.get() else {
+        return;
+    };
+    end_by(signal);
+}
+
+/// Flushes standard output (what was printed must not be lost with the
+/// process) and takes `signal`'s default action, which ends the process.
+fn end_by(signal: i32) -> ! {
+    let _ = std::io::stdout().flush();
+    // Resets the handler, unblocks the signal and raises it; aborts if the
+    // process survived that, so this never returns.
+    let _ = signal_hook::low_level::emulate_default_handler(signal);
+    unreachable!("the default action of SIGINT and SIGTERM ends the process");
 }
 
 impl Shutdown {
@@ -45,7 +85,7 @@ impl Shutdown {
     }
 
     /// [`Shutdown::shared`], and a second SIGINT or SIGTERM ends the process
-    /// at once (exit status 1). A clean stop finishes the task in hand and
+    /// at once, by the first signal's default action. A clean stop finishes the task in hand and
     /// deletes the role's nodes, which with the ensemble out of reach can
     /// wait as long as the outage; the operator keeps a way out short of
     /// SIGKILL. The process's sessions then end at their timeout.
@@ -65,7 +105,7 @@ impl Shutdown {
                 eprintln!(
                     "zkdist: a second signal: exiting at once; this process's sessions end at their timeout"
                 );
-                std::process::exit(1);
+                end_by(*RECEIVED.get().expect("recorded by `requested`"));
             }
         });
         Stop { sender, receiver }
@@ -77,7 +117,7 @@ impl Shutdown {
 enum OnSecondSignal {
     /// Nothing: the stop in progress goes on.
     Ignore,
-    /// The process exits at once.
+    /// The process ends at once, by the first signal.
     Exit,
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Finished, Scratch, run, run_with_stdin, zkdist};
+use common::{Finished, Role, Scratch, eventually, run, run_with_stdin, zkdist};
 use zkdist_coord::{MAX_DATA_BYTES, TaskId};
 
 /// A port nothing listens on (1 is privileged and never served here).
@@ -207,6 +207,59 @@ fn an_unreachable_ensemble_is_a_clear_error_not_a_hang() {
                 "within 1000 ms",
                 "connection refused",
             ]);
+    }
+}
+
+/// A `submit` or `bench` interrupted while it connects says that nothing
+/// was sent, then ends by the signal it received, not with an exit status:
+/// a shell loop of them stops at the first Ctrl-C. (On a server, the real
+/// binary tests interrupt them mid-create and mid-run.)
+#[test]
+fn an_interrupted_one_shot_command_ends_by_its_signal() {
+    use std::os::unix::process::ExitStatusExt;
+    let scratch = Scratch::new("interrupted-connect");
+    let pi = r#"{"kind":"pi","samples":10}"#;
+    for (command, signal, said) in [
+        (
+            &["submit", pi][..],
+            ("INT", 2),
+            "interrupted while connecting: nothing was submitted",
+        ),
+        (
+            &["submit", "--wait", pi],
+            ("TERM", 15),
+            "interrupted while connecting: nothing was submitted",
+        ),
+        (
+            &["bench", "--tasks", "10"],
+            ("INT", 2),
+            "interrupted before the run finished",
+        ),
+    ] {
+        let mut args = command.to_vec();
+        // Long enough never to give up by itself; the client library's
+        // debug lines show that it is trying, so the handler is in place.
+        args.extend([
+            "--zk",
+            NOBODY,
+            "--connect-timeout-ms",
+            "600000",
+            "--log",
+            "debug",
+        ]);
+        let mut process = Role::spawn(command[0], &args, &scratch);
+        eventually("it tries to connect", || {
+            process.log().contains("fails in connecting").then_some(())
+        });
+        process.signal(signal.0);
+        let status = process.wait_exit();
+        let log = process.log();
+        assert_eq!(
+            status.signal(),
+            Some(signal.1),
+            "{command:?}: {status}\n{log}"
+        );
+        assert!(log.contains(said), "{command:?}: {log}");
     }
 }
 

@@ -28,6 +28,9 @@ use common::{Finished, Role, Scratch, eventually, run, run_with_stdin};
 
 /// The prefix of every root these tests use.
 const ROOT_PREFIX: &str = "zkdist-binary";
+/// The signal numbers the tests send (Linux's).
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
 
 fn main() {
     let mut args = Arguments::from_args();
@@ -477,7 +480,12 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     let status = hasty.wait_exit();
     // The task's program outlived the process: let it end.
     std::fs::write(&never, b"").unwrap();
-    assert_eq!(status.code(), Some(1), "{}", hasty.log());
+    assert_eq!(
+        status.signal(),
+        Some(SIGTERM),
+        "ended by the first SIGTERM: {status}\n{}",
+        hasty.log()
+    );
     assert!(
         hasty.log().contains("a second signal: exiting at once"),
         "{}",
@@ -914,7 +922,7 @@ fn a_wait_outlives_its_session_and_still_cleans_up(connect: String) {
 /// between the process and the server). The process names the
 /// submission's token at once, then closes its session, which waits for
 /// the server: once closed, the create is applied or never will be. It
-/// exits with 1, telling to look the token up, and the lookup then finds
+/// ends by the signal, telling to look the token up, and the lookup then finds
 /// the task, queued once.
 fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String) {
     let scratch = Scratch::new("submit-interrupted");
@@ -966,7 +974,11 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
     proxy.release();
     let status = submitting.wait_exit();
     let log = submitting.log();
-    assert_eq!(status.code(), Some(1), "{log}");
+    assert_eq!(
+        status.signal(),
+        Some(SIGINT),
+        "ended by SIGINT: {status}\n{log}"
+    );
     assert!(
         log.contains(&format!(
             "`zkdist find {token}` tells, before you submit it again"
@@ -988,7 +1000,7 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
     );
 
     // Interrupted while it waits (no master runs): it says how to wait
-    // again, and exits with 1.
+    // again, and ends by the signal.
     let mut waiting = target.spawn("submit-wait", &["submit", "--wait", PI_20K], &scratch);
     let task = eventually("the task id is printed", || {
         let log = waiting.log();
@@ -999,7 +1011,11 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
     waiting.signal("INT");
     let status = waiting.wait_exit();
     let log = waiting.log();
-    assert_eq!(status.code(), Some(1), "{log}");
+    assert_eq!(
+        status.signal(),
+        Some(SIGINT),
+        "ended by SIGINT: {status}\n{log}"
+    );
     assert!(
         log.contains(&format!(
             "interrupted while waiting for {task}: `zkdist wait {task}` waits again"
@@ -1020,7 +1036,7 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
     let status = waiting.wait_exit();
     assert_eq!(
         status.signal(),
-        Some(2),
+        Some(SIGINT),
         "ended by SIGINT: {status}\n{}",
         waiting.log()
     );
@@ -1484,7 +1500,7 @@ const SHORT_SESSION_TIMEOUT_MS: u64 = 4_000;
 // bench
 
 /// SIGINT while a backlog is being queued stops the bench, which deletes
-/// its root (tasks whose names it had not learned included) and exits 1; a
+/// its root (tasks whose names it had not learned included) and ends by the signal; a
 /// second SIGINT during that clean-up exits at once, naming the root it
 /// leaves.
 fn an_interrupted_bench_deletes_its_root_unless_interrupted_twice(connect: String) {
@@ -1533,7 +1549,11 @@ fn an_interrupted_bench_deletes_its_root_unless_interrupted_twice(connect: Strin
         }
         let status = bench.wait_exit();
         let log = bench.log();
-        assert_eq!(status.code(), Some(1), "{log}");
+        assert_eq!(
+            status.signal(),
+            Some(SIGINT),
+            "ended by SIGINT: {status}\n{log}"
+        );
         if twice {
             assert!(
                 log.contains(&format!("exited without deleting {}", target.root)),
