@@ -708,7 +708,12 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         payload: &[u8],
         shutdown: &mut Pin<&mut S>,
     ) -> Result<HandlerOutcome, WorkerError> {
-        let mut run = pin!(CatchUnwind::new(self.handler.run(payload)));
+        // The handler is called inside the guarded future, at its first
+        // poll: a handler may do work (decode the payload, say) before it
+        // returns its future, and a panic there must fail the task as one
+        // inside the future does, not unwind through the worker.
+        let handler = &self.handler;
+        let mut run = pin!(CatchUnwind::new(async move { handler.run(payload).await }));
         loop {
             let stop_requested = state.stop_requested();
             tokio::select! {

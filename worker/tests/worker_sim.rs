@@ -5,9 +5,13 @@ mod common;
 
 use std::time::Duration;
 
-use zkdist_coord::{Coordinator, CreateMode, Layout, MAX_RESULT_OUTPUT_BYTES, TaskId, TaskResult};
+use zkdist_coord::{
+    Coordinator, CreateMode, Layout, MAX_RESULT_OUTPUT_BYTES, TaskId, TaskPayload, TaskResult,
+};
 use zkdist_sim::{Latency, SimConfig, SimZk};
-use zkdist_worker::{DEREGISTRATION_TIMEOUT_MS, Worker, WorkerDecision, WorkerError};
+use zkdist_worker::{
+    DEREGISTRATION_TIMEOUT_MS, TaskError, TaskHandler, Worker, WorkerDecision, WorkerError,
+};
 
 use common::*;
 
@@ -104,6 +108,61 @@ fn every_task_gets_a_result_and_bad_ones_fail_without_stopping_the_worker() {
             assert_eq!(written, MAX_RESULT_OUTPUT_BYTES, "{kind}");
         }
 
+        let _ = worker.stop.send(());
+        assert_eq!(worker.handle.await.unwrap(), Ok(id));
+    });
+}
+
+/// Decodes its payload before it returns its future, as a handler that
+/// checks its input eagerly does; `panic` panics there, `echo` echoes.
+struct EagerHandler;
+
+impl TaskHandler for EagerHandler {
+    fn run(
+        &self,
+        task: &[u8],
+    ) -> impl std::future::Future<Output = Result<Vec<u8>, TaskError>> + Send {
+        let payload = TaskPayload::decode(task).expect("a payload the test made");
+        let text = payload.fields["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if payload.kind == "panic" {
+            panic!("eager handler bug on {text}");
+        }
+        async move { Ok(text.into_bytes()) }
+    }
+}
+
+/// A panic in the handler before its future exists fails the task, as one
+/// inside the future does: a bad task never takes the worker down.
+#[test]
+fn a_handler_that_panics_before_its_future_exists_fails_only_its_task() {
+    run_sim(async {
+        let mut setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (worker, id) = RunningWorker::start_with(&setup, EagerHandler).await;
+        for (kind, text, expected) in [
+            (
+                "panic",
+                "one",
+                TaskResult::failure("the task handler panicked: eager handler bug on one"),
+            ),
+            (
+                "echo",
+                "two",
+                TaskResult::Success {
+                    output: b"two".to_vec(),
+                },
+            ),
+        ] {
+            let task = setup
+                .client
+                .submit(&task_payload(kind, text))
+                .await
+                .unwrap();
+            assign_and_wait(&setup, &id, task.as_str()).await;
+            assert_eq!(setup.client.wait(&task).await.unwrap(), expected, "{kind}");
+        }
         let _ = worker.stop.send(());
         assert_eq!(worker.handle.await.unwrap(), Ok(id));
     });

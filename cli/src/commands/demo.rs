@@ -3,6 +3,7 @@
 //! milliseconds, and the same seed prints the same trace.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, ensure};
 use tokio::sync::{mpsc, oneshot};
@@ -38,7 +39,10 @@ struct InlinePi;
 impl TaskHandler for InlinePi {
     fn run(&self, task: &[u8]) -> impl Future<Output = Result<Vec<u8>, TaskError>> + Send {
         let outcome = pi::parse(task)
-            .map(|task| serde_json::to_vec(&pi::estimate(&task)).expect("results serialise"))
+            .map(|task| {
+                let result = pi::estimate(&task, &AtomicBool::new(false)).expect("never abandoned");
+                serde_json::to_vec(&result).expect("results serialise")
+            })
             .map_err(|error| TaskError::from_display(&error));
         std::future::ready(outcome)
     }

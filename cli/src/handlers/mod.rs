@@ -4,6 +4,9 @@
 pub mod exec;
 pub mod pi;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde::Deserialize;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -42,6 +45,17 @@ pub fn validate(payload: &[u8]) -> Result<(), HandlerError> {
     }
 }
 
+/// Raised when dropped: tells work on a blocking thread that nobody waits
+/// for it any more.
+#[derive(Default)]
+struct AbandonOnDrop(Arc<AtomicBool>);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Runs any built-in kind.
 #[derive(Debug, Clone)]
 pub struct BuiltinHandler {
@@ -55,10 +69,15 @@ impl BuiltinHandler {
         let encoded = match kind_of(payload)?.as_str() {
             "pi" => {
                 let task = pi::parse(payload)?;
-                // Sampling is CPU-bound: keep it off the async threads.
-                let result = tokio::task::spawn_blocking(move || pi::estimate(&task))
+                // Sampling is CPU-bound: keep it off the async threads. A
+                // blocking thread cannot be cancelled, so dropping this
+                // future (the task abandoned) raises the flag it looks at.
+                let abandoned = AbandonOnDrop::default();
+                let flag = Arc::clone(&abandoned.0);
+                let result = tokio::task::spawn_blocking(move || pi::estimate(&task, &flag))
                     .await
-                    .map_err(|e| HandlerError::Failed(format!("pi task panicked: {e}")))?;
+                    .map_err(|e| HandlerError::Failed(format!("pi task panicked: {e}")))?
+                    .expect("the flag is raised only once this future is dropped");
                 serde_json::to_vec(&result)
             }
             "exec" if !self.allow_exec => return Err(HandlerError::ExecNotAllowed),
@@ -97,6 +116,30 @@ mod tests {
             handler(false).run(b"not json").await,
             Err(HandlerError::NoKind(_))
         ));
+    }
+
+    /// A `pi` task abandoned mid-run (its future dropped, as a worker does
+    /// when its session ends) stops its blocking thread: the runtime's
+    /// shutdown, which waits for blocking threads, then returns at once
+    /// instead of after the task's minutes of sampling.
+    #[test]
+    fn an_abandoned_pi_task_stops_its_blocking_thread() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let cut_short = runtime.block_on(async {
+            let handler = handler(false);
+            let run = handler.run(br#"{"kind":"pi","samples":10000000000}"#);
+            tokio::time::timeout(std::time::Duration::from_millis(100), run).await
+        });
+        assert!(cut_short.is_err(), "ten billion samples take minutes");
+        let (dropped, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(runtime);
+            let _ = dropped.send(());
+        });
+        // A hang guard, not a time limit: without the flag this waits for
+        // the whole estimate.
+        done.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the abandoned estimate stopped, so the runtime shut down");
     }
 
     #[tokio::test]
