@@ -245,6 +245,19 @@ impl<C: Coordinator> Master<C> {
                         continue;
                     }
                     let Some(name) = self.layout.child_name_of(dir, &watch.path) else {
+                        let path = self.layout.directory(dir);
+                        // The directory itself deleted (an operator's
+                        // `deleteall`, say): no event will come for what is
+                        // made in it from now on, and every assignment
+                        // create would be refused. The role lays the tree
+                        // out again on a new session, as it does when a
+                        // listing finds the directory gone.
+                        if watch.path == path && watch.kind == WatchKind::NodeDeleted {
+                            return Err(MasterError::Request {
+                                what: format!("watching {path}, which was deleted"),
+                                error: ZkError::NoNode { path },
+                            });
+                        }
                         if self.layout.is_in_directory(dir, &watch.path) {
                             return Ok(Step::default());
                         }
@@ -386,6 +399,20 @@ impl<C: Coordinator> Master<C> {
                     FencedReply::Applied => WriteOutcome::Applied,
                     FencedReply::FencedOff => WriteOutcome::Fenced,
                     FencedReply::Unknown => WriteOutcome::Unknown,
+                    // A create refused for want of a parent: `assignments/`
+                    // is gone, and so would every next create be. The role
+                    // lays the tree out again (see the deleted directory's
+                    // event above, which may come after this reply).
+                    FencedReply::OpFailed(error @ ZkError::NoNode { .. }) => {
+                        let path = self.layout.assignment(&worker);
+                        return Err(MasterError::Request {
+                            what: format!(
+                                "creating {path} (is {} gone?)",
+                                self.layout.assignments_dir()
+                            ),
+                            error,
+                        });
+                    }
                     FencedReply::OpFailed(error) => WriteOutcome::Failed(error.to_string()),
                     FencedReply::Error(error) => {
                         let path = self.layout.assignment(&worker);

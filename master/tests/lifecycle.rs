@@ -423,3 +423,70 @@ fn tasks_submitted_across_the_sequence_counter_wrap_run_in_submission_order() {
         assert_eq!(assigned, tasks);
     })
 }
+
+/// An operator deletes `assignments/` under a running master (a
+/// `deleteall` to clear stuck assignments, say). Either discovery notices:
+/// the recursive watch by the directory's own delete (or by a create
+/// refused for want of it), the listing loop by a listing that finds it
+/// gone. The role then lays the tree out again on a new session, and the
+/// next task runs. Before, the watch discovery ignored the directory's
+/// delete and blocked each worker in turn on the refused creates.
+#[test]
+fn a_deleted_assignments_directory_is_laid_out_again_and_work_goes_on() {
+    for discovery in [TaskDiscovery::Watch, TaskDiscovery::Listing] {
+        run_sim(7, async move {
+            let sim = SimZk::start(sim_config(
+                7,
+                Latency::Uniform {
+                    min_us: 200,
+                    max_us: 2_000,
+                },
+            ));
+            let layout = Layout::default();
+            let mut client = client(&sim, &layout).await;
+            let (operator, _operator_events) = sim.connect("operator").await.unwrap();
+            let (decisions_tx, mut decisions) = tokio::sync::mpsc::unbounded_channel();
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let role = tokio::spawn(run_master_role(
+                SimConnector::new(sim.clone(), "master"),
+                layout.clone(),
+                discovery,
+                async move {
+                    let _ = stopped.await;
+                },
+                Some(decisions_tx.into()),
+            ));
+            let worker = start_worker(&sim, "worker", &layout, TestHandler).await;
+            for n in 0..2 {
+                if n == 1 {
+                    // The first task is done and its assignment released:
+                    // the directory is empty, and goes.
+                    operator
+                        .delete(&layout.assignments_dir(), None)
+                        .await
+                        .unwrap();
+                }
+                let task = client.submit(&payload("echo", n, 1_000)).await.unwrap();
+                let result = tokio::time::timeout(STEP_TIMEOUT, client.wait(&task))
+                    .await
+                    .unwrap_or_else(|_| panic!("{discovery:?}: task {n} never finished"))
+                    .unwrap();
+                assert_eq!(result, expected_result("echo", n), "{discovery:?}");
+            }
+            let reasons: Vec<String> = std::iter::from_fn(|| decisions.try_recv().ok())
+                .filter_map(|decision| match decision {
+                    MasterDecision::Restarting { reason } => Some(reason),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(reasons.len(), 1, "{discovery:?}: {reasons:?}");
+            assert!(
+                reasons[0].contains(&layout.assignments_dir()),
+                "{discovery:?}: the reason names the directory: {reasons:?}"
+            );
+            let _ = stop.send(());
+            role.await.unwrap().unwrap();
+            worker.stop().await.0.unwrap();
+        });
+    }
+}
