@@ -596,40 +596,8 @@ impl Pump {
                 events,
                 watcher,
             } => {
-                self.abort_handles.remove(&id);
-                let mut ended = false;
-                let mut reconnected = false;
-                for event in &events {
-                    match watch_kind_of(event.event_type) {
-                        // Session states come from the state watcher; a
-                        // reconnection makes the watch be asked for again.
-                        None => {
-                            ended |= event.session_state.is_terminated();
-                            reconnected |= matches!(
-                                event.session_state,
-                                zkc::SessionState::SyncConnected
-                                    | zkc::SessionState::ConnectedReadOnly
-                            );
-                        }
-                        Some(kind) => self.heard(
-                            id,
-                            WatchEvent {
-                                kind,
-                                path: event.path.clone(),
-                            },
-                        ),
-                    }
-                }
-                if !ended && self.terminal.is_none() && self.persistent.is_live(id) {
-                    if reconnected {
-                        // Usually redundant with the re-add made as the
-                        // stream shows Connected, but not always: a watch
-                        // whose add_watch was answered on one connection
-                        // after the pump wrote Connected for a later one
-                        // became live too late for it.
-                        self.register_again(id);
-                    }
-                    self.listen(id, watcher);
+                if let Some(listening) = self.handle_heard(id, &events, watcher) {
+                    self.listen(listening.0, listening.1);
                 }
             }
             Completion::Dropped => {}
@@ -656,6 +624,50 @@ impl Pump {
                 }
             }
         }
+    }
+
+    /// Persistent watcher `id` took `events`: reports them, and returns the
+    /// watcher if it is to listen on (the caller queues it again).
+    fn handle_heard(
+        &mut self,
+        id: WatchId,
+        events: &[zkc::WatchedEvent],
+        watcher: zkc::PersistentWatcher,
+    ) -> Option<(WatchId, zkc::PersistentWatcher)> {
+        self.abort_handles.remove(&id);
+        let mut ended = false;
+        let mut reconnected = false;
+        for event in events {
+            match watch_kind_of(event.event_type) {
+                // Session states come from the state watcher; a
+                // reconnection makes the watch be asked for again.
+                None => {
+                    ended |= event.session_state.is_terminated();
+                    reconnected |= matches!(
+                        event.session_state,
+                        zkc::SessionState::SyncConnected | zkc::SessionState::ConnectedReadOnly
+                    );
+                }
+                Some(kind) => self.heard(
+                    id,
+                    WatchEvent {
+                        kind,
+                        path: event.path.clone(),
+                    },
+                ),
+            }
+        }
+        if ended || self.terminal.is_some() || !self.persistent.is_live(id) {
+            return None;
+        }
+        if reconnected {
+            // Usually redundant with the re-add made as the stream shows
+            // Connected, but not always: a watch whose add_watch was
+            // answered on one connection after the pump wrote Connected for
+            // a later one became live too late for it.
+            self.register_again(id);
+        }
+        Some((id, watcher))
     }
 
     fn handle_firing(&mut self, id: WatchId, event: &zkc::WatchedEvent, at_arm: bool) {
@@ -713,13 +725,27 @@ impl Pump {
 
     /// Queues a persistent watcher and polls it once at once (see
     /// `arm` for why in this order).
+    ///
+    /// A loop, not a recursion through `handle_completion`: while the
+    /// client keeps dispatching notifications as fast as they are taken,
+    /// each poll finds more, and the stack must not grow with them.
     fn listen(&mut self, id: WatchId, watcher: zkc::PersistentWatcher) {
-        let (handle, registration) = AbortHandle::new_pair();
-        self.abort_handles.insert(id, handle);
-        if let Some(completion) =
-            self.queue_then_poll(hear(id, watcher).boxed(), Some(registration))
-        {
-            self.handle_completion(completion);
+        let mut listening = Some((id, watcher));
+        while let Some((id, watcher)) = listening.take() {
+            let (handle, registration) = AbortHandle::new_pair();
+            self.abort_handles.insert(id, handle);
+            listening = match self.queue_then_poll(hear(id, watcher).boxed(), Some(registration)) {
+                Some(Completion::Heard {
+                    id,
+                    events,
+                    watcher,
+                }) => self.handle_heard(id, &events, watcher),
+                Some(other) => {
+                    self.handle_completion(other);
+                    None
+                }
+                None => None,
+            };
         }
     }
 
