@@ -80,6 +80,7 @@ tests![
     Server CurrentThread a_session_closed_by_a_second_client_sees_expired,
     Server CurrentThread a_session_its_client_gave_up_on_lives_on_until_closed_from_a_second_client,
     Server CurrentThread requests_on_a_silent_link_fail_with_connection_loss_and_the_session_survives,
+    Server CurrentThread a_session_watching_many_paths_reconnects_with_its_watches,
     Server CurrentThread kazoo_and_the_rust_backend_see_each_others_nodes_and_watches,
     Server CurrentThread a_wait_hears_of_a_mark_made_while_it_waits,
     Server MultiThread a_pipelined_write_replies_after_the_event_it_fired,
@@ -877,6 +878,66 @@ async fn a_session_its_client_gave_up_on_lives_on_until_closed_from_a_second_cli
         None,
         "the close ended the session"
     );
+    observer.close().await.unwrap();
+}
+
+/// A session whose watched paths overflow one `SetWatches` frame (the
+/// client re-sends them in frames of up to 128 KiB of paths when it
+/// reconnects) loses its connection: it reconnects, keeps its session, and
+/// a watch set before the cut still fires. Before the vendored client's
+/// fix the frames shared one xid: the second reply found no request and
+/// broke the connection, reconnection after reconnection, until the client
+/// declared the session expired.
+async fn a_session_watching_many_paths_reconnects_with_its_watches(env: Env) {
+    let ProxiedOwner {
+        root,
+        direct,
+        session,
+        mut events,
+        link,
+        ..
+    } = proxied_owner_of_an_ephemeral(&env, "many-watches").await;
+    // Exists watches on absent nodes: nothing to create, some 190 KiB of
+    // paths (two frames at least, more if a list is sent again).
+    let padding = "w".repeat(48);
+    let paths: Vec<String> = (0..3_000)
+        .map(|n| format!("{root}/{padding}-{n:05}"))
+        .collect();
+    let watched_bytes: usize = paths.iter().map(String::len).sum();
+    assert!(watched_bytes > 128 * 1024, "{watched_bytes} bytes of paths");
+    for batch in paths.chunks(500) {
+        let found =
+            futures::future::join_all(batch.iter().map(|path| session.exists(path, Watch::Yes)))
+                .await;
+        assert!(found.into_iter().all(|stat| stat.unwrap().is_none()));
+    }
+
+    link.block();
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Disconnected)
+    );
+    link.unblock();
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Connected),
+        "the session reconnects, its watches sent again"
+    );
+    let (observer, _observer_events) = connect(&direct).await;
+    let last = paths.last().expect("3,000 paths");
+    observer
+        .create(last, b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Watch(WatchEvent {
+            kind: WatchKind::NodeCreated,
+            path: last.clone(),
+        }),
+        "a watch set before the cut fires after it"
+    );
+    session.close().await.unwrap();
     observer.close().await.unwrap();
 }
 

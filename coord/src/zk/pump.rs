@@ -525,10 +525,12 @@ impl Pump {
     }
 
     /// The session reconnected: asks the server for every persistent watch
-    /// again. `zookeeper-client` 0.11 re-registers one-shot watches on
-    /// reconnecting but leaves persistent ones out of its `SetWatches`
-    /// (it only ever sends the first three lists), so the server would
-    /// have forgotten them. Called just before the stream shows
+    /// again. Upstream `zookeeper-client` 0.11 re-registers one-shot
+    /// watches on reconnecting but leaves persistent ones out of its
+    /// `SetWatches` (it only ever sent the first three lists); the vendored
+    /// copy's fix sends them in `SetWatches2`, and asking again keeps the
+    /// backend independent of that and costs one request per watch after a
+    /// reconnection. Called just before the stream shows
     /// `Connected`, so that these requests go out before any the
     /// application makes on seeing it: the server then applies the
     /// application's re-reads after the watches are back, and a change is

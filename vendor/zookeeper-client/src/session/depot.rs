@@ -24,6 +24,10 @@ pub struct Depot {
     writing_slices: Vec<IoSlice<'static>>,
     writing_operations: VecDeque<Operation>,
     written_operations: HashMap<i32, SessionOperation>,
+    // Written operations whose xid was in `written_operations` already, in
+    // write order: only predefined xids repeat (several `SetWatches` frames
+    // after a reconnection), and their replies come in the same order.
+    written_again: VecDeque<SessionOperation>,
 
     sasl: bool,
     pending_operations: VecDeque<SessionOperation>,
@@ -42,6 +46,7 @@ impl Depot {
             writing_slices: Vec::with_capacity(writing_capacity),
             writing_operations: VecDeque::with_capacity(writing_capacity),
             written_operations: HashMap::with_capacity(128),
+            written_again: VecDeque::new(),
             pending_operations: VecDeque::with_capacity(32),
             watching_paths: HashMap::with_capacity(32),
             unwatching_paths: HashMap::with_capacity(32),
@@ -56,6 +61,7 @@ impl Depot {
         self.writing_slices.clear();
         self.writing_operations.clear();
         self.written_operations.clear();
+        self.written_again.clear();
         self.pending_operations.clear();
         self.watching_paths.clear();
         self.unwatching_paths.clear();
@@ -63,7 +69,8 @@ impl Depot {
 
     /// Error out ongoing operations except authes.
     pub fn error(&mut self, err: &Error) {
-        self.written_operations.drain().for_each(|(_, operation)| {
+        let written = self.written_operations.drain().map(|(_, operation)| operation);
+        written.chain(self.written_again.drain(..)).for_each(|operation| {
             if operation.request.get_code() == OpCode::Auth {
                 self.pending_authes.push(operation);
                 return;
@@ -96,13 +103,24 @@ impl Depot {
 
     /// Check whether there is any ongoing operations.
     pub fn is_empty(&self) -> bool {
-        self.writing_operations.is_empty() && self.written_operations.is_empty() && self.pending_operations.is_empty()
+        self.writing_operations.is_empty()
+            && self.written_operations.is_empty()
+            && self.written_again.is_empty()
+            && self.pending_operations.is_empty()
     }
 
     pub fn pop_request(&mut self, xid: i32) -> Result<SessionOperation, Error> {
         match self.written_operations.remove(&xid) {
             None => Err(Error::UnexpectedError(format!("recv response with xid {xid} but no pending request"))),
-            Some(operation) => Ok(operation),
+            Some(operation) => {
+                // The next operation written with the same xid waits for the
+                // next reply with it.
+                if let Some(index) = self.written_again.iter().position(|again| again.request.get_xid() == xid) {
+                    let next = self.written_again.remove(index).expect("found at index");
+                    self.written_operations.insert(xid, next);
+                }
+                Ok(operation)
+            }
         }
     }
 
@@ -258,7 +276,11 @@ impl Depot {
                 })
                 .for_each(|operation| {
                     let xid = operation.request.get_xid();
-                    self.written_operations.insert(xid, operation);
+                    if self.written_operations.contains_key(&xid) {
+                        self.written_again.push_back(operation);
+                    } else {
+                        self.written_operations.insert(xid, operation);
+                    }
                 });
         }
         if written_bytes != 0 {
