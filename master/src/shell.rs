@@ -42,8 +42,13 @@ pub enum MasterError {
     Deposed { epoch: Epoch },
 }
 
-/// A reply to one [`Command`].
+/// A reply to one [`Command`], or to the shell's own sync after a
+/// reconnection.
 enum Reply {
+    Resynced {
+        generation: u64,
+        result: ZkResult<()>,
+    },
     Listed {
         dir: Directory,
         result: ZkResult<(Vec<String>, Stat)>,
@@ -96,6 +101,44 @@ enum Input {
     ReconcileDue,
 }
 
+/// Where the session is in a reconnection.
+///
+/// After a reconnection, the server the session now talks to may be behind
+/// the one it left: a change the master already heard of through an event
+/// (which carries no zxid, so it does not hold the client back from a
+/// server that has not applied it) is then applied there again, and
+/// reported again when it is (a worker's assignment deleted a second time,
+/// which would free the worker from the task it holds now). A `sync`
+/// brings that server up to date, and what it reports before the sync's
+/// reply may be such a replay. So the master holds back the events of its
+/// recursive watches from the disconnection until that reply, and then
+/// lists every directory: requests sent after the sync read a state at
+/// least as new as it, and a listing is a diff, so the events it held back
+/// are accounted for.
+/// Lists every directory, as after a reconnection: ZooKeeper re-arms
+/// watches then and fires those that missed a change, but listing again
+/// costs little and does not depend on it (a listing is a diff, so an
+/// extra one is harmless).
+fn reconcile_all(state: &mut MasterState) -> Step {
+    let mut step = Step::default();
+    for dir in Directory::ALL {
+        let fired = state.on_watch_fired(dir);
+        step.decisions.extend(fired.decisions);
+        step.commands.extend(fired.commands);
+    }
+    step
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    Connected,
+    Disconnected,
+    /// Reconnected; the `sync` numbered `generation` is in flight.
+    Resyncing {
+        generation: u64,
+    },
+}
+
 /// With the watch discovery, how long the master waits before listing
 /// `tasks/` again after a reconcile listing failed (typically over the
 /// client's reply limit: the queue must shrink first).
@@ -118,8 +161,11 @@ pub struct Master<C: Coordinator> {
     /// The epoch this session was elected in: every write checks it.
     epoch: Epoch,
     discovery: TaskDiscovery,
-    /// Set while the session is disconnected.
-    disconnected: bool,
+    /// See [`Link`].
+    link: Link,
+    /// How many post-reconnection syncs were sent: a reconnection during
+    /// one makes its reply stale.
+    resyncs_sent: u64,
     /// Whether `run_until` must lay the tree out first (the role lays it
     /// out once per session, before the claim).
     lay_out: bool,
@@ -150,7 +196,8 @@ impl<C: Coordinator> Master<C> {
             observer: None,
             epoch,
             discovery: TaskDiscovery::default(),
-            disconnected: false,
+            link: Link::Connected,
+            resyncs_sent: 0,
             lay_out: false,
         }
     }
@@ -208,7 +255,7 @@ impl<C: Coordinator> Master<C> {
                     if reconcile_retry.is_some() => Input::ReconcileDue,
             };
             let step = match input {
-                Input::Event(event) => self.on_event(&mut state, event)?,
+                Input::Event(event) => self.on_event(&mut state, event, &mut in_flight)?,
                 Input::Reply(reply) => self.on_reply(&mut state, reply)?,
                 Input::ReconcileDue => {
                     reconcile_retry.set(None);
@@ -233,6 +280,7 @@ impl<C: Coordinator> Master<C> {
         &mut self,
         state: &mut MasterState,
         event: Option<Event>,
+        in_flight: &mut InFlight<Reply>,
     ) -> Result<Step, MasterError> {
         match event {
             None => Err(MasterError::SessionEnded { state: None }),
@@ -263,6 +311,12 @@ impl<C: Coordinator> Master<C> {
                         }
                         continue;
                     };
+                    if self.link != Link::Connected {
+                        // Possibly a replay of a change already handled;
+                        // the listings after the sync account for it.
+                        tracing::debug!(target: "zkdist::master", ?watch, "held back until the sync after the reconnection");
+                        return Ok(Step::default());
+                    }
                     return Ok(match (dir, watch.kind) {
                         (Directory::Tasks, WatchKind::NodeCreated) => state.on_task_created(name),
                         (Directory::Tasks, WatchKind::NodeDeleted) => state.on_task_deleted(name),
@@ -284,22 +338,35 @@ impl<C: Coordinator> Master<C> {
                 }
             }
             Some(Event::Session(SessionState::Disconnected)) => {
-                self.disconnected = true;
+                self.link = Link::Disconnected;
                 Ok(Step::default())
             }
-            // ZooKeeper re-arms watches on reconnection and fires those that
-            // missed a change, but listing again costs little and does not
-            // depend on it: a listing is a diff, so an extra one is harmless.
+            // Reconnected: every directory is listed. With recursive
+            // watches, once a sync has brought the server up to date (see
+            // `Link`). The listing loop needs none: it learns the tree from
+            // replies, which carry their zxid, so the client reconnects
+            // only to a server that has applied all it learned.
             Some(Event::Session(SessionState::Connected)) => {
-                let mut step = Step::default();
-                if std::mem::take(&mut self.disconnected) {
-                    for dir in Directory::ALL {
-                        let fired = state.on_watch_fired(dir);
-                        step.decisions.extend(fired.decisions);
-                        step.commands.extend(fired.commands);
-                    }
+                if self.link == Link::Connected {
+                    return Ok(Step::default());
                 }
-                Ok(step)
+                let recursive = Directory::ALL
+                    .into_iter()
+                    .any(|dir| self.discovery.watches_recursively(dir));
+                if !recursive {
+                    self.link = Link::Connected;
+                    return Ok(reconcile_all(state));
+                }
+                self.resyncs_sent += 1;
+                let generation = self.resyncs_sent;
+                self.link = Link::Resyncing { generation };
+                let zk = Arc::clone(&self.zk);
+                let root = self.layout.root().to_owned();
+                in_flight.push(async move {
+                    let result = until_known(|| zk.sync(&root)).await;
+                    Reply::Resynced { generation, result }
+                });
+                Ok(Step::default())
             }
             Some(Event::Session(
                 state @ (SessionState::Expired | SessionState::Closed | SessionState::AuthFailed),
@@ -307,12 +374,28 @@ impl<C: Coordinator> Master<C> {
         }
     }
 
-    fn on_reply(&self, state: &mut MasterState, reply: Reply) -> Result<Step, MasterError> {
+    fn on_reply(&mut self, state: &mut MasterState, reply: Reply) -> Result<Step, MasterError> {
         let failed = |what: String, error: ZkError| match error.session_end() {
             Some(state) => MasterError::SessionEnded { state: Some(state) },
             None => MasterError::Request { what, error },
         };
         match reply {
+            Reply::Resynced { generation, result } => {
+                if self.link != (Link::Resyncing { generation }) {
+                    // The session reconnected again since: that
+                    // reconnection's sync settles it. (Were it ended, the
+                    // event stream says so.)
+                    return Ok(Step::default());
+                }
+                result.map_err(|error| {
+                    failed(
+                        format!("syncing {} after a reconnection", self.layout.root()),
+                        error,
+                    )
+                })?;
+                self.link = Link::Connected;
+                Ok(reconcile_all(state))
+            }
             Reply::Listed {
                 dir,
                 result,

@@ -282,6 +282,22 @@ fn tasks_submitted_while_the_master_is_disconnected_are_assigned_after() {
             healed < first_assignment,
             "nothing is assigned while disconnected"
         );
+        // The reconnected master syncs before it lists anything again: the
+        // server it reconnected to may be behind the one it left, and
+        // replay changes it already heard of (see the shell's `Link`).
+        let after_heal = |needle: &str| {
+            healed
+                + trace[healed..]
+                    .iter()
+                    .position(|line| line.contains(needle))
+                    .unwrap_or_else(|| {
+                        panic!("no {needle:?} after the heal:\n{}", trace.join("\n"))
+                    })
+        };
+        let synced = after_heal("deliver master reply sync /zkdist ");
+        assert!(synced < after_heal("master get_children /zkdist/tasks"));
+        assert!(synced < after_heal("master get_children /zkdist/assignments"));
+        assert!(synced < first_assignment);
 
         let _ = stop.send(());
         master.await.unwrap().unwrap();
