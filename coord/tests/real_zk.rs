@@ -81,6 +81,7 @@ tests![
     Server CurrentThread a_session_its_client_gave_up_on_lives_on_until_closed_from_a_second_client,
     Server CurrentThread requests_on_a_silent_link_fail_with_connection_loss_and_the_session_survives,
     Server CurrentThread a_session_watching_many_paths_reconnects_with_its_watches,
+    Server CurrentThread a_link_back_well_within_the_session_timeout_is_tried_in_time,
     Server CurrentThread kazoo_and_the_rust_backend_see_each_others_nodes_and_watches,
     Server CurrentThread a_wait_hears_of_a_mark_made_while_it_waits,
     Server MultiThread a_pipelined_write_replies_after_the_event_it_fired,
@@ -939,6 +940,38 @@ async fn a_session_watching_many_paths_reconnects_with_its_watches(env: Env) {
     );
     session.close().await.unwrap();
     observer.close().await.unwrap();
+}
+
+/// The link is cut for 7 s of a 10 s session timeout: the client keeps
+/// trying at most a second apart, reconnects before the server expires the
+/// session, and keeps it. Before the vendored client's cap, its pauses
+/// doubled between rounds (0.1 s up to 6.4 s), so the attempt after the one
+/// at 6.3 s came at 12.7 s, past the server's expiry, and a 7 s outage cost
+/// the session.
+async fn a_link_back_well_within_the_session_timeout_is_tried_in_time(env: Env) {
+    // The server's largest session timeout (20 ticks of 500 ms).
+    let session_timeout_ms = 10_000;
+    let direct = common::config(&env.connect).with_session_timeout_ms(session_timeout_ms);
+    let (session, mut events, link) = common::connect_proxied(&direct).await.expect("connect");
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Connected)
+    );
+    let id_before = session.session_id();
+    link.block();
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Disconnected)
+    );
+    tokio::time::sleep(Duration::from_millis(session_timeout_ms * 7 / 10)).await;
+    link.unblock();
+    assert_eq!(
+        next_event(&mut events).await,
+        Event::Session(SessionState::Connected),
+        "the client reconnects before the server expires its session"
+    );
+    assert_eq!(session.session_id(), id_before);
+    session.close().await.unwrap();
 }
 
 /// A server that stops answering without closing the connection: the

@@ -168,6 +168,10 @@ pub fn parse_connect_string(s: &str, tls: bool) -> Result<(Vec<EndpointRef<'_>>,
     Ok((endpoints, chroot.unwrap()))
 }
 
+/// The longest pause between two rounds over the servers (patched for
+/// zkdist, see `IterableEndpoints::timeout`).
+const MAX_ROUND_DELAY: Duration = Duration::from_secs(1);
+
 #[derive(Clone, Debug)]
 pub struct IterableEndpoints {
     cycle: bool,
@@ -234,7 +238,13 @@ impl IterableEndpoints {
         if index.offset == 0 {
             let jitter = Duration::from_millis(fastrand::u32(0..100).into());
             let base = Duration::from_millis(1000).min(unit * size as u32);
-            base.saturating_mul(2u32.saturating_pow(index.cycles as u32 - 1)).saturating_add(jitter)
+            // Patched for zkdist: the back-off stops growing at a second (a
+            // Java client waits up to a second between rounds). Doubling
+            // without a bound left gaps of 6.4 s and more before the session
+            // timeout, so a server back within it was only tried after the
+            // session had expired.
+            let backoff = base.saturating_mul(2u32.saturating_pow(index.cycles as u32 - 1));
+            backoff.min(MAX_ROUND_DELAY).saturating_add(jitter)
         } else {
             let jitter = Duration::from_millis(fastrand::u32(0..50).into());
             (unit * (index.offset as u32)) / 2 + jitter
