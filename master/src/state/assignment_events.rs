@@ -64,8 +64,11 @@ impl MasterState {
     pub fn on_assignment_node_deleted(&mut self, name: &str) -> Step {
         self.assert_watch_discovery();
         self.assert_not_deposed();
-        // A foreign name was reported when it was created.
+        // A foreign name was reported when it was created; gone, it is
+        // forgotten (reported again should it come back).
         let Ok(worker) = WorkerId::parse(name) else {
+            self.ignored_names
+                .remove(&(Directory::Assignments, name.to_owned()));
             return self.finish_step();
         };
         if self.is_unread_assignment(&worker) {

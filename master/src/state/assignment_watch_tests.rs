@@ -376,6 +376,8 @@ fn a_foreign_assignment_blocks_an_idle_worker_until_it_is_deleted() {
     ));
     assert!(master.on_assignment_node_created(bad).decisions.is_empty());
     assert_eq!(master.on_assignment_node_deleted(bad), Step::default());
+    // Forgotten once deleted: made again, it is reported again.
+    assert_eq!(master.on_assignment_node_created(bad).decisions.len(), 1);
     // A delete of a node no one holds changes nothing.
     assert_eq!(
         master.on_assignment_node_deleted(w(9).as_str()),

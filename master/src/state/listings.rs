@@ -279,6 +279,13 @@ impl MasterState {
         children: Vec<String>,
         parse: fn(&str) -> Result<T, InvalidName>,
     ) -> BTreeSet<T> {
+        // Names reported before and gone now are forgotten: the set holds
+        // what the directory holds, not every name it ever held (a foreign
+        // producer's nodes would make it grow for good), and a name back
+        // again is reported again.
+        let listed: BTreeSet<&str> = children.iter().map(String::as_str).collect();
+        self.ignored_names
+            .retain(|(ignored_dir, name)| *ignored_dir != dir || listed.contains(name.as_str()));
         let mut parsed = BTreeSet::new();
         for name in children {
             match parse(&name) {

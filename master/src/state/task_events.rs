@@ -34,8 +34,11 @@ impl MasterState {
     pub fn on_task_deleted(&mut self, name: &str) -> Step {
         self.assert_watch_discovery();
         self.assert_not_deposed();
-        // A foreign name was reported when it was created.
+        // A foreign name was reported when it was created; gone, it is
+        // forgotten (reported again should it come back).
         let Ok(task) = TaskId::parse(name) else {
+            self.ignored_names
+                .remove(&(Directory::Tasks, name.to_owned()));
             return self.finish_step();
         };
         if self.listing_loop(Directory::Tasks).in_flight() {

@@ -1080,9 +1080,20 @@ fn foreign_children_are_reported_once_and_ignored() {
         &step.decisions[0],
         MasterDecision::IgnoredNode { dir: Directory::Tasks, name, .. } if name == "notes"
     ));
-    let step = relist(&mut master, Directory::Tasks, children);
+    let step = relist(&mut master, Directory::Tasks, children.clone());
     assert_eq!(step, Step::default());
     assert_eq!(pending(&master), [t(1)]);
+    // Gone from a listing, the name is forgotten (a foreign producer's
+    // names do not pile up in the master); back, it is reported again.
+    assert_eq!(
+        relist(&mut master, Directory::Tasks, task_names(&[1])),
+        Step::default()
+    );
+    let step = relist(&mut master, Directory::Tasks, children);
+    assert!(matches!(
+        step.decisions.as_slice(),
+        [MasterDecision::IgnoredNode { dir: Directory::Tasks, name, .. }] if name == "notes"
+    ));
 }
 
 #[test]

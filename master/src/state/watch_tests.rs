@@ -268,6 +268,13 @@ fn a_resent_watch_lists_again_and_foreign_names_are_reported_once() {
     assert!(master.on_task_created("not-a-task").decisions.is_empty());
     assert_eq!(master.on_task_deleted("not-a-task"), Step::default());
     assert!(master.pending_tasks().is_empty());
+    // Deleted, the name is forgotten (a foreign producer's names do not
+    // pile up in the master), and reported again if it comes back.
+    let step = master.on_task_created("not-a-task");
+    assert!(matches!(
+        step.decisions.as_slice(),
+        [MasterDecision::IgnoredNode { dir: Directory::Tasks, name, .. }] if name == "not-a-task"
+    ));
 }
 
 #[test]
