@@ -63,13 +63,16 @@ pub fn end_by_received_signal() {
     let Some(&signal) = RECEIVED.get() else {
         return;
     };
+    // On the main thread, once the command returned: nothing else writes.
+    let _ = std::io::stdout().flush();
     end_by(signal);
 }
 
-/// Flushes standard output (what was printed must not be lost with the
-/// process) and takes `signal`'s default action, which ends the process.
+/// Takes `signal`'s default action, which ends the process. It does not
+/// touch standard output: on a second signal the main task may hold it,
+/// stuck writing to a full pipe, and exiting at once must not wait for
+/// that (every write is flushed as it is made, see `crate::stdout`).
 fn end_by(signal: i32) -> ! {
-    let _ = std::io::stdout().flush();
     // Resets the handler, unblocks the signal and raises it; aborts if the
     // process survived that, so this never returns.
     let _ = signal_hook::low_level::emulate_default_handler(signal);

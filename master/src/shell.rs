@@ -101,20 +101,6 @@ enum Input {
     ReconcileDue,
 }
 
-/// Where the session is in a reconnection.
-///
-/// After a reconnection, the server the session now talks to may be behind
-/// the one it left: a change the master already heard of through an event
-/// (which carries no zxid, so it does not hold the client back from a
-/// server that has not applied it) is then applied there again, and
-/// reported again when it is (a worker's assignment deleted a second time,
-/// which would free the worker from the task it holds now). A `sync`
-/// brings that server up to date, and what it reports before the sync's
-/// reply may be such a replay. So the master holds back the events of its
-/// recursive watches from the disconnection until that reply, and then
-/// lists every directory: requests sent after the sync read a state at
-/// least as new as it, and a listing is a diff, so the events it held back
-/// are accounted for.
 /// Lists every directory, as after a reconnection: ZooKeeper re-arms
 /// watches then and fires those that missed a change, but listing again
 /// costs little and does not depend on it (a listing is a diff, so an
@@ -129,6 +115,20 @@ fn reconcile_all(state: &mut MasterState) -> Step {
     step
 }
 
+/// Where the session is in a reconnection.
+///
+/// After a reconnection, the server the session now talks to may be behind
+/// the one it left: a change the master already heard of through an event
+/// (which carries no zxid, so it does not hold the client back from a
+/// server that has not applied it) is then applied there again, and
+/// reported again when it is (a worker's assignment deleted a second time,
+/// which would free the worker from the task it holds now). A `sync`
+/// brings that server up to date, and what it reports before the sync's
+/// reply may be such a replay. So the master holds back the events of its
+/// recursive watches from the disconnection until that reply, and then
+/// lists every directory: requests sent after the sync read a state at
+/// least as new as it, and a listing is a diff, so the events it held back
+/// are accounted for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Link {
     Connected,
@@ -302,7 +302,7 @@ impl<C: Coordinator> Master<C> {
                         // listing finds the directory gone.
                         if watch.path == path && watch.kind == WatchKind::NodeDeleted {
                             return Err(MasterError::Request {
-                                what: format!("watching {path}, which was deleted"),
+                                what: format!("watching {path} (deleted)"),
                                 error: ZkError::NoNode { path },
                             });
                         }
