@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use zkdist_coord::{Coordinator, CreateMode, Layout, TaskResult};
+use zkdist_coord::{Coordinator, CreateMode, Event, Layout, TaskResult, WatchKind, ZkError};
 use zkdist_master::{
     Epoch, Master, MasterDecision, MasterError, TaskDiscovery, Trigger, claim_master,
     run_master_role,
@@ -308,6 +308,139 @@ fn tasks_submitted_while_the_master_is_disconnected_are_assigned_after() {
         assert_eq!(assigned, tasks);
         worker.stop().await.0.unwrap();
     });
+}
+
+/// A task created after the master's session reconnected, but heard of
+/// before the sync that follows the reconnection is answered, waits for
+/// that answer: until then an event may replay a change the master already
+/// handled (see the shell's `Link`), so it is held back, and the listing
+/// after the sync finds the task.
+#[test]
+fn a_task_heard_of_before_the_sync_after_a_reconnection_waits_for_it() {
+    run_sim(9, async {
+        let sim = SimZk::start(sim_config(9, Latency::Fixed { ms: 1 }));
+        let layout = Layout::default();
+        let (zk, events) = sim.connect("master").await.unwrap();
+        let master_session = zk.session_id();
+        let epoch = claim_master(&zk, &layout).await.unwrap().unwrap();
+        let (decisions_tx, mut decisions) = tokio::sync::mpsc::unbounded_channel();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let master = tokio::spawn(
+            Master::new(zk, events, layout.clone(), epoch)
+                .with_observer(decisions_tx)
+                .run_until(async move {
+                    let _ = stop_rx.await;
+                }),
+        );
+        let worker = start_worker(&sim, "worker", &layout, TestHandler).await;
+        let mut client = client(&sim, &layout).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+
+        // Everything bound for the master is held from before the heal, so
+        // the task's event reaches it ahead of the session's `Connected`,
+        // and so ahead of any reply to a sync sent after it.
+        sim.cut(master_session, Duration::from_secs(2)).await;
+        sim.hold(master_session).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let task = client.submit(&payload("echo", 0, 10)).await.unwrap();
+        sim.release(master_session).await;
+        let result = tokio::time::timeout(STEP_TIMEOUT, client.wait(&task))
+            .await
+            .expect("the task finishes once the sync is answered")
+            .unwrap();
+        assert!(result.is_success());
+
+        let trace = sim.trace().await;
+        let position = |needle: &str| {
+            trace
+                .iter()
+                .position(|line| line.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle:?} in the trace:\n{}", trace.join("\n")))
+        };
+        let heard = position("deliver master event NodeCreated /zkdist/tasks/");
+        let synced = position("deliver master reply sync /zkdist ");
+        let assigned = position("create /zkdist/assignments/");
+        assert!(
+            heard < synced,
+            "the task's event comes before the sync's reply:\n{}",
+            trace.join("\n")
+        );
+        assert!(
+            synced < assigned,
+            "the task is assigned only after the sync's reply:\n{}",
+            trace.join("\n")
+        );
+
+        let _ = stop.send(());
+        master.await.unwrap().unwrap();
+        let assigned: Vec<_> = std::iter::from_fn(|| decisions.try_recv().ok())
+            .flat_map(|decision| decision.assigned().to_vec())
+            .map(|(_, task)| task)
+            .collect();
+        assert_eq!(assigned, vec![task], "assigned once, from the listing");
+        worker.stop().await.0.unwrap();
+    });
+}
+
+/// The backstop for a deleted `assignments/` whose event the master never
+/// hears (a server that sends it only to sessions that may read the node,
+/// say): the assignment create it refuses for want of its parent ends the
+/// master with an error naming the directory, so the role lays the tree
+/// out again, instead of the worker waiting for good on a create that
+/// every next attempt would fail as well.
+#[test]
+fn an_assignment_refused_for_want_of_its_directory_ends_the_master() {
+    for discovery in [TaskDiscovery::Watch, TaskDiscovery::Listing] {
+        run_sim(7, async move {
+            let sim = SimZk::start(sim_config(7, Latency::Fixed { ms: 1 }));
+            let layout = Layout::default();
+            let (zk, mut events) = sim.connect("master").await.unwrap();
+            let epoch = claim_master(&zk, &layout).await.unwrap().unwrap();
+            // The master's stream, less the directory's own delete event.
+            let (forward, heard) = tokio::sync::mpsc::unbounded_channel();
+            let deleted = Event::watch(WatchKind::NodeDeleted, layout.assignments_dir());
+            tokio::spawn(async move {
+                while let Some(event) = events.recv().await {
+                    if event != deleted && forward.send(event).is_err() {
+                        break;
+                    }
+                }
+            });
+            let master = tokio::spawn(
+                Master::new(zk, heard, layout.clone(), epoch)
+                    .with_discovery(discovery)
+                    .run(),
+            );
+            let worker = start_worker(&sim, "worker", &layout, TestHandler).await;
+            let client = client(&sim, &layout).await;
+            let (operator, _operator_events) = sim.connect("operator").await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+
+            operator
+                .delete(&layout.assignments_dir(), None)
+                .await
+                .unwrap();
+            client.submit(&payload("echo", 0, 10)).await.unwrap();
+            let ended = tokio::time::timeout(STEP_TIMEOUT, master)
+                .await
+                .unwrap_or_else(|_| panic!("{discovery:?}: the master went on"))
+                .unwrap();
+            match ended {
+                Err(MasterError::Request { what, error }) => {
+                    assert!(
+                        what.contains(&layout.assignments_dir()) && what.contains("gone"),
+                        "{discovery:?}: {what}"
+                    );
+                    assert!(
+                        matches!(error, ZkError::NoNode { .. }),
+                        "{discovery:?}: {error}"
+                    );
+                }
+                other => panic!("{discovery:?}: the master ended with {other:?}"),
+            }
+            worker.stop().await.0.unwrap();
+        });
+    }
 }
 
 #[test]

@@ -742,10 +742,8 @@ impl Pump {
                     events,
                     watcher,
                 }) => self.handle_heard(id, &events, watcher),
-                Some(other) => {
-                    self.handle_completion(other);
-                    None
-                }
+                // `hear` completes only as `Heard`.
+                Some(_) => unreachable!("a persistent watcher's poll ended other than heard"),
                 None => None,
             };
         }

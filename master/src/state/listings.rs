@@ -282,10 +282,19 @@ impl MasterState {
         // Names reported before and gone now are forgotten: the set holds
         // what the directory holds, not every name it ever held (a foreign
         // producer's nodes would make it grow for good), and a name back
-        // again is reported again.
-        let listed: BTreeSet<&str> = children.iter().map(String::as_str).collect();
-        self.ignored_names
-            .retain(|(ignored_dir, name)| *ignored_dir != dir || listed.contains(name.as_str()));
+        // again is reported again. Usually nothing of this directory is
+        // remembered, and then a listing (a backlog's may be large) is not
+        // copied into a set for nothing.
+        if self
+            .ignored_names
+            .iter()
+            .any(|(ignored_dir, _)| *ignored_dir == dir)
+        {
+            let listed: BTreeSet<&str> = children.iter().map(String::as_str).collect();
+            self.ignored_names.retain(|(ignored_dir, name)| {
+                *ignored_dir != dir || listed.contains(name.as_str())
+            });
+        }
         let mut parsed = BTreeSet::new();
         for name in children {
             match parse(&name) {
