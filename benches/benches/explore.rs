@@ -21,9 +21,9 @@ const SEEDS: std::ops::Range<u64> = 0..40;
 
 fn bench(c: &mut Criterion) {
     let seeds = SEEDS.end - SEEDS.start;
-    // Under faults the founding design breaks, and a schedule stops at its
-    // first violation: say how many of the batch do, since those are
-    // shorter than a full run.
+    // A schedule stops at its first violation, and is then shorter than a
+    // full run: say how many of the batch do (none, unless a change broke
+    // a rule), since that changes what the figure means.
     let batch = explore_batch(SEEDS, 1);
     eprintln!(
         "explore: seeds {}..{} of the standard run: {} of {} stop at a violation, {} steps in all",

@@ -199,8 +199,8 @@ pub fn standard_explore_config() -> ExploreConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ExploreBatch {
     pub schedules: u64,
-    /// Schedules that stopped at a violation (the founding design breaks
-    /// under faults), which makes them shorter than a full run.
+    /// Schedules that stopped at a violation, which makes them shorter
+    /// than a full run (none, unless a change broke a rule).
     pub violations: u64,
     /// Requests applied plus messages delivered, over all schedules.
     pub steps: u64,

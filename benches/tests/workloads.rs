@@ -112,7 +112,9 @@ fn a_backlog_is_drained_whole_and_counted_without_its_submissions() {
 fn an_explore_batch_runs_every_seed_of_the_standard_run() {
     let batch = explore_batch(0..3, 1);
     assert_eq!(batch.schedules, 3);
-    assert!(batch.violations <= 3);
+    // The system keeps every rule under faults, so each schedule is a full
+    // run: the benchmark times whole runs, not runs cut short.
+    assert_eq!(batch.violations, 0);
     assert!(batch.steps > 0);
     assert_eq!(
         batch,

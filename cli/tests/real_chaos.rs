@@ -177,6 +177,8 @@ struct Chaos {
     /// Tasks whose worker was SIGKILLed, with that worker's id: someone
     /// else must finish them.
     orphaned_tasks: Vec<(String, String)>,
+    /// How many worker processes were SIGKILLed.
+    workers_killed: usize,
 }
 
 impl Chaos {
@@ -194,6 +196,7 @@ impl Chaos {
             started: Instant::now(),
             zombie_tasks: Vec::new(),
             orphaned_tasks: Vec::new(),
+            workers_killed: 0,
         };
         chaos.note(&format!(
             "chaos on {} under {}: {MASTERS} masters, {WORKERS} workers, {TASKS} tasks, \
@@ -406,6 +409,7 @@ impl Chaos {
         let (victim, worker_id) = self.pick_worker();
         let pid = self.processes[victim].role.pid();
         self.kill(victim);
+        self.workers_killed += 1;
         let held = self.assignment_of(&worker_id);
         self.note(&format!(
             "fault {number}: SIGKILLed {} (pid {pid}), registered as {worker_id}, {}",
@@ -626,11 +630,30 @@ impl Chaos {
         // By the workers' own logs: no task written twice, no result for a
         // task nobody submitted, and the zombie wrote nothing it held.
         let mut writes: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut found_present: BTreeSet<String> = BTreeSet::new();
         for process in self.processes.iter().filter(|p| p.kind == Kind::Worker) {
-            for (worker, task) in result_writes(&process.role.log()) {
+            let log = process.role.log();
+            for (worker, task) in result_writes(&log) {
                 writes.entry(task).or_default().push(worker);
             }
+            found_present.extend(
+                results_found_present(&log)
+                    .into_iter()
+                    .map(|(_, task)| task),
+            );
         }
+        // Every result is in some worker's log, so the checks below look
+        // at every task: only a worker SIGKILLed between its write and the
+        // log line may leave one out, one at most each.
+        let unlogged: Vec<&String> = finished
+            .keys()
+            .filter(|task| !writes.contains_key(*task) && !found_present.contains(*task))
+            .collect();
+        assert!(
+            unlogged.len() <= self.workers_killed,
+            "results of {unlogged:?} are in no worker's log, and {} workers were SIGKILLed",
+            self.workers_killed
+        );
         for (task, writers) in &writes {
             assert!(
                 submitted.contains_key(task),
@@ -672,9 +695,11 @@ impl Chaos {
         }
         self.note(&format!(
             "checked: {} tasks, each with exactly one result (version 0) holding its own answer; \
-             {} result writes in the workers' logs, none twice",
+             {} result writes in the workers' logs, none twice, and {} found present after a \
+             lost reply",
             finished.len(),
-            writes.len()
+            writes.len(),
+            found_present.len()
         ));
         // Everyone idle at the end, and one master leading.
         self.eventually("no assignment left", |chaos| {
@@ -747,24 +772,31 @@ fn registrations(log: &str) -> Vec<String> {
         .collect()
 }
 
-/// `(worker, task)` for every result a worker's log says it wrote: `<worker>
-/// wrote <task> result ...`, and `<worker> recovered <task> completion:
-/// applied` (the reply to the write was lost, and reading back showed it
-/// applied).
+/// `(worker, task)` for every result a worker's log says it wrote:
+/// `<worker> wrote <task> result ...`.
 fn result_writes(log: &str) -> Vec<(String, String)> {
+    worker_lines(log, "wrote", &["result"])
+}
+
+/// `(worker, task)` for every completion whose reply was lost and whose
+/// read-back found the result there: `<worker> recovered <task>
+/// completion: result present ...`. Written by that worker or by another,
+/// the log cannot say which.
+fn results_found_present(log: &str) -> Vec<(String, String)> {
+    worker_lines(log, "recovered", &["completion:", "result", "present"])
+}
+
+/// `(worker, task)` for every log line that reads `<worker> <verb> <task>
+/// <then...>`.
+fn worker_lines(log: &str, verb: &str, then: &[&str]) -> Vec<(String, String)> {
     log.lines()
         .filter_map(|line| {
             let words: Vec<&str> = line.split_whitespace().collect();
-            let at = words
-                .iter()
-                .position(|w| *w == "wrote" || *w == "recovered")?;
+            let at = words.iter().position(|w| *w == verb)?;
             let worker = words.get(at.checked_sub(1)?)?;
             let task = words.get(at + 1)?;
-            let written = match words[at] {
-                "wrote" => words.get(at + 2) == Some(&"result"),
-                _ => words.get(at + 2..at + 4) == Some(&["completion:", "applied"][..]),
-            };
-            (written && worker.starts_with("worker-"))
+            let follows = words.get(at + 2..at + 2 + then.len()) == Some(then);
+            (follows && worker.starts_with("worker-"))
                 .then(|| (worker.to_string(), task.to_string()))
         })
         .collect()

@@ -78,13 +78,25 @@ fn violations(faults: Faults, mutant: Option<Mutant>) -> Vec<(u64, Invariant)> {
 fn caught(mutant: Mutant) {
     let found = violations_found(faults_for(mutant), Some(mutant));
     // The first violating seed, replayed alone, breaks the same rule at the
-    // same step and trace line, with the same detail.
+    // same step and trace line, with the same detail, and its excerpt ends
+    // at that line of the trace.
     if let Some((seed, violation)) = found.first() {
         let replayed = run_seed(*seed, &config(faults_for(mutant), Some(mutant)));
         assert_eq!(
             replayed.violation.as_ref(),
             Some(violation),
             "{mutant:?}: seed {seed} replayed"
+        );
+        let line = violation.trace_line.expect("a violation is located");
+        assert!(
+            (1..=replayed.trace.len()).contains(&line),
+            "{mutant:?}: line {line} of {}",
+            replayed.trace.len()
+        );
+        assert_eq!(
+            violation.excerpt.last(),
+            Some(&replayed.trace[line - 1]),
+            "{mutant:?}: the excerpt ends at the violation's line"
         );
     }
     let found: Vec<(u64, Invariant)> = found

@@ -96,7 +96,10 @@ pub fn run_write(seed: u64, write: Write, applied: bool) -> RunReport {
                     step_until(h, "deliver m1 reply get_children /zkdist/tasks watch -> 1").await;
                     cut_in_flight(h, m1, "assignment create").await;
                 });
-                ("m1", "multi [check /zkdist/epoch")
+                (
+                    "m1",
+                    "multi [check /zkdist/epoch v1, create /zkdist/assignments/",
+                )
             }
             Write::Completion => {
                 let w1 = h.worker_session(1);
@@ -117,7 +120,10 @@ pub fn run_write(seed: u64, write: Write, applied: bool) -> RunReport {
                 h.expire(w1).await;
                 step_until(h, "deliver m1 reply get_children /zkdist/workers watch").await;
                 cut_in_flight(h, m1, "reclaim").await;
-                ("m1", "multi [check /zkdist/epoch")
+                (
+                    "m1",
+                    "multi [check /zkdist/epoch v1, delete /zkdist/assignments/",
+                )
             }
         };
         if write != Write::Submit {
