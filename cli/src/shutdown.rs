@@ -73,6 +73,9 @@ pub fn end_by_received_signal() {
 /// stuck writing to a full pipe, and exiting at once must not wait for
 /// that (every write is flushed as it is made, see `crate::stdout`).
 fn end_by(signal: i32) -> ! {
+    // Destructors do not run: the processes of `exec` tasks in hand, in
+    // groups of their own, are killed here, or they would run on.
+    crate::handlers::exec::kill_every_task();
     // Resets the handler, unblocks the signal and raises it; aborts if the
     // process survived that, so this never returns.
     let _ = signal_hook::low_level::emulate_default_handler(signal);

@@ -2,7 +2,9 @@
 //! output. Off unless the worker was started with `--allow-exec`, because it
 //! lets anyone who can submit a task run programs on the worker's machine.
 
+use std::collections::BTreeSet;
 use std::process::Stdio;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -68,74 +70,168 @@ pub fn parse(payload: &[u8]) -> Result<ExecTask, HandlerError> {
 
 /// Runs the task. Output beyond `limit_bytes` in all is dropped (and
 /// reported as truncated), so the result always fits in one znode.
+///
+/// The command runs in a process group of its own. A Ctrl-C at the
+/// worker's terminal is meant for the worker, which finishes the task in
+/// hand; in the worker's group the command would be interrupted by it and
+/// its broken result kept as final. The group is killed whole: when the
+/// command exits (what it left running in the background would hold the
+/// output pipes open, and outlive the task), on the timeout, and when the
+/// task is abandoned (this future dropped).
 pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, HandlerError> {
     let mut child = Command::new(&task.argv[0])
         .args(&task.argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| HandlerError::Failed(format!("cannot start {:?}: {e}", task.argv[0])))?;
+    let group = ProcessGroup::led_by(&child);
     // Half of the budget per stream, less room for the JSON around them and
     // for escaping, which can grow a byte to six.
     let per_stream_bytes = limit_bytes.saturating_sub(1024) / 2 / 6;
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
-    let collect = async {
-        let (out, err) = tokio::join!(
-            read_capped(stdout, per_stream_bytes),
-            read_capped(stderr, per_stream_bytes)
-        );
-        let status = child.wait().await;
-        (out, err, status)
+    let mut out = Capped::new(per_stream_bytes);
+    let mut err = Capped::new(per_stream_bytes);
+    let ran = async {
+        tokio::join!(
+            async { tokio::try_join!(out.fill_from(stdout), err.fill_from(stderr)) },
+            async {
+                let status = child.wait().await;
+                group.kill();
+                status
+            }
+        )
     };
-    match tokio::time::timeout(Duration::from_millis(task.timeout_ms), collect).await {
-        Ok((out, err, status)) => {
-            let (stdout, out_cut) =
-                out.map_err(|e| HandlerError::Failed(format!("reading stdout: {e}")))?;
-            let (stderr, err_cut) =
-                err.map_err(|e| HandlerError::Failed(format!("reading stderr: {e}")))?;
+    let ran = tokio::time::timeout(Duration::from_millis(task.timeout_ms), ran).await;
+    let (exit_code, timed_out) = match ran {
+        Ok((read, status)) => {
+            read.map_err(|e| HandlerError::Failed(format!("reading the output: {e}")))?;
             let status = status
                 .map_err(|e| HandlerError::Failed(format!("waiting for the process: {e}")))?;
-            Ok(ExecResult {
-                exit_code: status.code(),
-                timed_out: false,
-                stdout: String::from_utf8_lossy(&stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&stderr).into_owned(),
-                truncated: out_cut || err_cut,
-            })
+            (status.code(), false)
         }
-        // Dropping the future drops the child, and kill_on_drop kills it.
-        Err(_) => Ok(ExecResult {
-            exit_code: None,
-            timed_out: true,
-            stdout: String::new(),
-            stderr: format!("killed after {} ms", task.timeout_ms),
-            truncated: false,
-        }),
+        Err(_) => {
+            group.kill();
+            (None, true)
+        }
+    };
+    let truncated = out.truncated || err.truncated;
+    Ok(ExecResult {
+        exit_code,
+        timed_out,
+        stdout: out.into_text(),
+        stderr: err.into_text(),
+        truncated,
+    })
+}
+
+/// A command's process group (its id is the command's pid). Killed on
+/// drop, so an abandoned task leaves nothing running; and listed while
+/// alive, so that a worker ending at once on a second signal takes its
+/// tasks' processes with it ([`kill_every_task`]).
+struct ProcessGroup {
+    id: Option<libc::pid_t>,
+}
+
+/// The process groups of the tasks running in this process.
+static RUNNING: Mutex<BTreeSet<libc::pid_t>> = Mutex::new(BTreeSet::new());
+
+impl ProcessGroup {
+    fn led_by(child: &tokio::process::Child) -> ProcessGroup {
+        let id = child
+            .id()
+            .map(|pid| libc::pid_t::try_from(pid).expect("a pid fits in pid_t"));
+        if let Some(id) = id {
+            assert!(id > 1, "a command's group is never the whole system's");
+            running().insert(id);
+        }
+        ProcessGroup { id }
+    }
+
+    /// Kills every process of the group. Once the command itself has been
+    /// waited for, its pid could in principle be reused, but only by a
+    /// process that made itself the leader of a group of that number, in
+    /// the instant between the wait and this kill.
+    fn kill(&self) {
+        if let Some(id) = self.id {
+            kill_group(id);
+        }
     }
 }
 
-/// Reads a stream to its end, keeping at most `cap_bytes`; the rest is read
-/// and dropped so the child never blocks on a full pipe.
-async fn read_capped(
-    mut stream: impl AsyncRead + Unpin,
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            kill_group(id);
+            running().remove(&id);
+        }
+    }
+}
+
+fn running() -> std::sync::MutexGuard<'static, BTreeSet<libc::pid_t>> {
+    // The set is consistent whatever panicked while holding it.
+    RUNNING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn kill_group(id: libc::pid_t) {
+    // SAFETY: killpg takes plain integers and touches no memory of ours. A
+    // group already gone gives ESRCH, which is what was wanted.
+    unsafe {
+        libc::killpg(id, libc::SIGKILL);
+    }
+}
+
+/// Kills the processes of every task running in this process: for a
+/// process about to end without running its destructors.
+pub fn kill_every_task() {
+    for &id in running().iter() {
+        kill_group(id);
+    }
+}
+
+/// One output stream, kept up to a cap.
+struct Capped {
+    kept: Vec<u8>,
     cap_bytes: usize,
-) -> std::io::Result<(Vec<u8>, bool)> {
-    let mut kept = Vec::new();
-    let mut truncated = false;
-    let mut buf = [0u8; 8192];
-    loop {
-        let n = stream.read(&mut buf).await?;
-        if n == 0 {
-            return Ok((kept, truncated));
+    truncated: bool,
+}
+
+impl Capped {
+    fn new(cap_bytes: usize) -> Capped {
+        Capped {
+            kept: Vec::new(),
+            cap_bytes,
+            truncated: false,
         }
-        let room = cap_bytes - kept.len();
-        if n > room {
-            truncated = true;
+    }
+
+    /// Reads a stream to its end, keeping at most the cap; the rest is
+    /// read and dropped so the child never blocks on a full pipe. What was
+    /// read stays kept if this future is dropped (on the timeout).
+    async fn fill_from(&mut self, mut stream: impl AsyncRead + Unpin) -> std::io::Result<()> {
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = stream.read(&mut buf).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            let room = self.cap_bytes - self.kept.len();
+            if n > room {
+                self.truncated = true;
+            }
+            self.kept.extend_from_slice(&buf[..n.min(room)]);
+            debug_assert!(self.kept.len() <= self.cap_bytes);
         }
-        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+
+    fn into_text(self) -> String {
+        String::from_utf8_lossy(&self.kept).into_owned()
     }
 }
 
@@ -173,6 +269,121 @@ mod tests {
         let result = run(&task, 1 << 20).await.unwrap();
         assert!(result.timed_out);
         assert_eq!(result.exit_code, None);
+    }
+
+    /// Whether process `pid` still runs (a zombie waiting to be reaped
+    /// does not).
+    fn is_running(pid: &str) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // The state follows the command name, which is in parentheses.
+            Ok(stat) => !stat
+                .rsplit_once(')')
+                .unwrap()
+                .1
+                .trim_start()
+                .starts_with('Z'),
+            Err(_) => false,
+        }
+    }
+
+    /// Waits for process `pid` to be gone. A hang guard, not a time limit.
+    async fn gone(pid: &str) -> bool {
+        for _ in 0..1_000 {
+            if !is_running(pid) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn a_command_runs_in_a_process_group_of_its_own() {
+        // The shell prints its pid and its process group's id: equal for
+        // a group leader.
+        let task =
+            parse(br#"{"kind":"exec","argv":["sh","-c","echo $$; cut -d' ' -f5 /proc/$$/stat"]}"#)
+                .unwrap();
+        let result = run(&task, 1 << 20).await.unwrap();
+        assert_eq!(result.exit_code, Some(0), "{result:?}");
+        let lines: Vec<&str> = result.stdout.lines().collect();
+        assert_eq!(lines.len(), 2, "{result:?}");
+        assert_eq!(lines[0], lines[1], "the command leads its own group");
+    }
+
+    #[tokio::test]
+    async fn a_command_that_exits_is_not_held_by_what_it_left_running() {
+        // The background sleep keeps the output pipes open: without the
+        // group killed at the command's exit, this would wait out the
+        // timeout and be reported as timed out.
+        let task = parse(
+            br#"{"kind":"exec","argv":["sh","-c","sleep 1000 & echo $!; exit 4"],"timeout_ms":600000}"#,
+        )
+        .unwrap();
+        let result = run(&task, 1 << 20).await.unwrap();
+        assert_eq!(result.exit_code, Some(4), "{result:?}");
+        assert!(!result.timed_out);
+        let background = result.stdout.trim();
+        assert!(
+            gone(background).await,
+            "the background sleep {background} was killed"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_timed_out_command_keeps_its_output_and_its_group_is_killed() {
+        let task = parse(
+            br#"{"kind":"exec","argv":["sh","-c","sleep 1000 & echo $!; echo waiting >&2; wait"],"timeout_ms":500}"#,
+        )
+        .unwrap();
+        let result = run(&task, 1 << 20).await.unwrap();
+        assert!(result.timed_out, "{result:?}");
+        assert_eq!(result.exit_code, None);
+        assert_eq!(
+            result.stderr, "waiting\n",
+            "what it wrote before the timeout"
+        );
+        let background = result.stdout.trim();
+        assert!(!background.is_empty(), "{result:?}");
+        assert!(
+            gone(background).await,
+            "the background sleep {background} was killed"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_command_is_killed_with_its_group() {
+        // The pid goes to a file: the result of an abandoned run is never
+        // seen.
+        let scratch = std::env::temp_dir().join(format!("zkdist-exec-{}", std::process::id()));
+        let payload = serde_json::json!({
+            "kind": "exec",
+            "argv": ["sh", "-c", "sleep 1000 & echo $! > \"$0\"; wait", scratch],
+            "timeout_ms": 600_000,
+        });
+        let task = parse(payload.to_string().as_bytes()).unwrap();
+        let mut running = Box::pin(run(&task, 1 << 20));
+        let mut background = String::new();
+        for _ in 0..1_000 {
+            assert!(
+                futures::poll!(running.as_mut()).is_pending(),
+                "the command runs until abandoned"
+            );
+            background = std::fs::read_to_string(&scratch).unwrap_or_default();
+            if background.ends_with('\n') {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let background = background.trim().to_owned();
+        assert!(!background.is_empty(), "the command started its sleep");
+        assert!(is_running(&background));
+        drop(running);
+        assert!(
+            gone(&background).await,
+            "the background sleep {background} was killed"
+        );
+        let _ = std::fs::remove_file(&scratch);
     }
 
     #[tokio::test]
