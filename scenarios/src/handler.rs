@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use zkdist_coord::TaskPayload;
+use zkdist_coord::{TaskPayload, TaskResult};
 use zkdist_worker::{TaskError, TaskHandler};
 
 /// Runs `work` tasks: sleeps `work_us` microseconds of simulated time, then
@@ -21,21 +21,46 @@ pub fn task_payload(n: u64, work_us: u64) -> Vec<u8> {
         .expect("the kind is not empty")
 }
 
+/// What a payload asks for: how long to work, and then what to answer.
+struct Answer {
+    work: Duration,
+    /// `done <n>` for a `work` task.
+    output: Result<Vec<u8>, TaskError>,
+}
+
+/// A payload without its numbers fails at once, before any work.
+fn answer(task: &[u8]) -> Result<Answer, TaskError> {
+    let payload = TaskPayload::decode(task).map_err(|error| TaskError::from_display(&error))?;
+    let field = |name: &str| {
+        payload
+            .fields
+            .get(name)
+            .and_then(|value| value.as_u64())
+            .ok_or_else(|| TaskError::new(format!("payload has no numeric {name:?}")))
+    };
+    let n = field("n")?;
+    let work = Duration::from_micros(field("work_us")?);
+    let output = match payload.kind.as_str() {
+        "work" => Ok(format!("done {n}").into_bytes()),
+        other => Err(TaskError::new(format!("unknown kind {other:?}"))),
+    };
+    Ok(Answer { work, output })
+}
+
+/// The result a worker running [`WorkHandler`] writes for `task` (the
+/// payload): what the checker holds every result to.
+pub fn expected_result(task: &[u8]) -> TaskResult {
+    TaskResult::from_outcome(
+        answer(task)
+            .and_then(|answer| answer.output)
+            .map_err(|error| error.to_string()),
+    )
+}
+
 impl TaskHandler for WorkHandler {
     async fn run(&self, task: &[u8]) -> Result<Vec<u8>, TaskError> {
-        let payload = TaskPayload::decode(task).map_err(|error| TaskError::from_display(&error))?;
-        let field = |name: &str| {
-            payload
-                .fields
-                .get(name)
-                .and_then(|value| value.as_u64())
-                .ok_or_else(|| TaskError::new(format!("payload has no numeric {name:?}")))
-        };
-        let n = field("n")?;
-        tokio::time::sleep(Duration::from_micros(field("work_us")?)).await;
-        match payload.kind.as_str() {
-            "work" => Ok(format!("done {n}").into_bytes()),
-            other => Err(TaskError::new(format!("unknown kind {other:?}"))),
-        }
+        let Answer { work, output } = answer(task)?;
+        tokio::time::sleep(work).await;
+        output
     }
 }

@@ -33,7 +33,7 @@ pub mod trace;
 
 pub use checker::{Checker, Invariant, Step, TreeFacts, Violation};
 pub use explore::{ExploreConfig, Faults, SeedOutcome, explore, run_seed, run_seed_here};
-pub use handler::{WorkHandler, task_payload};
+pub use handler::{WorkHandler, expected_result, task_payload};
 pub use harness::{Harness, HarnessConfig, RunReport};
 pub use old_worker::OldWorkerSession;
 pub use scenarios::Scenario;

@@ -62,10 +62,14 @@ pub enum Mutant {
     /// workers older than the format are given payloads they cannot read.
     /// Shows only with such workers in the fleet (`old_workers`).
     MasterIgnoresWorkerFormats,
+    /// The worker writes, for every task after its first, the result of
+    /// the task before (a reused buffer): each result is written once, by
+    /// the worker that holds the task, and answers another task.
+    WorkerWritesPreviousResult,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 10] = [
+    pub const ALL: [Mutant; 11] = [
         Mutant::MasterAssignsBusyWorkers,
         Mutant::MasterSkipsTasksDiff,
         Mutant::MasterListsIdsAsWorkers,
@@ -76,6 +80,7 @@ impl Mutant {
         Mutant::ClientSubmitsBlindly,
         Mutant::MasterTruncatesInlinePayloads,
         Mutant::MasterIgnoresWorkerFormats,
+        Mutant::WorkerWritesPreviousResult,
     ];
 
     /// Whether the master carries the bug (else every worker does).
@@ -127,6 +132,7 @@ impl Mutant {
             Mutant::MasterTruncatesInlinePayloads | Mutant::MasterIgnoresWorkerFormats => {
                 Invariant::InlinePayload
             }
+            Mutant::WorkerWritesPreviousResult => Invariant::ResultMatchesTask,
         }
     }
 }
@@ -146,6 +152,8 @@ struct Memory {
     first_arm_skipped: bool,
     /// The blind client's planted connection loss happened.
     submit_loss_planted: bool,
+    /// The result the stale-result worker wrote last.
+    last_result: Option<Vec<u8>>,
 }
 
 /// A session that plants `mutant`'s bug. Clones share the memory.
@@ -275,6 +283,19 @@ impl<C: Coordinator> MutantSession<C> {
                     && AssignmentView::decode(data).is_ok_and(|view| view.payload.is_some())
                 {
                     data.pop();
+                }
+            }
+        }
+        if self.mutant == Some(Mutant::WorkerWritesPreviousResult) {
+            for op in &mut ops {
+                if let Op::Create { path, data, .. } = op
+                    && path.ends_with("/result")
+                {
+                    let this = data.clone();
+                    if let Some(previous) = self.remember(|memory| memory.last_result.replace(this))
+                    {
+                        *data = previous;
+                    }
                 }
             }
         }

@@ -9,10 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::pending;
 use std::time::Duration;
 
-use zkdist_coord::{Coordinator, CreateMode, Layout, Op, SessionId, TaskId, WorkerId};
+use zkdist_coord::{Coordinator, CreateMode, Layout, Op, SessionId, TaskId, Watch, WorkerId};
 use zkdist_master::{Epoch, MasterDecision, MasterState, TaskDiscovery, Trigger, WriteOutcome};
 use zkdist_scenarios::{
-    Checker, Harness, HarnessConfig, Invariant, RunReport, Step, TreeFacts, trace,
+    Checker, Harness, HarnessConfig, Invariant, RunReport, Step, TreeFacts, expected_result, trace,
 };
 use zkdist_sim::{AppliedOp, Change, Latency, SimSession, Tree, TxnKind};
 use zkdist_worker::WorkerDecision;
@@ -627,12 +627,12 @@ fn clean(script: impl AsyncFnOnce(&Harness)) {
 
 /// The completion `multi` of the failures design: the result and the
 /// release of the worker's own assignment, in one transaction.
-fn completion(h: &Harness, task: &str, worker: &WorkerId) -> Vec<Op> {
+fn completion(h: &Harness, task: &str, worker: &WorkerId, result: Vec<u8>) -> Vec<Op> {
     let task = TaskId::parse(task).unwrap();
     vec![
         Op::Create {
             path: h.layout().result(&task),
-            data: b"done".to_vec(),
+            data: result,
             mode: CreateMode::Persistent,
         },
         Op::Delete {
@@ -648,8 +648,57 @@ fn a_completion_multi_by_the_assigned_worker_breaks_no_rule() {
         let master = rogue(h).await;
         let (worker_zk, id) = rogue_worker(h, "rogue-worker").await;
         create(&master, &h.layout().assignment(&id), &t(h, 0)).await;
-        worker_zk.multi(completion(h, &t(h, 0), &id)).await.unwrap();
+        let result = right_result(&worker_zk, h, &t(h, 0)).await;
+        worker_zk
+            .multi(completion(h, &t(h, 0), &id, result))
+            .await
+            .unwrap();
     });
+}
+
+/// The encoded result the testbed's handler gives for `task`'s payload.
+async fn right_result(zk: &SimSession, h: &Harness, task: &str) -> Vec<u8> {
+    let task = TaskId::parse(task).unwrap();
+    let (payload, _) = zk
+        .get_data(&h.layout().task(&task), Watch::No)
+        .await
+        .unwrap();
+    expected_result(&payload).encode()
+}
+
+#[test]
+fn a_result_that_answers_another_task_is_caught() {
+    let report = caught(async |h| {
+        let master = rogue(h).await;
+        let (worker_zk, id) = rogue_worker(h, "rogue-worker").await;
+        create(&master, &h.layout().assignment(&id), &t(h, 0)).await;
+        let other_answer = right_result(&worker_zk, h, &t(h, 1)).await;
+        let _ = worker_zk
+            .multi(completion(h, &t(h, 0), &id, other_answer))
+            .await;
+    });
+    check_report(
+        &report,
+        Invariant::ResultMatchesTask,
+        "the result of {t0} is success \"done 1\", but its payload gives success \"done 0\"",
+    );
+}
+
+#[test]
+fn an_unreadable_result_is_caught() {
+    let report = caught(async |h| {
+        let master = rogue(h).await;
+        let (worker_zk, id) = rogue_worker(h, "rogue-worker").await;
+        create(&master, &h.layout().assignment(&id), &t(h, 0)).await;
+        let _ = worker_zk
+            .multi(completion(h, &t(h, 0), &id, b"done".to_vec()))
+            .await;
+    });
+    check_report(
+        &report,
+        Invariant::ResultMatchesTask,
+        "the result of {t0} is unreadable (",
+    );
 }
 
 #[test]

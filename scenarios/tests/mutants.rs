@@ -198,6 +198,11 @@ fn mutant_master_truncates_inline_payloads_is_caught() {
 }
 
 #[test]
+fn mutant_worker_writes_previous_result_is_caught() {
+    caught(Mutant::WorkerWritesPreviousResult);
+}
+
+#[test]
 fn mutant_list_is_covered_by_tests() {
     let this_file = include_str!("mutants.rs");
     for mutant in Mutant::ALL {

@@ -64,6 +64,10 @@
 //!   task's payload inline carries exactly the task node's data (the
 //!   worker runs it without reading the task), and goes to a worker whose
 //!   registration says it reads inline payloads.
+//! - [`Invariant::ResultMatchesTask`]: a result, when created, holds what
+//!   the testbed's handler gives for its task's payload (`done <n>` for
+//!   task `n`): no worker runs another task's payload, or writes another
+//!   task's answer.
 //! - [`Invariant::MasterViewMatches`]: at the end of a quiescent run, the
 //!   elected master's workers, their assignments and its pending queue
 //!   agree with ZooKeeper's tree, it has seen every task that exists, and
@@ -81,7 +85,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 
 use zkdist_coord::{
-    AssignmentView, ErrorCode, Layout, SessionId, TaskId, TaskToken, WorkerId, ZkError,
+    AssignmentView, ErrorCode, Layout, SessionId, TaskId, TaskResult, TaskToken, WorkerId, ZkError,
     assignment_label,
 };
 use zkdist_master::{MasterDecision, MasterState, Recovery};
@@ -89,6 +93,8 @@ use zkdist_sim::{AppliedOp, Change, Tree, TxnKind};
 use zkdist_worker::{CompletionReadBack, WorkerDecision};
 
 use submission_order::{NewestAssigned, Position, SubmissionOrder};
+
+use crate::handler::expected_result;
 
 pub use view::TreeFacts;
 
@@ -106,12 +112,13 @@ pub enum Invariant {
     ZombieWrite,
     Liveness,
     InlinePayload,
+    ResultMatchesTask,
     MasterViewMatches,
     ActorFailed,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 12] = [
+    pub const ALL: [Invariant; 13] = [
         Invariant::TaskAssignedTwice,
         Invariant::WorkerAssignedTwice,
         Invariant::AssignedToUnregistered,
@@ -122,6 +129,7 @@ impl Invariant {
         Invariant::ZombieWrite,
         Invariant::Liveness,
         Invariant::InlinePayload,
+        Invariant::ResultMatchesTask,
         Invariant::MasterViewMatches,
         Invariant::ActorFailed,
     ];
@@ -138,6 +146,7 @@ impl Invariant {
             Invariant::ZombieWrite => "zombie-write",
             Invariant::Liveness => "liveness",
             Invariant::InlinePayload => "inline-payload",
+            Invariant::ResultMatchesTask => "result-matches-task",
             Invariant::MasterViewMatches => "master-view-matches",
             Invariant::ActorFailed => "actor-failed",
         }
@@ -535,7 +544,9 @@ impl Checker {
             // Without a copy, the transaction's only change is this one:
             // the assignments have not moved yet.
             let before = assignments_before.unwrap_or(&self.assignment_nodes);
-            return self.zombie_write(op, &task, before);
+            return self
+                .zombie_write(op, &task, before)
+                .or_else(|| self.wrong_result(&task, path, tree));
         }
         if let Ok(task) = TaskId::parse(rest) {
             let twin = task
@@ -580,6 +591,35 @@ impl Checker {
             format!(
                 "{} wrote the result of {task} without holding its assignment ({holder})",
                 op.session_name
+            ),
+        ))
+    }
+
+    /// Whether the result just created at `result_path` is other than what
+    /// the testbed's handler gives for the task's payload: a worker that
+    /// ran another task's payload, or wrote another task's answer.
+    fn wrong_result(
+        &self,
+        task: &TaskId,
+        result_path: &str,
+        tree: &Tree,
+    ) -> Option<(Invariant, String)> {
+        // The task node is the result's parent: it exists.
+        let payload = tree.data(&format!("{}/{task}", self.tasks_dir))?;
+        let expected = expected_result(payload);
+        let written = TaskResult::decode(tree.data(result_path)?);
+        if written.as_ref() == Ok(&expected) {
+            return None;
+        }
+        let written = match written {
+            Ok(result) => describe_result(&result),
+            Err(error) => format!("unreadable ({error})"),
+        };
+        Some((
+            Invariant::ResultMatchesTask,
+            format!(
+                "the result of {task} is {written}, but its payload gives {}",
+                describe_result(&expected)
             ),
         ))
     }
@@ -1008,4 +1048,14 @@ fn round_breach(
         ));
     }
     None
+}
+
+/// A result as a violation's detail shows it: the output as text.
+fn describe_result(result: &TaskResult) -> String {
+    match result {
+        TaskResult::Success { output } => {
+            format!("success {:?}", String::from_utf8_lossy(output))
+        }
+        TaskResult::Failure { message } => format!("failure {message:?}"),
+    }
 }

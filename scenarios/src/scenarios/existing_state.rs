@@ -10,9 +10,10 @@
 
 use std::time::Duration;
 
-use zkdist_coord::{Coordinator, CreateMode, Op, TaskId, TaskResult, WorkerId, path};
+use zkdist_coord::{Coordinator, CreateMode, Op, TaskId, Watch, WorkerId, path};
 
 use super::script::{find, rounds_assigning, run, settle};
+use crate::handler::expected_result;
 use crate::harness::RunReport;
 
 pub fn run_scenario(seed: u64) -> RunReport {
@@ -60,9 +61,12 @@ pub fn run_scenario(seed: u64) -> RunReport {
                 .expect("the old assignment is written");
         };
         create_assignment(&old_id, &tasks[0]).await;
-        let finished = TaskResult::Success {
-            output: b"from an earlier run".to_vec(),
-        };
+        // The result the earlier run's worker wrote: the task's answer.
+        let (payload, _) = old_worker
+            .get_data(&h.layout().task(&tasks[0]), Watch::No)
+            .await
+            .expect("the task is there");
+        let finished = expected_result(&payload);
         old_worker
             .multi(vec![
                 Op::Create {
