@@ -338,7 +338,7 @@ impl Chaos {
     fn kill_zk_leader(&mut self, number: usize) {
         let dir = self.ensemble_dir();
         let leader = zk_leader(&dir);
-        testing::run_scripts_zk(&["kill", &dir, &leader]);
+        let killed = testing::KilledNode::kill(&dir, &leader);
         self.note(&format!(
             "fault {number}: SIGKILLed ZooKeeper node {leader}, the ensemble's leader"
         ));
@@ -347,8 +347,7 @@ impl Chaos {
         self.note(&format!(
             "the two other nodes serve again, node {new_leader} leading"
         ));
-        testing::run_scripts_zk(&["start-node", &dir, &leader]);
-        testing::run_scripts_zk(&["wait", &dir]);
+        killed.restore();
         self.note(&format!("node {leader} restarted and serving"));
     }
 
@@ -361,13 +360,12 @@ impl Chaos {
             .and_then(|line| line.split_whitespace().nth(1))
             .unwrap_or_else(|| panic!("no follower in:\n{status}"))
             .to_owned();
-        testing::run_scripts_zk(&["kill", &dir, &follower]);
+        let killed = testing::KilledNode::kill(&dir, &follower);
         self.note(&format!(
             "fault {number}: SIGKILLed ZooKeeper node {follower}, a follower"
         ));
         std::thread::sleep(Duration::from_secs(1));
-        testing::run_scripts_zk(&["start-node", &dir, &follower]);
-        testing::run_scripts_zk(&["wait", &dir]);
+        killed.restore();
         self.note(&format!("node {follower} restarted and serving"));
     }
 

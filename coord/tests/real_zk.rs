@@ -276,12 +276,11 @@ async fn expect_reconnect(events: &mut EventStream) {
     );
 }
 
-/// Restarts a killed node and waits until the whole ensemble serves again,
-/// so that the next test starts from three nodes.
-fn restore_node(dir: &Path, id: &str) {
-    let dir = dir.to_str().expect("utf-8 ensemble dir");
-    common::run_scripts_zk(&["start-node", dir, id]);
-    common::run_scripts_zk(&["wait", dir]);
+/// Kills node `id` of the ensemble in `dir`; restore it (or let the guard
+/// do so if the test fails), so that the next test starts from three
+/// nodes.
+fn kill_node(dir: &Path, id: &str) -> common::KilledNode {
+    common::KilledNode::kill(dir.to_str().expect("utf-8 ensemble dir"), id)
 }
 
 // ---------------------------------------------------------------------------
@@ -1204,7 +1203,7 @@ async fn killing_the_server_a_session_uses_keeps_the_session(env: Env) {
         .await
         .unwrap();
     let victim = node_serving(&dir, &session);
-    common::run_scripts_zk(&["kill", dir.to_str().unwrap(), &victim]);
+    let killed = kill_node(&dir, &victim);
 
     expect_reconnect(&mut events).await;
     assert_eq!(session.session_id(), id_before);
@@ -1225,7 +1224,7 @@ async fn killing_the_server_a_session_uses_keeps_the_session(env: Env) {
     other.sync(&ephemeral).await.unwrap();
     let stat = other.exists(&ephemeral, Watch::No).await.unwrap();
     assert_eq!(stat.map(|s| s.ephemeral_owner), Some(id_before.0));
-    restore_node(&dir, &victim);
+    killed.restore();
     session.close().await.unwrap();
     other.sync(&root).await.unwrap();
     assert_eq!(other.exists(&ephemeral, Watch::No).await.unwrap(), None);
@@ -1250,7 +1249,7 @@ async fn a_persistent_watch_follows_its_session_to_another_server(env: Env) {
         .await
         .unwrap();
     let victim = node_serving(&dir, &session);
-    common::run_scripts_zk(&["kill", dir.to_str().unwrap(), &victim]);
+    let killed = kill_node(&dir, &victim);
     expect_reconnect(&mut events).await;
     assert_ne!(node_serving(&dir, &session), victim, "the session moved");
     // A round trip: whatever the client sent on reconnecting is in place.
@@ -1288,7 +1287,7 @@ async fn a_persistent_watch_follows_its_session_to_another_server(env: Env) {
         Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {}
         other => panic!("one event per change, got {other:?} more"),
     }
-    restore_node(&dir, &victim);
+    killed.restore();
     session.close().await.unwrap();
     writer.close().await.unwrap();
 }
@@ -1306,7 +1305,7 @@ async fn killing_the_leader_keeps_sessions_and_ephemerals(env: Env) {
     let leader = common::run_scripts_zk(&["leader", dir.to_str().unwrap()])
         .trim()
         .to_owned();
-    common::run_scripts_zk(&["kill", dir.to_str().unwrap(), &leader]);
+    let killed = kill_node(&dir, &leader);
     // Every server drops its clients while the survivors elect a leader.
     expect_reconnect(&mut events).await;
     let stat = session.exists(&ephemeral, Watch::No).await.unwrap();
@@ -1322,7 +1321,7 @@ async fn killing_the_leader_keeps_sessions_and_ephemerals(env: Env) {
         .trim()
         .to_owned();
     assert_ne!(new_leader, leader);
-    restore_node(&dir, &leader);
+    killed.restore();
     session.close().await.unwrap();
 }
 

@@ -219,6 +219,57 @@ pub async fn delete_tree(config: &ZkConfig, root: &str) {
     let _ = admin.close().await;
 }
 
+/// A node of an ensemble that a test killed. It is started again when this
+/// is dropped, also when the test fails before it restores the node
+/// itself: otherwise the ensemble would be left a node short for the
+/// lane's next tests and test binaries, and the next kill would take its
+/// quorum, failing every later test slowly on its time guards.
+pub struct KilledNode {
+    dir: String,
+    id: String,
+    restored: bool,
+}
+
+impl KilledNode {
+    /// SIGKILLs node `id` of the ensemble in `dir`.
+    pub fn kill(dir: &str, id: &str) -> KilledNode {
+        run_scripts_zk(&["kill", dir, id]);
+        KilledNode {
+            dir: dir.to_owned(),
+            id: id.to_owned(),
+            restored: false,
+        }
+    }
+
+    /// Starts the node again and waits until every node serves.
+    pub fn restore(mut self) {
+        self.restored = true;
+        run_scripts_zk(&["start-node", &self.dir, &self.id]);
+        run_scripts_zk(&["wait", &self.dir]);
+    }
+}
+
+impl Drop for KilledNode {
+    fn drop(&mut self) {
+        if self.restored {
+            return;
+        }
+        // The test failed on the way (this runs as its panic unwinds): no
+        // assertion here, since a second panic would abort the whole test
+        // binary. Whether the node came back, the next test finds out.
+        for args in [
+            &["start-node", &self.dir, &self.id][..],
+            &["wait", &self.dir][..],
+        ] {
+            let _ = std::process::Command::new("bash")
+                .arg(scripts_zk())
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .status();
+        }
+    }
+}
+
 /// `scripts/zk` of this repository (starts, stops, kills and restarts the
 /// servers under test).
 pub fn scripts_zk() -> PathBuf {
