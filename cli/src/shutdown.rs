@@ -1,4 +1,4 @@
-//! SIGINT and SIGTERM end a role cleanly: a worker finishes the task in hand,
+//! SIGINT, SIGTERM and SIGHUP end a role cleanly: a worker finishes the task in hand,
 //! a master stops assigning, both close their sessions. A one-shot command
 //! (`submit`, `bench`) settles what it sent, then ends by the signal it
 //! received ([`end_by_received_signal`]), as a command without a handler
@@ -15,9 +15,16 @@ use tokio::sync::watch;
 /// signal that arrives while the role is still connecting or claiming ends
 /// the process through the same clean path instead of killing it with a
 /// session (and its ephemerals) left for the ensemble to time out.
+///
+/// SIGHUP (the terminal or the ssh session that started the process went
+/// away) is taken as SIGTERM is: a worker started by hand over ssh finishes
+/// its task and leaves cleanly, and `submit --lines > ids` stops between two
+/// batches and still writes every id, where the default action would kill
+/// the process on the spot.
 pub struct Shutdown {
     terminate: Signal,
     interrupt: Signal,
+    hangup: Signal,
 }
 
 impl Shutdown {
@@ -27,21 +34,18 @@ impl Shutdown {
                 .context("cannot install the SIGTERM handler")?,
             interrupt: signal(SignalKind::interrupt())
                 .context("cannot install the SIGINT handler")?,
+            hangup: signal(SignalKind::hangup()).context("cannot install the SIGHUP handler")?,
         })
     }
 
-    /// Completes on the first SIGINT or SIGTERM, and records it for
+    /// Completes on the first SIGINT, SIGTERM or SIGHUP, and records it for
     /// [`end_by_received_signal`].
     pub async fn requested(&mut self) {
-        let received = tokio::select! {
+        let (received, name) = tokio::select! {
             biased;
-            _ = self.terminate.recv() => SignalKind::terminate(),
-            _ = self.interrupt.recv() => SignalKind::interrupt(),
-        };
-        let name = if received == SignalKind::terminate() {
-            "SIGTERM"
-        } else {
-            "SIGINT"
+            _ = self.terminate.recv() => (SignalKind::terminate(), "SIGTERM"),
+            _ = self.interrupt.recv() => (SignalKind::interrupt(), "SIGINT"),
+            _ = self.hangup.recv() => (SignalKind::hangup(), "SIGHUP"),
         };
         tracing::info!("{name}: shutting down");
         // The first signal is the one to end by: a later one of the other
@@ -53,7 +57,7 @@ impl Shutdown {
 /// The first shutdown signal this process received (its number).
 static RECEIVED: OnceLock<i32> = OnceLock::new();
 
-/// Ends the process by the first SIGINT or SIGTERM it received, if any,
+/// Ends the process by the first SIGINT, SIGTERM or SIGHUP it received, if any,
 /// with the signal's default action (its handler is reset first): the
 /// parent sees "killed by the signal", not an exit status. A shell reads
 /// that as the user's interrupt and stops a loop or a script there, where
@@ -79,18 +83,18 @@ fn end_by(signal: i32) -> ! {
     // Resets the handler, unblocks the signal and raises it; aborts if the
     // process survived that, so this never returns.
     let _ = signal_hook::low_level::emulate_default_handler(signal);
-    unreachable!("the default action of SIGINT and SIGTERM ends the process");
+    unreachable!("the default action of SIGINT, SIGTERM and SIGHUP ends the process");
 }
 
 impl Shutdown {
-    /// A [`Stop`] that completes on the first SIGINT or SIGTERM, for the
+    /// A [`Stop`] that completes on the first SIGINT, SIGTERM or SIGHUP, for the
     /// roles of one process to share. Needs a tokio runtime (a task waits
     /// for the signals).
     pub fn shared(self) -> Stop {
         self.share(OnSecondSignal::Ignore)
     }
 
-    /// [`Shutdown::shared`], and a second SIGINT or SIGTERM ends the process
+    /// [`Shutdown::shared`], and a second such signal ends the process
     /// at once, by the first signal's default action. A clean stop finishes the task in hand and
     /// deletes the role's nodes, which with the ensemble out of reach can
     /// wait as long as the outage; the operator keeps a way out short of

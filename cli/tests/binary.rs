@@ -235,6 +235,12 @@ fn an_interrupted_one_shot_command_ends_by_its_signal() {
             ("INT", 2),
             "interrupted before the run finished",
         ),
+        // A hangup (the ssh session went away) is taken as SIGTERM is.
+        (
+            &["submit", pi],
+            ("HUP", 1),
+            "interrupted while connecting: nothing was submitted",
+        ),
     ] {
         let mut args = command.to_vec();
         // Long enough never to give up by itself; the client library's

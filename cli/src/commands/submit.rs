@@ -70,7 +70,9 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
         Some(queued) => queued?,
         None => return Err(interrupted_submission(&args.connect, &client, &attempt).await),
     };
-    outln!("{task}")?;
+    // The task is queued: if its id cannot be printed, the error names it,
+    // so that a script does not submit it again.
+    outln!("{task}").with_context(|| format!("queued {task}, but cannot print its id"))?;
     let outcome = if args.wait {
         wait_and_print(&args.connect, &mut client, &task, args.cleanup, &stop).await?
     } else {

@@ -54,7 +54,7 @@ pub(crate) enum Queued {
     /// Not queued, or (a [`ClientError::SubmitInDoubt`]) perhaps queued
     /// without anyone being able to tell.
     Failed(ClientError),
-    /// Not sent: SIGINT or SIGTERM came first.
+    /// Not sent: SIGINT, SIGTERM or SIGHUP came first.
     Interrupted,
 }
 
@@ -82,7 +82,7 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
     let payloads: Vec<&[u8]> = lines.iter().map(|line| line.payload).collect();
 
     let (zk, events) = connect::session(&args.connect).await?;
-    // From the first create on, SIGINT or SIGTERM stops the sending
+    // From the first create on, SIGINT, SIGTERM or SIGHUP stops the sending
     // between two batches, and every payload is still accounted for: the
     // ids of those queued, `-` for the others. (Before it, nothing was
     // sent, and a signal ends the process as usual.)
@@ -111,9 +111,74 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
             Ok(Client::new(zk, events, layout.clone()))
         }
     };
-    let queue = queue_all(client, &payloads, reconnect, &interrupted, &bar).await;
+    // The ids are printed as their batches settle, not all at the end: a
+    // process killed midway (SIGKILL, the machine going down) has printed
+    // the ids of everything queued up to its last batch.
+    let mut printer = Printer::default();
+    let queue = queue_all(
+        client,
+        &payloads,
+        reconnect,
+        &interrupted,
+        &bar,
+        &mut |queued| {
+            let text = printer.newly_settled(queued);
+            bar.suspend(|| printer.print(&text));
+        },
+    )
+    .await;
     bar.finish_and_clear();
-    report(&lines, &queue.queued)
+    report(&lines, &queue.queued, printer)
+}
+
+/// Prints the ids of a run's payloads in order, as they settle: each line
+/// once, and none before every line above it.
+#[derive(Default)]
+struct Printer {
+    /// How many payloads' lines were printed (or, after a failed write,
+    /// passed over).
+    printed: usize,
+    /// The first write to standard output that failed: nothing more is
+    /// printed after it.
+    failed: Option<anyhow::Error>,
+}
+
+impl Printer {
+    /// The lines of the payloads settled since the last call, each up to
+    /// the first still unsettled (its create unanswered, or unsent, when
+    /// its session ended); marks them printed.
+    fn newly_settled(&mut self, queued: &[Queued]) -> String {
+        let mut text = String::new();
+        for entry in &queued[self.printed..] {
+            let Some(printed) = printed_as(entry) else {
+                break;
+            };
+            writeln!(text, "{printed}").expect("writing to a String cannot fail");
+            self.printed += 1;
+        }
+        text
+    }
+
+    fn print(&mut self, text: &str) {
+        if text.is_empty() || self.failed.is_some() {
+            return;
+        }
+        if let Err(error) = out!("{text}") {
+            self.failed = Some(error);
+        }
+    }
+}
+
+/// What a payload's line reads once it is settled: its task id, `?` if it
+/// may or may not have been queued, `-` if it was not. `None` while it
+/// awaits a new session.
+fn printed_as(queued: &Queued) -> Option<&str> {
+    match queued {
+        Queued::Task(task) => Some(task.as_str()),
+        Queued::Failed(ClientError::SubmitInDoubt { .. }) => Some("?"),
+        Queued::Failed(_) | Queued::Interrupted => Some("-"),
+        Queued::Unanswered { .. } | Queued::Unsent(_) => None,
+    }
 }
 
 /// Queues every payload, in order, in batches on one session; if that
@@ -122,12 +187,16 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
 /// unanswered are looked up, and those that made no task are sent again
 /// with the ones never sent, behind everything queued before. A second
 /// session's end is not followed by a third: what it leaves is reported.
+///
+/// `settled` is shown where every payload stands after each batch of the
+/// first session (a payload is settled unless it awaits a new session).
 pub(crate) async fn queue_all<C, R, F>(
     client: Client<C>,
     payloads: &[&[u8]],
     reconnect: R,
     interrupted: &dyn Fn() -> bool,
     bar: &ProgressBar,
+    settled: &mut dyn FnMut(&[Queued]),
 ) -> Queue
 where
     C: Coordinator,
@@ -135,7 +204,7 @@ where
     F: Future<Output = anyhow::Result<Client<C>>>,
 {
     let mut queue = Queue {
-        queued: send_batches(&client, payloads, interrupted, bar).await,
+        queued: send_batches(&client, payloads, interrupted, bar, settled).await,
         found_after_end: 0,
         sent_again: 0,
     };
@@ -195,6 +264,7 @@ async fn send_batches<C: Coordinator>(
     payloads: &[&[u8]],
     interrupted: &dyn Fn() -> bool,
     bar: &ProgressBar,
+    settled: &mut dyn FnMut(&[Queued]),
 ) -> Vec<Queued> {
     let mut queued: Vec<Queued> = Vec::with_capacity(payloads.len());
     for batch in payloads.chunks(BATCH_TASKS) {
@@ -219,6 +289,7 @@ async fn send_batches<C: Coordinator>(
             });
         }
         bar.inc(batch.len() as u64);
+        settled(&queued);
         if let Some(ending) = queued[first..].iter().find_map(session_ending).cloned() {
             queued.resize_with(payloads.len(), || Queued::Unsent(ending.clone()));
             break;
@@ -322,36 +393,40 @@ fn give_up_on_new_session(queued: &mut [Queued], interrupted: bool) {
     }
 }
 
-/// Prints one line per payload, in order: its task id, `?` if it may or
-/// may not have been queued, `-` if it was not; then fails naming the
-/// lines of the last two kinds, if any.
-fn report(lines: &[Line<'_>], queued: &[Queued]) -> anyhow::Result<Outcome> {
-    let mut stdout = String::with_capacity(queued.len() * 40);
+/// Prints the lines `printer` has not printed yet (one per payload, in
+/// order: its task id, `?` if it may or may not have been queued, `-` if
+/// it was not); then fails naming the lines of the last two kinds, if any.
+fn report(lines: &[Line<'_>], queued: &[Queued], mut printer: Printer) -> anyhow::Result<Outcome> {
+    assert_eq!(lines.len(), queued.len(), "one entry per payload line");
+    let rest = printer.newly_settled(queued);
+    printer.print(&rest);
+    assert_eq!(
+        printer.printed,
+        queued.len(),
+        "every payload is settled before the report"
+    );
+    let total = lines.len();
+    if let Some(error) = printer.failed {
+        let tasks = queued
+            .iter()
+            .filter(|q| matches!(q, Queued::Task(_)))
+            .count();
+        return Err(error.context(format!(
+            "{tasks} of {total} tasks were queued, but their ids could not all be printed"
+        )));
+    }
     let mut failures: Vec<(usize, &ClientError)> = Vec::new();
     let mut interrupted = 0;
     for (line, queued) in lines.iter().zip(queued) {
-        let printed = match queued {
-            Queued::Task(task) => task.as_str(),
-            Queued::Interrupted => {
-                interrupted += 1;
-                "-"
-            }
-            Queued::Failed(error @ ClientError::SubmitInDoubt { .. }) => {
-                failures.push((line.number, error));
-                "?"
-            }
-            Queued::Failed(error) => {
-                failures.push((line.number, error));
-                "-"
-            }
+        match queued {
+            Queued::Task(_) => {}
+            Queued::Interrupted => interrupted += 1,
+            Queued::Failed(error) => failures.push((line.number, error)),
             Queued::Unanswered { .. } | Queued::Unsent(_) => {
                 unreachable!("every payload is settled before the report")
             }
-        };
-        writeln!(stdout, "{printed}").expect("writing to a String cannot fail");
+        }
     }
-    out!("{stdout}")?;
-    let total = lines.len();
     let interruption = (interrupted > 0).then(|| {
         format!("interrupted: {interrupted} of {total} tasks were not sent (printed as -)")
     });
@@ -535,15 +610,30 @@ mod tests {
                     Ok(Client::new(zk, events, layout.clone()))
                 }
             };
+            let mut printer = Printer::default();
+            let mut streamed = String::new();
             let queue = queue_all(
                 client,
                 &payloads,
                 reconnect,
                 &|| false,
                 &ProgressBar::hidden(),
+                &mut |queued| streamed.push_str(&printer.newly_settled(queued)),
             )
             .await;
             cutting.await.unwrap();
+            // What the cut batch settled was released before the new
+            // session, up to the first create left unanswered; the rest
+            // once the new session settled it.
+            let rest = printer.newly_settled(&queue.queued);
+            let streamed: Vec<&str> = streamed.lines().collect();
+            assert!(
+                !streamed.is_empty() && streamed.len() < payloads.len(),
+                "{} of {} lines released before the new session",
+                streamed.len(),
+                payloads.len()
+            );
+            assert_eq!(streamed.len() + rest.lines().count(), payloads.len());
 
             assert!(
                 queue.found_after_end > 0,
@@ -567,6 +657,9 @@ mod tests {
                 tasks.windows(2).all(|pair| pair[0] < pair[1]),
                 "queued in the payloads' order"
             );
+            for (line, task) in streamed.iter().zip(&tasks) {
+                assert_eq!(*line, task.as_str(), "a released line is final");
+            }
             let (reader, _events) = sim.connect("reader").await.unwrap();
             let (mut names, _) = reader
                 .get_children(&layout.tasks_dir(), Watch::No)
@@ -583,6 +676,44 @@ mod tests {
                     .unwrap();
                 assert_eq!(data, *payload, "{task}");
             }
+        });
+    }
+
+    /// Without faults, each batch's ids are released as soon as it is
+    /// queued, not all at the end.
+    #[test]
+    fn ids_are_released_batch_by_batch() {
+        zkdist_sim::runtime::block_on(13, async {
+            let sim = SimZk::start(SimConfig {
+                seed: 13,
+                ..SimConfig::default()
+            });
+            let layout = Layout::default();
+            let (zk, events) = sim.connect("submitter").await.unwrap();
+            let client = Client::new(zk, events, layout.clone());
+            let payloads = echo_payloads(2 * BATCH_TASKS as u64 + 5);
+            let payloads: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+            let mut printer = Printer::default();
+            let mut released = Vec::new();
+            let queue = queue_all(
+                client,
+                &payloads,
+                |_| async { unreachable!("the session does not end") },
+                &|| false,
+                &ProgressBar::hidden(),
+                &mut |queued| released.push(printer.newly_settled(queued)),
+            )
+            .await;
+            let counts: Vec<usize> = released.iter().map(|text| text.lines().count()).collect();
+            assert_eq!(counts, [BATCH_TASKS, BATCH_TASKS, 5]);
+            assert_eq!(printer.newly_settled(&queue.queued), "", "nothing left");
+            let ids: Vec<&str> = released.iter().flat_map(|text| text.lines()).collect();
+            let tasks: Vec<&str> = queue
+                .queued
+                .iter()
+                .map(|queued| printed_as(queued).expect("settled"))
+                .collect();
+            assert_eq!(ids, tasks);
         });
     }
 
@@ -614,6 +745,7 @@ mod tests {
                 no_new_session,
                 &interrupted,
                 &ProgressBar::hidden(),
+                &mut |_| {},
             )
             .await;
             let (queued, interrupted): (Vec<_>, Vec<_>) = queue
@@ -650,8 +782,8 @@ mod tests {
                 Queued::Task(task) => Queued::Task(task.clone()),
                 other => panic!("{other:?}"),
             };
-            let error =
-                report(&lines, &[first, Queued::Interrupted, Queued::Interrupted]).unwrap_err();
+            let queued = [first, Queued::Interrupted, Queued::Interrupted];
+            let error = report(&lines, &queued, Printer::default()).unwrap_err();
             assert_eq!(
                 error.to_string(),
                 "interrupted: 2 of 3 tasks were not sent (printed as -)"
@@ -681,6 +813,7 @@ mod tests {
                 reconnect,
                 &interrupted,
                 &ProgressBar::hidden(),
+                &mut |_| {},
             )
             .await;
             cutting.await.unwrap();
