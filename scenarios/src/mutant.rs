@@ -62,6 +62,10 @@ pub enum Mutant {
     /// workers older than the format are given payloads they cannot read.
     /// Shows only with such workers in the fleet (`old_workers`).
     MasterIgnoresWorkerFormats,
+    /// Every second listing of the registrations the master makes leaves
+    /// out the newest worker: the master takes it for gone and reclaims
+    /// the task it runs.
+    MasterDropsTheNewestWorker,
     /// The worker writes, for every task after its first, the result of
     /// the task before (a reused buffer): each result is written once, by
     /// the worker that holds the task, and answers another task.
@@ -69,7 +73,7 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 11] = [
+    pub const ALL: [Mutant; 12] = [
         Mutant::MasterAssignsBusyWorkers,
         Mutant::MasterSkipsTasksDiff,
         Mutant::MasterListsIdsAsWorkers,
@@ -81,6 +85,7 @@ impl Mutant {
         Mutant::MasterTruncatesInlinePayloads,
         Mutant::MasterIgnoresWorkerFormats,
         Mutant::WorkerWritesPreviousResult,
+        Mutant::MasterDropsTheNewestWorker,
     ];
 
     /// Whether the master carries the bug (else every worker does).
@@ -94,6 +99,7 @@ impl Mutant {
                 | Mutant::MasterFakesReclaims
                 | Mutant::MasterTruncatesInlinePayloads
                 | Mutant::MasterIgnoresWorkerFormats
+                | Mutant::MasterDropsTheNewestWorker
         )
     }
 
@@ -133,6 +139,7 @@ impl Mutant {
                 Invariant::InlinePayload
             }
             Mutant::WorkerWritesPreviousResult => Invariant::ResultMatchesTask,
+            Mutant::MasterDropsTheNewestWorker => Invariant::TaskAssignedTwice,
         }
     }
 }
@@ -154,6 +161,8 @@ struct Memory {
     submit_loss_planted: bool,
     /// The result the stale-result worker wrote last.
     last_result: Option<Vec<u8>>,
+    /// How many listings of the registrations the master made.
+    workers_listings: u64,
 }
 
 /// A session that plants `mutant`'s bug. Clones share the memory.
@@ -263,6 +272,18 @@ impl<C: Coordinator> MutantSession<C> {
                         .get_or_insert_with(|| children.clone())
                         .clone()
                 })
+            }
+            Some(Mutant::MasterDropsTheNewestWorker) if path == self.layout.workers_dir() => {
+                let listings = self.remember(|memory| {
+                    memory.workers_listings += 1;
+                    memory.workers_listings
+                });
+                let mut children = children;
+                if listings % 2 == 0 {
+                    children.sort();
+                    children.pop();
+                }
+                children
             }
             Some(Mutant::MasterListsIdsAsWorkers) if path == self.layout.workers_dir() => {
                 self.inner

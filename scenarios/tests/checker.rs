@@ -708,7 +708,12 @@ fn a_result_written_after_the_assignment_was_revoked_is_a_zombie_write() {
         let (worker_zk, id) = rogue_worker(h, "zombie").await;
         let assignment = h.layout().assignment(&id);
         create(&master, &assignment, &t(h, 0)).await;
-        // The master reclaims the assignment (it took the worker for dead).
+        // The worker's registration goes (its process hung, say, and an
+        // operator removed it), and the master reclaims the assignment.
+        worker_zk
+            .delete(&h.layout().worker(&id), None)
+            .await
+            .unwrap();
         master.delete(&assignment, None).await.unwrap();
         let result = h.layout().result(&TaskId::parse(&t(h, 0)).unwrap());
         create(&worker_zk, &result, "done").await;
@@ -717,6 +722,22 @@ fn a_result_written_after_the_assignment_was_revoked_is_a_zombie_write() {
         &report,
         Invariant::ZombieWrite,
         "zombie wrote the result of {t0} without holding its assignment (no assignment names it)",
+    );
+}
+
+#[test]
+fn a_reclaim_from_a_worker_still_registered_is_caught() {
+    let report = caught(async |h| {
+        let master = rogue(h).await;
+        let (_worker_zk, id) = rogue_worker(h, "busy").await;
+        let assignment = h.layout().assignment(&id);
+        create(&master, &assignment, &t(h, 0)).await;
+        master.delete(&assignment, None).await.unwrap();
+    });
+    check_report(
+        &report,
+        Invariant::TaskAssignedTwice,
+        "rogue took {t0} back from worker-0000000000, which is still registered and runs it",
     );
 }
 

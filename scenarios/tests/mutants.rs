@@ -203,6 +203,11 @@ fn mutant_worker_writes_previous_result_is_caught() {
 }
 
 #[test]
+fn mutant_master_drops_the_newest_worker_is_caught() {
+    caught(Mutant::MasterDropsTheNewestWorker);
+}
+
+#[test]
 fn mutant_list_is_covered_by_tests() {
     let this_file = include_str!("mutants.rs");
     for mutant in Mutant::ALL {

@@ -15,7 +15,8 @@
 //! - [`Invariant::TaskAssignedTwice`]: no two assignment nodes that exist at
 //!   the same time name the same task; no round of a master assigns a task
 //!   that master's own log shows held; no two workers run one task at the
-//!   same time.
+//!   same time; no master takes an assignment back (a reclaim) from a
+//!   worker that is still registered, which runs the task on.
 //! - [`Invariant::WorkerAssignedTwice`]: no round of a master assigns a
 //!   worker whom that master's own log shows busy; no create of an
 //!   assignment node that already exists, alone or inside a `multi` (the
@@ -758,6 +759,18 @@ impl Checker {
                         Invariant::DeposedMasterWrite,
                         format!(
                             "{} deleted {worker}'s assignment ({data}) without holding the master node",
+                            op.session_name
+                        ),
+                    ));
+                }
+                // A reclaim is for a worker that left: one still registered
+                // runs its task on, and the task, queued again, would run
+                // twice.
+                if tree.exists(&format!("{}/{worker}", self.workers_dir)) {
+                    return Some((
+                        Invariant::TaskAssignedTwice,
+                        format!(
+                            "{} took {data} back from {worker}, which is still registered and runs it",
                             op.session_name
                         ),
                     ));
