@@ -279,7 +279,7 @@ impl<C: Coordinator> MutantSession<C> {
                     memory.workers_listings
                 });
                 let mut children = children;
-                if listings % 2 == 0 {
+                if listings.is_multiple_of(2) {
                     children.sort();
                     children.pop();
                 }
