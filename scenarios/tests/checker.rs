@@ -742,6 +742,46 @@ fn a_reclaim_from_a_worker_still_registered_is_caught() {
 }
 
 #[test]
+fn an_assignment_rewritten_in_place_is_caught() {
+    let report = caught(async |h| {
+        let master = rogue(h).await;
+        let (_worker_zk, id) = rogue_worker(h, "busy").await;
+        let assignment = h.layout().assignment(&id);
+        create(&master, &assignment, &t(h, 0)).await;
+        master
+            .set_data(&assignment, t(h, 1).as_bytes(), None)
+            .await
+            .unwrap();
+    });
+    check_report(
+        &report,
+        Invariant::WorkerAssignedTwice,
+        "rogue rewrote worker-0000000000's assignment from {t0} to {t1}",
+    );
+}
+
+#[test]
+fn a_result_rewritten_is_caught() {
+    let report = caught(async |h| {
+        let master = rogue(h).await;
+        let (worker_zk, id) = rogue_worker(h, "rogue-worker").await;
+        create(&master, &h.layout().assignment(&id), &t(h, 0)).await;
+        let result = right_result(&worker_zk, h, &t(h, 0)).await;
+        worker_zk
+            .multi(completion(h, &t(h, 0), &id, result.clone()))
+            .await
+            .unwrap();
+        let path = h.layout().result(&TaskId::parse(&t(h, 0)).unwrap());
+        worker_zk.set_data(&path, &result, None).await.unwrap();
+    });
+    check_report(
+        &report,
+        Invariant::FinishedExactlyOnce,
+        "rogue-worker rewrote the result of {t0}",
+    );
+}
+
+#[test]
 fn a_result_written_by_another_workers_session_is_a_zombie_write() {
     let report = caught(async |h| {
         let master = rogue(h).await;

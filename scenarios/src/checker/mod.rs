@@ -21,7 +21,8 @@
 //!   worker whom that master's own log shows busy; no create of an
 //!   assignment node that already exists, alone or inside a `multi` (the
 //!   server refuses it, but the master meant to give a busy worker a second
-//!   task); no worker starts a task while running another.
+//!   task); no assignment node's data is rewritten in place; no worker
+//!   starts a task while running another.
 //! - [`Invariant::AssignedToUnregistered`]: when an assignment node is
 //!   created, the worker's registration exists at that zxid; after the
 //!   first failure, it is enough that the worker registered at some point
@@ -44,7 +45,8 @@
 //!   Submission order is the order the server applied the tasks' creates,
 //!   not the order of their names (ZooKeeper's counter wraps; see
 //!   `submission_order`).
-//! - [`Invariant::FinishedExactlyOnce`]: no task's result is created twice;
+//! - [`Invariant::FinishedExactlyOnce`]: no task's result is created twice
+//!   or rewritten;
 //!   no two workers decide they wrote a task's result (written, or found
 //!   applied after a connection loss); no worker whose session is alive
 //!   starts a task once a worker wrote its result (unless a client deleted
@@ -455,13 +457,44 @@ impl Checker {
                     self.on_created(op, index, path, tree, assignments_before.as_ref())
                 }
                 Change::Deleted(path) => self.on_deleted(op, path, tree),
-                Change::DataChanged(_) => None,
+                Change::DataChanged(path) => self.on_data_changed(op, path, tree),
             };
             if let Some((invariant, detail)) = found {
                 return self.violate(invariant, detail, step());
             }
         }
         false
+    }
+
+    /// zkdist writes an assignment or a result once, by a create, and
+    /// never rewrites one: an assignment rewritten in place gives its
+    /// worker a second task while it runs the first, and a result
+    /// rewritten is a second finish.
+    fn on_data_changed(
+        &mut self,
+        op: &AppliedOp,
+        path: &str,
+        tree: &Tree,
+    ) -> Option<(Invariant, String)> {
+        if let Some(name) = path.strip_prefix(&self.assignments_prefix) {
+            let worker = WorkerId::parse(name).ok()?;
+            let now = assignment_label(tree.data(path).unwrap_or_default());
+            let before = self.assignment_nodes.insert(worker.clone(), now.clone())?;
+            return Some((
+                Invariant::WorkerAssignedTwice,
+                format!(
+                    "{} rewrote {worker}'s assignment from {before} to {now}",
+                    op.session_name
+                ),
+            ));
+        }
+        let task = path
+            .strip_prefix(&self.tasks_prefix)?
+            .strip_suffix("/result")?;
+        Some((
+            Invariant::FinishedExactlyOnce,
+            format!("{} rewrote the result of {task}", op.session_name),
+        ))
     }
 
     /// A create of an assignment node that already existed, alone or in a
