@@ -71,6 +71,7 @@ tests![
     Nothing CurrentThread a_server_that_hangs_up_fails_with_connection_loss_naming_it,
     Nothing CurrentThread a_server_that_never_answers_fails_with_connection_loss_naming_it,
     Server CurrentThread a_missing_chroot_is_named,
+    Server CurrentThread the_session_timeout_is_what_the_server_granted,
     Server MultiThread a_listing_over_the_default_reply_limit_is_read_once_the_limit_is_raised,
     Server CurrentThread a_chroot_that_exists_roots_every_path,
     Server CurrentThread a_request_too_large_under_its_chroot_is_refused_before_it_is_sent,
@@ -285,6 +286,22 @@ fn kill_node(dir: &Path, id: &str) -> common::KilledNode {
 
 // ---------------------------------------------------------------------------
 // Bad input.
+
+/// A server holds a session's timeout to its bounds (`scripts/zk` sets
+/// them to 1 and 60 s): what a session may outlive its client by is what
+/// the server granted, which the session reports.
+async fn the_session_timeout_is_what_the_server_granted(env: Env) {
+    for (asked_ms, granted_ms) in [(500, 1_000), (5_000, 5_000), (120_000, 60_000)] {
+        let config = common::config(&env.connect).with_session_timeout_ms(asked_ms);
+        let (session, _events) = connect(&config).await;
+        assert_eq!(
+            session.granted_session_timeout_ms(),
+            granted_ms,
+            "asked for {asked_ms} ms"
+        );
+        session.close().await.unwrap();
+    }
+}
 
 async fn malformed_connect_strings_fail_at_once_naming_the_fault(_env: Env) {
     for (connect, needles) in [

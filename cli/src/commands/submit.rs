@@ -68,7 +68,7 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
         .await;
     let task = match queued {
         Some(queued) => queued?,
-        None => return Err(interrupted_submission(&args.connect, &client, &attempt).await),
+        None => return Err(interrupted_submission(&client, &attempt).await),
     };
     // The task is queued: if its id cannot be printed, the error names it,
     // so that a script does not submit it again.
@@ -171,11 +171,7 @@ pub(super) async fn settle_ended_session(ended: &ZkSession) -> anyhow::Result<()
 /// ended. On the way here that session is closed (or, if its client gave
 /// up on it, closed from a second client), so that `zkdist find` tells at
 /// once; when neither works, the user is told to wait out its timeout.
-async fn interrupted_submission(
-    connect_args: &ConnectArgs,
-    client: &Client<ZkSession>,
-    attempt: &Attempt,
-) -> anyhow::Error {
+async fn interrupted_submission(client: &Client<ZkSession>, attempt: &Attempt) -> anyhow::Error {
     let token = attempt.token;
     // Said first: closing the session waits for the ensemble, and a
     // second signal exits at once.
@@ -195,9 +191,10 @@ async fn interrupted_submission(
         String::new()
     } else {
         format!(
-            " once session {} has ended (within its session timeout, {} ms as asked)",
+            " once session {} has ended (within its session timeout, {} ms as the server \
+             granted it)",
             session.session_id(),
-            connect_args.session_timeout_ms
+            session.granted_session_timeout_ms()
         )
     };
     anyhow::anyhow!(

@@ -40,6 +40,9 @@ struct Inner {
     /// path: requests are held to the frame limit with it.
     chroot: Option<String>,
     state: zkc::StateWatcher,
+    /// The session timeout the server granted: it holds what a client asks
+    /// to between 2 and 20 of its ticks (4 to 40 s by default).
+    granted_timeout: std::time::Duration,
 }
 
 impl std::fmt::Debug for ZkSession {
@@ -71,6 +74,17 @@ impl ZkSession {
         let session_id = SessionId(client.session_id().0);
         let info = client.session().clone();
         let state = client.state_watcher();
+        let granted_timeout = client.session_timeout();
+        if granted_timeout != config.session_timeout() {
+            // Every duration derived from the timeout (how long a dead
+            // process's session lives on, how soon a cut link expires it)
+            // is the granted one's.
+            tracing::info!(
+                asked_ms = config.session_timeout_ms,
+                granted_ms = granted_timeout.as_millis(),
+                "the server granted another session timeout than the one asked for"
+            );
+        }
         let acls = acls_for_created_nodes(config.auth.is_some());
         tracing::debug!(%session_id, connect = %config.connect, "zookeeper session established");
         let (event_sender, events) = mpsc::unbounded_channel();
@@ -89,6 +103,7 @@ impl ZkSession {
                 config: config.clone(),
                 chroot: target.chroot.clone(),
                 state,
+                granted_timeout,
             }),
         };
         Ok((session, events))
@@ -97,6 +112,13 @@ impl ZkSession {
     /// The configuration this session connected with.
     pub fn config(&self) -> &ZkConfig {
         &self.inner.config
+    }
+
+    /// The session timeout the server granted, which may differ from the
+    /// configuration's: a server holds it to between 2 and 20 of its
+    /// ticks. How long the session may outlive a silent client is this.
+    pub fn granted_session_timeout_ms(&self) -> u64 {
+        u64::try_from(self.inner.granted_timeout.as_millis()).unwrap_or(u64::MAX)
     }
 
     /// The session's state as the client sees it now.
