@@ -32,11 +32,14 @@ apt_install_missing() {
         return 1
     fi
     echo "$who: installing $missing" >&2
+    # A fresh machine may be running its own apt job at boot: wait for its
+    # lock for a while instead of failing at once.
+    local wait_for_lock=(-o DPkg::Lock::Timeout=300)
     # shellcheck disable=SC2086 # one word per package
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing >&2; then
-        apt-get update >&2
+    if ! DEBIAN_FRONTEND=noninteractive apt-get "${wait_for_lock[@]}" install -y --no-install-recommends $missing >&2; then
+        apt-get "${wait_for_lock[@]}" update >&2
         # shellcheck disable=SC2086
-        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing >&2
+        DEBIAN_FRONTEND=noninteractive apt-get "${wait_for_lock[@]}" install -y --no-install-recommends $missing >&2
     fi
     missing=$(apt_missing "$@" | tr '\n' ' ')
     if [[ -n ${missing// /} ]]; then
