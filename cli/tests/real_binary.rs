@@ -43,6 +43,10 @@ fn main() {
             three_run_processes_serve_submit_wait_and_status_then_exit_cleanly,
         ),
         server_trial(
+            "a_deployment_under_a_chroot_runs_its_tasks",
+            a_deployment_under_a_chroot_runs_its_tasks,
+        ),
+        server_trial(
             "exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task",
             exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task,
         ),
@@ -396,6 +400,51 @@ fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: S
     assert_eq!(target.children(&layout.workers_dir()), Vec::<String>::new());
     assert_eq!(target.children(&layout.ids_dir()), Vec::<String>::new());
     target.delete_root();
+}
+
+/// A connect string with a chroot (`host:port/chroot`) puts the whole
+/// deployment under it: the master hears of tasks through its recursive
+/// watch, whose event paths the client gives relative to the chroot, and
+/// the tree lands under the chroot on the server.
+fn a_deployment_under_a_chroot_runs_its_tasks(connect: String) {
+    let scratch = Scratch::new("chroot");
+    let chroot = testing::unique_root(ROOT_PREFIX);
+    let outside = Target {
+        connect: connect.clone(),
+        root: chroot.clone(),
+    };
+    outside.read(async |zk| {
+        zk.create(&chroot, b"", zkdist_coord::CreateMode::Persistent)
+            .await
+            .expect("the chroot is made");
+    });
+    let target = Target {
+        connect: format!("{connect}{chroot}"),
+        root: "/zkdist".to_owned(),
+    };
+    let mut roles = vec![
+        target.spawn("chroot-master", &["master"], &scratch),
+        target.spawn("chroot-worker", &["worker"], &scratch),
+    ];
+    eventually("a master and a worker", || {
+        let status = target.try_status()?;
+        (status["master_present"] == true && workers_in(&status) == 1).then_some(())
+    });
+    for seed in 1..=3u64 {
+        let payload = format!(r#"{{"kind":"pi","samples":10000,"seed":{seed}}}"#);
+        let submit = target.run(&["submit", "--wait", &payload]);
+        submit.expect_code(0);
+        let lines = submit.stdout_lines();
+        assert_eq!(lines.len(), 2, "{}", submit.stdout);
+        check_pi(lines[1], 10_000);
+        let task = task_id(&submit);
+        assert!(
+            outside.exists(&format!("{chroot}/zkdist/tasks/{task}/result")),
+            "{task}'s result is under the chroot"
+        );
+    }
+    terminate_all(&mut roles);
+    outside.delete_root();
 }
 
 fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: String) {

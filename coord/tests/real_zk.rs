@@ -20,8 +20,8 @@ use zkdist_coord::zk::testing::KazooOp;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{
     AddWatchMode, Client, ClientError, Coordinator, CreateMode, Event, EventStream, Layout,
-    MAX_DATA_BYTES, MAX_REPLY_BYTES, Op, SessionState, TaskResult, Watch, WatchEvent, WatchKind,
-    ZkError,
+    MAX_DATA_BYTES, MAX_REPLY_BYTES, Op, OpResult, SessionState, TaskResult, Watch, WatchEvent,
+    WatchKind, ZkError,
 };
 
 /// How long a test waits for an event that must come.
@@ -482,6 +482,45 @@ async fn a_chroot_that_exists_roots_every_path(env: Env) {
         .await
         .unwrap();
     assert_eq!(sequential, "/x/item-0000000000");
+    // A persistent recursive watch (the master's task discovery) and a
+    // multi's results name paths under the chroot too.
+    rooted
+        .add_watch("/x", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    let results = rooted
+        .multi(vec![
+            Op::Create {
+                path: "/x/item-".to_owned(),
+                data: Vec::new(),
+                mode: CreateMode::PersistentSequential,
+            },
+            Op::Delete {
+                path: sequential.clone(),
+                version: None,
+            },
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        results,
+        [
+            OpResult::Created {
+                path: "/x/item-0000000001".to_owned()
+            },
+            OpResult::Deleted
+        ]
+    );
+    for expected in [
+        watch(WatchKind::NodeCreated, "/x/item-0000000001"),
+        watch(WatchKind::NodeDeleted, &sequential),
+    ] {
+        assert_eq!(
+            next_event(&mut rooted_events).await,
+            expected,
+            "recursive watch paths are relative to the chroot"
+        );
+    }
     rooted.close().await.unwrap();
     plain.close().await.unwrap();
 }
