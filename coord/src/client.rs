@@ -591,6 +591,13 @@ impl<C: Coordinator> Client<C> {
         let refused_dir = self.layout.refused_dir();
         let mark = self.layout.refused(task);
         let mut synced = false;
+        // The first look arms no watch on the task: a one-shot watch on a
+        // task that is already finished would stay on the server (and in
+        // this session) until the task node changes, which may be never,
+        // so a long-lived client waiting on many finished tasks would
+        // gather them. Only once a look found no result is the watch
+        // armed, by the next look.
+        let mut watching = false;
         let no_such_task = || ClientError::NoSuchTask {
             task: task.clone(),
             path: task_path.clone(),
@@ -627,7 +634,9 @@ impl<C: Coordinator> Client<C> {
                         Ok(())
                     }
                 },
-                until_known(|| self.zk.get_children(&task_path, Watch::Yes)),
+                until_known(|| self
+                    .zk
+                    .get_children(&task_path, if watching { Watch::Yes } else { Watch::No })),
                 until_known(|| self.zk.exists(&mark, Watch::No))
             );
             match armed {
@@ -683,6 +692,10 @@ impl<C: Coordinator> Client<C> {
                     Err(ZkError::NoNode { .. }) => continue,
                     Err(error) => return Err(failed(error)),
                 }
+            }
+            if !has_result && !watching {
+                watching = true;
+                continue;
             }
             if !has_result {
                 match self

@@ -105,13 +105,17 @@ fn wait_arms_one_watch_and_reads_once() {
             .into_iter()
             .filter(|line| line.contains("] read client ") && line.contains(&task_path))
             .collect();
+        // A first look without a watch (a finished task would keep one for
+        // good), then one that arms it, and one read of the result: no
+        // polling in between.
         assert_eq!(
             reads.len(),
-            2,
-            "one listing of the task with a watch, one get_data: {reads:#?}"
+            3,
+            "two listings of the task, the second with a watch, one get_data: {reads:#?}"
         );
-        assert!(reads[0].contains(&format!("get_children {task_path} watch")));
-        assert!(reads[1].contains(&format!("get_data {result_path}")));
+        assert!(reads[0].contains(&format!("get_children {task_path} -> ")));
+        assert!(reads[1].contains(&format!("get_children {task_path} watch")));
+        assert!(reads[2].contains(&format!("get_data {result_path}")));
     });
 }
 

@@ -321,6 +321,87 @@ fn wait_and_status_read_again_after_a_connection_loss() {
     });
 }
 
+/// A wait on a task that is already finished arms no watch on it: one
+/// would stay on the server, and in the session, until the task node
+/// changes, which may be never. A wait on a task still running does.
+#[test]
+fn a_wait_on_a_finished_task_leaves_no_watch_behind() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let finished = setup
+            .client
+            .submit(&task_payload("echo", "done"))
+            .await
+            .unwrap();
+        let running = setup
+            .client
+            .submit(&task_payload("echo", "later"))
+            .await
+            .unwrap();
+        let result = TaskResult::Success {
+            output: b"x".to_vec(),
+        };
+        setup
+            .master
+            .create(
+                &setup.layout.result(&finished),
+                &result.encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        let (setup, mut client) = take_client(setup);
+        assert_eq!(client.wait(&finished).await, Ok(result.clone()));
+        let waiting = {
+            let running = running.clone();
+            tokio::spawn(async move {
+                let outcome = client.wait(&running).await;
+                (client, outcome)
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(10 * LATENCY_MS)).await;
+        setup
+            .master
+            .create(
+                &setup.layout.result(&running),
+                &result.encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        let (_client, outcome) = tokio::time::timeout(STEP_TIMEOUT, waiting)
+            .await
+            .expect("the wait ends")
+            .unwrap();
+        assert_eq!(outcome, Ok(result));
+
+        let trace = setup.sim.trace().await;
+        let listings = |task: &TaskId| -> Vec<String> {
+            let listing = format!("client get_children {} ", setup.layout.task(task));
+            trace
+                .iter()
+                .filter(|line| line.starts_with('[') && line.contains(&listing))
+                .filter(|line| !line.contains("deliver"))
+                .cloned()
+                .collect()
+        };
+        let of_finished = listings(&finished);
+        assert!(!of_finished.is_empty(), "{}", trace.join("\n"));
+        assert!(
+            of_finished.iter().all(|line| !line.contains(" watch ")),
+            "the finished task was listed without a watch:\n{}",
+            of_finished.join("\n")
+        );
+        assert!(
+            listings(&running)
+                .iter()
+                .any(|line| line.contains(" watch ")),
+            "the running task was listed with a watch:\n{}",
+            trace.join("\n")
+        );
+    });
+}
+
 /// A `tasks/` listing over the client's reply limit fails as a lost
 /// connection every time (the client drops the frame). The token lookup
 /// and the status give up after a bounded number of attempts with an
