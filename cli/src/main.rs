@@ -16,6 +16,7 @@ use tracing_subscriber::EnvFilter;
 
 use args::{Cli, Command};
 use commands::Outcome;
+use stdout::errln;
 
 /// The simulator and the explorer allocate at every step (paths, trace
 /// lines, messages); mimalloc spends a fraction of the system allocator's
@@ -62,14 +63,14 @@ fn main() -> ExitCode {
             // Unset is the usual case; set but unreadable is said, not
             // passed over.
             if std::env::var_os(EnvFilter::DEFAULT_ENV).is_some() {
-                eprintln!("zkdist: RUST_LOG ignored ({error}); logging with {log:?}");
+                errln!("zkdist: RUST_LOG ignored ({error}); logging with {log:?}");
             }
             match EnvFilter::try_new(log) {
                 Ok(filter) => filter,
                 // A filter with a bad directive would drop it and log less
                 // than asked, which a role's operator finds out too late.
                 Err(error) => {
-                    eprintln!("zkdist: invalid --log filter {log:?}: {error}");
+                    errln!("zkdist: invalid --log filter {log:?}: {error}");
                     return ExitCode::from(USAGE_EXIT_CODE);
                 }
             }
@@ -96,7 +97,7 @@ fn main() -> ExitCode {
         Ok(Outcome::TaskFailed) => ExitCode::from(2),
         Ok(Outcome::Violations) => ExitCode::from(3),
         Err(error) => {
-            eprintln!("zkdist: {error:#}");
+            errln!("zkdist: {error:#}");
             ExitCode::FAILURE
         }
     };

@@ -11,6 +11,8 @@ use anyhow::Context;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::watch;
 
+use crate::stdout::errln;
+
 /// The process's shutdown signals. Installed before anything else, so that a
 /// signal that arrives while the role is still connecting or claiming ends
 /// the process through the same clean path instead of killing it with a
@@ -20,37 +22,75 @@ use tokio::sync::watch;
 /// away) is taken as SIGTERM is: a worker started by hand over ssh finishes
 /// its task and leaves cleanly, and `submit --lines > ids` stops between two
 /// batches and still writes every id, where the default action would kill
-/// the process on the spot.
+/// the process on the spot. A process started with SIGHUP ignored
+/// (`nohup`) keeps ignoring it. A hangup is often delivered twice (the
+/// shell passes it on to its jobs, and the kernel sends it again to the
+/// terminal's foreground job as the shell exits), so only SIGINT and
+/// SIGTERM count as the second signal that ends a role at once.
 pub struct Shutdown {
     terminate: Signal,
     interrupt: Signal,
-    hangup: Signal,
+    /// `None` when SIGHUP was ignored at start.
+    hangup: Option<Signal>,
 }
 
 impl Shutdown {
     pub fn install() -> anyhow::Result<Shutdown> {
+        let hangup = if hangup_ignored() {
+            None
+        } else {
+            Some(signal(SignalKind::hangup()).context("cannot install the SIGHUP handler")?)
+        };
         Ok(Shutdown {
             terminate: signal(SignalKind::terminate())
                 .context("cannot install the SIGTERM handler")?,
             interrupt: signal(SignalKind::interrupt())
                 .context("cannot install the SIGINT handler")?,
-            hangup: signal(SignalKind::hangup()).context("cannot install the SIGHUP handler")?,
+            hangup,
         })
     }
 
     /// Completes on the first SIGINT, SIGTERM or SIGHUP, and records it for
     /// [`end_by_received_signal`].
     pub async fn requested(&mut self) {
+        let hangup = async {
+            match &mut self.hangup {
+                Some(hangup) => hangup.recv().await,
+                None => std::future::pending().await,
+            }
+        };
         let (received, name) = tokio::select! {
             biased;
             _ = self.terminate.recv() => (SignalKind::terminate(), "SIGTERM"),
             _ = self.interrupt.recv() => (SignalKind::interrupt(), "SIGINT"),
-            _ = self.hangup.recv() => (SignalKind::hangup(), "SIGHUP"),
+            _ = hangup => (SignalKind::hangup(), "SIGHUP"),
         };
         tracing::info!("{name}: shutting down");
         // The first signal is the one to end by: a later one of the other
         // kind does not replace it.
         let _ = RECEIVED.set(received.as_raw_value());
+    }
+
+    /// Completes on the next SIGINT or SIGTERM (a repeated hangup is not
+    /// an operator asking again; see [`Shutdown`]).
+    async fn requested_again(&mut self) {
+        tokio::select! {
+            biased;
+            _ = self.terminate.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+    }
+}
+
+/// Whether this process was started with SIGHUP ignored (as `nohup` does).
+fn hangup_ignored() -> bool {
+    // SAFETY: with a null new action, sigaction only writes the current one
+    // into `current`, a plain C struct owned here (all zeroes is a valid
+    // value of it).
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
     }
 }
 
@@ -94,8 +134,9 @@ impl Shutdown {
         self.share(OnSecondSignal::Ignore)
     }
 
-    /// [`Shutdown::shared`], and a second such signal ends the process
-    /// at once, by the first signal's default action. A clean stop finishes the task in hand and
+    /// [`Shutdown::shared`], and a second signal, SIGINT or SIGTERM, ends
+    /// the process at once, by the first signal's default action. A clean
+    /// stop finishes the task in hand and
     /// deletes the role's nodes, which with the ensemble out of reach can
     /// wait as long as the outage; the operator keeps a way out short of
     /// SIGKILL. The process's sessions then end at their timeout.
@@ -111,8 +152,8 @@ impl Shutdown {
             self.requested().await;
             on_signal.send_replace(true);
             if on_second == OnSecondSignal::Exit {
-                self.requested().await;
-                eprintln!(
+                self.requested_again().await;
+                errln!(
                     "zkdist: a second signal: exiting at once; this process's sessions end at their timeout"
                 );
                 end_by(*RECEIVED.get().expect("recorded by `requested`"));

@@ -269,6 +269,39 @@ fn an_interrupted_one_shot_command_ends_by_its_signal() {
     }
 }
 
+/// A process started with SIGHUP ignored (`nohup zkdist worker &`) keeps
+/// ignoring it: the handler that takes a hangup as SIGTERM is installed
+/// only where the hangup was not already ignored.
+#[test]
+fn a_role_started_with_sighup_ignored_keeps_ignoring_it() {
+    use std::os::unix::process::ExitStatusExt;
+    let scratch = Scratch::new("nohup");
+    let args = [
+        "worker",
+        "--zk",
+        NOBODY,
+        "--connect-timeout-ms",
+        "600000",
+        "--log",
+        "debug",
+    ];
+    let mut process = Role::spawn_ignoring_hangup("nohup-worker", &args, &scratch);
+    eventually("it tries to connect", || {
+        process.log().contains("fails in connecting").then_some(())
+    });
+    process.signal("HUP");
+    // Had the hangup been taken, the stop would have begun by now; it is
+    // the SIGTERM below that the log must name.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(process.is_running(), "{}", process.log());
+    process.terminate();
+    let status = process.wait_exit();
+    let log = process.log();
+    assert_ne!(status.signal(), Some(1), "{status}\n{log}");
+    assert!(log.contains("SIGTERM: shutting down"), "{log}");
+    assert!(!log.contains("SIGHUP"), "{log}");
+}
+
 /// The connect timeout is how long zkdist tries, even past the session
 /// timeout (after which the client library gives up on its own).
 #[test]

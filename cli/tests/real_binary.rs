@@ -515,6 +515,34 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     assert_eq!(status["master_present"], true);
     assert_eq!(target.children(&layout.ids_dir()), Vec::<String>::new());
 
+    // A hangup, as when the ssh session a worker was started in drops,
+    // stops it as SIGTERM does; the second hangup such a drop delivers (the
+    // shell passes one on, the kernel sends another as the shell exits) is
+    // not taken as a second signal: the worker still finishes its task.
+    let mut hung_up = target.spawn("hung-up worker", &["worker", "--allow-exec"], &scratch);
+    let gate = scratch.path("gate-hangup");
+    let task = submit_gated_task(&target, &gate, "echo after the hangup");
+    hung_up.signal("HUP");
+    eventually("the hung-up worker notes the stop request", || {
+        hung_up.log().contains("stop requested").then_some(())
+    });
+    hung_up.signal("HUP");
+    assert!(hung_up.is_running(), "{}", hung_up.log());
+    std::fs::write(&gate, b"").unwrap();
+    let status = hung_up.wait_exit();
+    assert!(
+        status.success(),
+        "hung-up worker: {status}\n{}",
+        hung_up.log()
+    );
+    assert!(
+        hung_up
+            .log()
+            .contains(&format!("wrote {task} result success")),
+        "{}",
+        hung_up.log()
+    );
+
     // A second signal while the worker finishes its task ends the process
     // at once, the task unfinished: the way out when finishing cannot end
     // (an ensemble out of reach, a task that hangs).
@@ -527,7 +555,8 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     });
     hasty.terminate();
     let status = hasty.wait_exit();
-    // The task's program outlived the process: let it end.
+    // Its task's program was killed with it; were it not, this would let
+    // it end.
     std::fs::write(&never, b"").unwrap();
     assert_eq!(
         status.signal(),

@@ -30,8 +30,10 @@ use libtest_mimic::{Arguments, Trial};
 use zkdist_coord::zk::testing;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{
-    Client, ClientError, Coordinator, Layout, SessionId, Stat, TaskResult, Watch, ZkError, ZkResult,
+    Client, ClientError, Coordinator, Layout, SessionId, Stat, TaskId, TaskResult, Watch, WorkerId,
+    ZkError, ZkResult,
 };
+use zkdist_worker::{CompletionReadBack, WorkerDecision};
 
 use common::{Role, Scratch};
 
@@ -117,7 +119,46 @@ fn main() {
              (a 3-node ensemble; scripts/test-all's ensemble lane sets both)"
         );
     }
-    libtest_mimic::run(&args, vec![trial]).exit()
+    // Needs no server: the checks read the workers' logs, and must read
+    // the lines the workers really write.
+    let patterns = Trial::test("the_log_readers_find_the_lines_workers_write", || {
+        the_log_readers_find_the_lines_workers_write();
+        Ok(())
+    });
+    libtest_mimic::run(&args, vec![trial, patterns]).exit()
+}
+
+fn the_log_readers_find_the_lines_workers_write() {
+    let worker = WorkerId::parse("worker-0000000007").unwrap();
+    let task = TaskId::parse("task-00000000000000ab-0000000042").unwrap();
+    let decision = |decision: WorkerDecision| format!("2026-01-01T00:00:00Z INFO {decision}");
+    let log = [
+        decision(WorkerDecision::ResultWritten {
+            worker: worker.clone(),
+            task: task.clone(),
+            success: true,
+        }),
+        decision(WorkerDecision::CompletionRecovered {
+            worker: worker.clone(),
+            task: task.clone(),
+            found: CompletionReadBack::ResultPresent,
+        }),
+        decision(WorkerDecision::CompletionRecovered {
+            worker: worker.clone(),
+            task: task.clone(),
+            found: CompletionReadBack::NotApplied,
+        }),
+    ]
+    .join("\n");
+    let expected = vec![(worker.to_string(), task.to_string())];
+    assert_eq!(result_writes(&log), expected, "{log}");
+    assert_eq!(results_found_present(&log), expected, "{log}");
+    assert_eq!(
+        registrations(&decision(WorkerDecision::Registered {
+            worker: worker.clone()
+        })),
+        vec![worker.to_string()]
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -778,10 +819,19 @@ fn result_writes(log: &str) -> Vec<(String, String)> {
 
 /// `(worker, task)` for every completion whose reply was lost and whose
 /// read-back found the result there: `<worker> recovered <task>
-/// completion: result present ...`. Written by that worker or by another,
+/// completion: result present, ...`. Written by that worker or by another,
 /// the log cannot say which.
 fn results_found_present(log: &str) -> Vec<(String, String)> {
-    worker_lines(log, "recovered", &["completion:", "result", "present"])
+    // The words after the task, as the worker writes them.
+    let line = WorkerDecision::CompletionRecovered {
+        worker: WorkerId::parse("worker-0000000000").expect("a worker id"),
+        task: TaskId::parse("task-0000000000000000-0000000000").expect("a task id"),
+        found: CompletionReadBack::ResultPresent,
+    }
+    .to_string();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words[1], "recovered", "{line}");
+    worker_lines(log, "recovered", &words[3..])
 }
 
 /// `(worker, task)` for every log line that reads `<worker> <verb> <task>

@@ -16,7 +16,7 @@ use super::{Outcome, print_result};
 use crate::args::{ConnectArgs, FindArgs, SubmitArgs, WaitArgs};
 use crate::handlers::HandlerError;
 use crate::shutdown::{Shutdown, Stop};
-use crate::stdout::outln;
+use crate::stdout::{errln, outln};
 use crate::{connect, handlers};
 
 pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
@@ -175,7 +175,7 @@ async fn interrupted_submission(client: &Client<ZkSession>, attempt: &Attempt) -
     let token = attempt.token;
     // Said first: closing the session waits for the ensemble, and a
     // second signal exits at once.
-    eprintln!(
+    errln!(
         "zkdist: interrupted: submission {token} may or may not have been queued; \
          closing its session"
     );
@@ -207,7 +207,7 @@ async fn interrupted_submission(client: &Client<ZkSession>, attempt: &Attempt) -
 /// close waits for the ensemble, and a second signal exits at once), and
 /// returns the error the command ends with.
 async fn close_after_interruption(client: &Client<ZkSession>, stopped: String) -> anyhow::Error {
-    eprintln!("zkdist: interrupted; closing the session");
+    errln!("zkdist: interrupted; closing the session");
     client.session().close().await.ok();
     anyhow::anyhow!(stopped)
 }

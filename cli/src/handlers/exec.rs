@@ -317,7 +317,7 @@ mod tests {
         // group killed at the command's exit, this would wait out the
         // timeout and be reported as timed out.
         let task = parse(
-            br#"{"kind":"exec","argv":["sh","-c","sleep 1000 & echo $!; exit 4"],"timeout_ms":600000}"#,
+            br#"{"kind":"exec","argv":["sh","-c","sleep 1000 & echo $!; exit 4"],"timeout_ms":30000}"#,
         )
         .unwrap();
         let result = run(&task, 1 << 20).await.unwrap();
@@ -333,7 +333,7 @@ mod tests {
     #[tokio::test]
     async fn a_timed_out_command_keeps_its_output_and_its_group_is_killed() {
         let task = parse(
-            br#"{"kind":"exec","argv":["sh","-c","sleep 1000 & echo $!; echo waiting >&2; wait"],"timeout_ms":500}"#,
+            br#"{"kind":"exec","argv":["sh","-c","sleep 1000 & echo $!; echo waiting >&2; wait"],"timeout_ms":3000}"#,
         )
         .unwrap();
         let result = run(&task, 1 << 20).await.unwrap();

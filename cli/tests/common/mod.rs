@@ -195,9 +195,32 @@ pub struct Role {
 
 impl Role {
     pub fn spawn(name: &str, args: &[&str], scratch: &Scratch) -> Role {
+        Role::spawn_with(name, zkdist(args), scratch)
+    }
+
+    /// [`Role::spawn`], started with SIGHUP ignored, as `nohup` starts a
+    /// process: bash ignores it, then becomes zkdist.
+    pub fn spawn_ignoring_hangup(name: &str, args: &[&str], scratch: &Scratch) -> Role {
+        let mut wrapped = Command::new("bash");
+        wrapped
+            .args(["-c", r#"trap "" HUP; exec "$0" "$@""#, ZKDIST])
+            .args(args)
+            .stdin(Stdio::null());
+        // The environment `zkdist` would be given.
+        for (key, value) in zkdist(args).get_envs() {
+            match value {
+                Some(value) => wrapped.env(key, value),
+                None => wrapped.env_remove(key),
+            };
+        }
+        Role::spawn_with(name, wrapped, scratch)
+    }
+
+    fn spawn_with(name: &str, mut command: Command, scratch: &Scratch) -> Role {
+        let args: Vec<_> = command.get_args().map(|a| a.to_owned()).collect();
         let log = scratch.path(&format!("{name}.log"));
         let file = File::create(&log).expect("create the role's log");
-        let child = zkdist(args)
+        let child = command
             .stdout(file.try_clone().expect("clone the log file"))
             .stderr(file)
             .spawn()

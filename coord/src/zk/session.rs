@@ -41,7 +41,8 @@ struct Inner {
     chroot: Option<String>,
     state: zkc::StateWatcher,
     /// The session timeout the server granted: it holds what a client asks
-    /// to between 2 and 20 of its ticks (4 to 40 s by default).
+    /// to its `minSessionTimeout` and `maxSessionTimeout` (by default 2 and
+    /// 20 of its ticks, 4 and 40 s).
     granted_timeout: std::time::Duration,
 }
 
@@ -115,8 +116,9 @@ impl ZkSession {
     }
 
     /// The session timeout the server granted, which may differ from the
-    /// configuration's: a server holds it to between 2 and 20 of its
-    /// ticks. How long the session may outlive a silent client is this.
+    /// configuration's: a server holds it to its `minSessionTimeout` and
+    /// `maxSessionTimeout`. How long the session may outlive a silent
+    /// client is this.
     pub fn granted_session_timeout_ms(&self) -> u64 {
         u64::try_from(self.inner.granted_timeout.as_millis()).unwrap_or(u64::MAX)
     }
