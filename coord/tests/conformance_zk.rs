@@ -46,6 +46,10 @@ impl ZkBackend {
 impl Backend for ZkBackend {
     type Session = ZkSession;
 
+    async fn deafen(&self, session: &ZkSession) {
+        self.link(session).deafen();
+    }
+
     fn root(&self) -> &str {
         &self.root
     }
@@ -74,6 +78,8 @@ impl Backend for ZkBackend {
     async fn cut(&self, session: &ZkSession, duration: Duration) {
         let link = self.link(session);
         link.block();
+        // The connections are gone: the ones after the cut hear again.
+        link.undeafen();
         // The proxy's own threads do the I/O; a thread of its own lets the
         // link back in whatever the case does meanwhile.
         std::thread::spawn(move || {

@@ -5,12 +5,13 @@
 //! the per-session ordering the cases rely on is exercised with messages in
 //! flight. `ZKDIST_CONFORMANCE_SEEDS=N` runs N latency seeds per case (default 1).
 
+use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use zkdist_coord::conformance::{Backend, Case, run_main};
-use zkdist_coord::{Coordinator, CreateMode, EventStream, ZkResult};
+use zkdist_coord::{Coordinator, CreateMode, EventStream, SessionId, ZkResult};
 use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
 
 /// The node every case works under.
@@ -30,6 +31,9 @@ const SEEDED_LATENCY: Latency = Latency::HeavyTail {
 struct SimBackend {
     sim: SimZk,
     sessions_opened: AtomicUsize,
+    /// Sessions whose link holds back what the server sends until their
+    /// next cut.
+    deafened: Mutex<BTreeSet<SessionId>>,
 }
 
 impl SimBackend {
@@ -45,6 +49,7 @@ impl SimBackend {
         SimBackend {
             sim,
             sessions_opened: AtomicUsize::new(0),
+            deafened: Mutex::new(BTreeSet::new()),
         }
     }
 }
@@ -66,7 +71,19 @@ impl Backend for SimBackend {
     }
 
     async fn cut(&self, session: &SimSession, duration: std::time::Duration) {
-        self.sim.cut(session.session_id(), duration).await
+        let id = session.session_id();
+        self.sim.cut(id, duration).await;
+        // What was held went with the link; the reconnection hears again.
+        let deafened = self.deafened.lock().expect("deafened lock").remove(&id);
+        if deafened {
+            self.sim.release(id).await;
+        }
+    }
+
+    async fn deafen(&self, session: &SimSession) {
+        let id = session.session_id();
+        self.deafened.lock().expect("deafened lock").insert(id);
+        self.sim.hold(id).await
     }
 }
 

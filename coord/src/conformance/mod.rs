@@ -42,6 +42,11 @@ pub trait Backend: Send + Sync + 'static {
     /// sees `Connected`, with its ephemerals and watches kept. Returns once
     /// the link is cut (the session may not have noticed yet).
     fn cut(&self, session: &Self::Session, duration: Duration) -> impl Future<Output = ()>;
+
+    /// From now until `session`'s next [`Backend::cut`], nothing the server
+    /// sends reaches it: its requests are still applied, and their replies
+    /// lost. The cut ends the deafness with the link.
+    fn deafen(&self, session: &Self::Session) -> impl Future<Output = ()>;
 }
 
 /// A case's body: takes the backend, panics on failure.

@@ -99,6 +99,10 @@ impl Proxy {
         self.shared.deaf.store(true, Ordering::SeqCst);
     }
 
+    pub fn undeafen(&self) {
+        self.shared.deaf.store(false, Ordering::SeqCst);
+    }
+
     /// Keeps back, until [`Proxy::release`], what clients send on
     /// connections whose handshake has passed: the server sees none of
     /// their requests, and the connections stay open. What a connection
@@ -292,6 +296,10 @@ impl ProxiedEnsemble {
 
     pub fn deafen(&self) {
         self.proxies.iter().for_each(Proxy::deafen);
+    }
+
+    pub fn undeafen(&self) {
+        self.proxies.iter().for_each(Proxy::undeafen);
     }
 
     pub fn hold_requests(&self) {

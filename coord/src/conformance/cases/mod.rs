@@ -86,6 +86,7 @@ cases![
     reconnect::a_watch_set_before_a_cut_fires_after_reconnect_if_its_node_changed,
     reconnect::an_exists_watch_on_a_node_created_and_deleted_during_a_cut_is_lost,
     reconnect::a_request_issued_while_disconnected_is_sent_after_reconnect,
+    reconnect::a_write_applied_whose_reply_was_lost_fails_with_connection_loss,
     // Session end.
     session::ops_after_close_fail_session_closed,
     session::ops_after_expiry_fail_session_expired,

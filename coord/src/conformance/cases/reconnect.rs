@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::conformance::{
     Backend, TestSession, connect, create_dir, create_node, stat_of, under, watch_event,
 };
-use crate::{Coordinator, CreateMode, Event, SessionState, Watch, WatchKind};
+use crate::{Coordinator, CreateMode, Event, SessionState, Watch, WatchKind, ZkError};
 
 /// A cut well under every backend's session timeout, and long enough for
 /// another session to make changes while it lasts.
@@ -143,6 +143,53 @@ pub async fn a_request_issued_while_disconnected_is_sent_after_reconnect<B: Back
     assert_eq!(
         other.zk.get_data(&node, Watch::No).await.unwrap().0,
         b"queued"
+    );
+    s.assert_no_event().await;
+}
+
+/// A write the server applied but whose reply never reached the client
+/// fails with `ConnectionLoss`, and stays applied: the client cannot tell
+/// it from a write that never arrived. Sent again, a sequential create
+/// makes a second node ("ZooKeeper Sessions": a connection loss leaves an
+/// operation's outcome unknown), which is why a submit looks for its token
+/// before it creates again.
+pub async fn a_write_applied_whose_reply_was_lost_fails_with_connection_loss<B: Backend>(
+    b: Arc<B>,
+) {
+    let mut s = connect(&*b).await;
+    let other = connect(&*b).await;
+    let dir = create_dir(&s.zk, b.root(), "queue").await;
+    let prefix = under(&dir, "t-");
+
+    b.deafen(&s.zk).await;
+    let created = s.zk.create(&prefix, b"", CreateMode::PersistentSequential);
+    let applied_then_cut = async {
+        // The create is applied: another session sees its node. Then the
+        // link goes, with the reply that never came.
+        let children = loop {
+            other.zk.sync(&dir).await.unwrap();
+            let (children, _) = other.zk.get_children(&dir, Watch::No).await.unwrap();
+            if !children.is_empty() {
+                break children;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        b.cut(&s.zk, SHORT_CUT).await;
+        children
+    };
+    let (created, children) = tokio::join!(created, applied_then_cut);
+    assert!(
+        matches!(created, Err(ZkError::ConnectionLoss { .. })),
+        "the create's outcome is unknown to the client: {created:?}"
+    );
+    assert_eq!(children, ["t-0000000000"], "and yet it was applied");
+    s.expect_events(&disconnected_then_connected()).await;
+    assert_eq!(
+        s.zk.create(&prefix, b"", CreateMode::PersistentSequential)
+            .await
+            .unwrap(),
+        under(&dir, "t-0000000001"),
+        "sent again, it makes a second node"
     );
     s.assert_no_event().await;
 }
