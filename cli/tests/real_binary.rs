@@ -1177,12 +1177,18 @@ impl OwnServer {
     fn start(scratch: &Scratch) -> OwnServer {
         let dir = scratch.path("zk");
         let dir_arg = dir.to_str().unwrap().to_owned();
+        // The guard first: a server that started but then failed its wait
+        // (which panics) is stopped all the same.
+        let mut server = OwnServer {
+            dir,
+            connect: String::new(),
+        };
         let base = testing::run_scripts_zk(&["free-base"]);
         testing::run_scripts_zk(&["single", &dir_arg, base.trim()]);
-        let connect = testing::run_scripts_zk(&["connect-string", &dir_arg])
+        server.connect = testing::run_scripts_zk(&["connect-string", &dir_arg])
             .trim()
             .to_owned();
-        OwnServer { dir, connect }
+        server
     }
 
     fn scripts_zk(&self, command: &str) {
