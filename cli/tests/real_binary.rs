@@ -1682,6 +1682,7 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
         // epoch check) and the completion (the result and the
         // assignment's deletion) are a multi each.
         "writes per task: 3.00 (creates 1.00, deletes 0.00, set_data 0.00, multi 2.00)",
+        "efficiency counting node writes: ",
     ] {
         assert!(
             lines.iter().any(|line| line.starts_with(prefix)),
@@ -1766,6 +1767,14 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
     let efficiency = number(&tasks["tasks_per_s"]) * 3.0 / raw_best;
     assert!(
         (number(&report["efficiency"]) - efficiency).abs() < 1e-9,
+        "{report}"
+    );
+    // Counting node writes: the submission's create, the assignment's
+    // create (its epoch check writes nothing), and the completion's result
+    // and deletion: four.
+    let by_nodes = number(&tasks["tasks_per_s"]) * 4.0 / raw_best;
+    assert!(
+        (number(&report["node_write_efficiency"]) - by_nodes).abs() < 1e-9,
         "{report}"
     );
     assert!(
