@@ -472,6 +472,15 @@ fn bad_payloads_are_refused_at_submit_before_connecting() {
         .expect_stderr(&[&format!(
             "the payload file /dev/zero holds more than the {MAX_DATA_BYTES}-byte limit"
         )]);
+    // So is a line of payloads, which is read whole otherwise.
+    run_owned(&unreachable(
+        &["submit", "--lines", "--file", "/dev/zero"],
+        "/zkdist",
+    ))
+    .expect_code(1)
+    .expect_stderr(&[&format!(
+        "line 1 of the payload file /dev/zero is longer than the {MAX_DATA_BYTES}-byte limit"
+    )]);
     let from_stdin = unreachable(&["submit", "--file", "-"], "/zkdist");
     let from_stdin: Vec<&str> = from_stdin.iter().map(String::as_str).collect();
     run_with_stdin(&from_stdin, Some(b"  \n"))

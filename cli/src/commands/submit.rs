@@ -423,7 +423,8 @@ pub(super) fn is_session_end(cause: &ClientError) -> bool {
 fn read_payload(args: &SubmitArgs, layout: &Layout) -> anyhow::Result<Vec<u8>> {
     // One payload is held to a node's size: reading stops just past it (a
     // mistaken `--file /dev/zero` would otherwise read until memory runs
-    // out). A file of lines holds many payloads, so it is read whole.
+    // out). A file of lines holds many payloads, so it is read whole, each
+    // line held to that size as it is read.
     let limit_bytes = (!args.lines).then_some(MAX_DATA_BYTES);
     // `asked`: `-` names stdin on purpose (a terminal then types it).
     let from_stdin = |asked: bool| -> anyhow::Result<Vec<u8>> {
@@ -471,21 +472,103 @@ fn read_payload(args: &SubmitArgs, layout: &Layout) -> anyhow::Result<Vec<u8>> {
 
 /// Reads `source` to its end, or refuses it once it is past `limit_bytes`
 /// (a stream, whose size is not known until it ends).
+/// With no limit, the input is payload lines: it is read whole, but a line
+/// is refused once it is past a payload's limit, before the rest is read.
 fn read_at_most(
-    mut source: impl Read,
+    source: impl Read,
     limit_bytes: Option<usize>,
     name: &str,
 ) -> anyhow::Result<Vec<u8>> {
+    let Some(limit) = limit_bytes else {
+        return read_lines(source, name);
+    };
     let mut read = Vec::new();
-    match limit_bytes {
-        None => source.read_to_end(&mut read),
-        Some(limit) => source.take(limit as u64 + 1).read_to_end(&mut read),
-    }
-    .with_context(|| format!("cannot read {name}"))?;
-    if let Some(limit) = limit_bytes
-        && read.len() > limit
-    {
+    source
+        .take(limit as u64 + 1)
+        .read_to_end(&mut read)
+        .with_context(|| format!("cannot read {name}"))?;
+    if read.len() > limit {
         bail!("task refused: {name} holds more than the {limit}-byte limit of a task's payload");
     }
     Ok(read)
+}
+
+/// Reads `source` to its end, refusing it as soon as a line (its `\r\n`
+/// or `\n` aside) is past a payload's limit: a stream without newlines
+/// (`/dev/zero`) would otherwise be read until memory runs out.
+fn read_lines(mut source: impl Read, name: &str) -> anyhow::Result<Vec<u8>> {
+    let mut read = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    // Where the line being read starts, and how many lines end before it.
+    let mut line_start = 0;
+    let mut lines_before = 0usize;
+    loop {
+        let count = match source.read(&mut chunk) {
+            Ok(0) => return Ok(read),
+            Ok(count) => count,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error).with_context(|| format!("cannot read {name}")),
+        };
+        let chunk_start = read.len();
+        read.extend_from_slice(&chunk[..count]);
+        let too_long = |line_bytes: usize, number: usize| {
+            anyhow::anyhow!(
+                "tasks refused: line {number} of {name} is longer than the {MAX_DATA_BYTES}-byte \
+                 limit of a task's payload ({line_bytes} bytes or more), so none was submitted"
+            )
+        };
+        for (offset, _) in chunk[..count]
+            .iter()
+            .enumerate()
+            .filter(|(_, byte)| **byte == b'\n')
+        {
+            let end = chunk_start + offset;
+            let line_bytes =
+                end - line_start - usize::from(end > line_start && read[end - 1] == b'\r');
+            if line_bytes > MAX_DATA_BYTES {
+                return Err(too_long(line_bytes, lines_before + 1));
+            }
+            lines_before += 1;
+            line_start = end + 1;
+        }
+        // The line still open: its `\r` may still come, one byte of room.
+        let open_bytes = read.len() - line_start;
+        if open_bytes > MAX_DATA_BYTES + 1 {
+            return Err(too_long(open_bytes, lines_before + 1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines up to a payload's limit (and their `\r\n`) are read whole,
+    /// across any chunking; the first line past it is named, and reading
+    /// stops there.
+    #[test]
+    fn payload_lines_are_held_to_a_payloads_limit_line_by_line() {
+        let longest = "x".repeat(MAX_DATA_BYTES);
+        let input = format!("short\r\n{longest}\r\n{longest}\nlast");
+        let read = read_lines(input.as_bytes(), "the input").expect("every line fits");
+        assert!(read == input.as_bytes(), "read whole");
+
+        let too_long = "y".repeat(MAX_DATA_BYTES + 2);
+        let input = format!("short\n{longest}\n{too_long}\nnever read");
+        let error = read_lines(input.as_bytes(), "the input").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("tasks refused: line 3 of the input is longer"),
+            "{error}"
+        );
+        // An endless line is refused once past the limit.
+        let Err(error) = read_lines(std::io::repeat(b'z'), "the stream") else {
+            panic!("an endless line was read");
+        };
+        assert!(
+            error.to_string().contains("line 1 of the stream"),
+            "{error}"
+        );
+    }
 }
