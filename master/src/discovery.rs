@@ -39,7 +39,7 @@ pub enum TaskDiscovery {
 /// that the tasks the next rounds assign are read by the time they go out
 /// (a round assigns as many as there are free workers, and the reads take
 /// one round trip); small enough that the payloads held, at most this many
-/// times `zkdist_coord::MAX_INLINE_PAYLOAD_BYTES` (1 MiB), do not matter.
+/// times `zkdist_coord::MAX_INLINE_PAYLOAD_BYTES` (16 KiB), do not matter.
 /// Payloads over that size are read too (a `get_data` cannot ask for the
 /// size first without another round trip) and dropped on arrival: with
 /// large tasks in the queue up to this many of them can be in flight.

@@ -221,10 +221,15 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
     let p99 = tasks.latency_percentile(99.0).unwrap_or_default();
     // With more tasks in flight than workers, a task waits behind the
     // others: the latency is the system's plus that queue's.
+    let queueing = if config.in_flight > config.workers as u64 {
+        " (waiting behind the others included)"
+    } else {
+        ""
+    };
     writeln!(
         out,
         "latency (submit to result written): p50 {:.2} ms, p99 {:.2} ms, with {} tasks in \
-         flight for {} workers (waiting behind the others included)",
+         flight for {} workers{queueing}",
         ms(p50),
         ms(p99),
         config.in_flight,

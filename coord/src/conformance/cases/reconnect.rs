@@ -166,14 +166,20 @@ pub async fn a_write_applied_whose_reply_was_lost_fails_with_connection_loss<B: 
     let applied_then_cut = async {
         // The create is applied: another session sees its node. Then the
         // link goes, with the reply that never came.
-        let children = loop {
-            other.zk.sync(&dir).await.unwrap();
-            let (children, _) = other.zk.get_children(&dir, Watch::No).await.unwrap();
-            if !children.is_empty() {
-                break children;
+        let applied = async {
+            loop {
+                other.zk.sync(&dir).await.unwrap();
+                let (children, _) = other.zk.get_children(&dir, Watch::No).await.unwrap();
+                if !children.is_empty() {
+                    break children;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
         };
+        // A hang guard, not a time limit.
+        let children = tokio::time::timeout(Duration::from_secs(60), applied)
+            .await
+            .expect("the deafened session's create is applied");
         b.cut(&s.zk, SHORT_CUT).await;
         children
     };
