@@ -210,6 +210,24 @@ fn an_unreachable_ensemble_is_a_clear_error_not_a_hang() {
     }
 }
 
+/// Flags that keep a process connecting to nobody: long enough never to
+/// give up by itself, and the client library's debug lines show that it
+/// is trying, so its signal handlers are in place.
+const CONNECTING_FOR_EVER: [&str; 6] = [
+    "--zk",
+    NOBODY,
+    "--connect-timeout-ms",
+    "600000",
+    "--log",
+    "debug",
+];
+
+fn wait_until_it_tries_to_connect(process: &Role) {
+    eventually("it tries to connect", || {
+        process.log().contains("fails in connecting").then_some(())
+    });
+}
+
 /// A `submit` or `bench` interrupted while it connects says that nothing
 /// was sent, then ends by the signal it received, not with an exit status:
 /// a shell loop of them stops at the first Ctrl-C. (On a server, the real
@@ -243,20 +261,9 @@ fn an_interrupted_one_shot_command_ends_by_its_signal() {
         ),
     ] {
         let mut args = command.to_vec();
-        // Long enough never to give up by itself; the client library's
-        // debug lines show that it is trying, so the handler is in place.
-        args.extend([
-            "--zk",
-            NOBODY,
-            "--connect-timeout-ms",
-            "600000",
-            "--log",
-            "debug",
-        ]);
+        args.extend(CONNECTING_FOR_EVER);
         let mut process = Role::spawn(command[0], &args, &scratch);
-        eventually("it tries to connect", || {
-            process.log().contains("fails in connecting").then_some(())
-        });
+        wait_until_it_tries_to_connect(&process);
         process.signal(signal.0);
         let status = process.wait_exit();
         let log = process.log();
@@ -276,19 +283,10 @@ fn an_interrupted_one_shot_command_ends_by_its_signal() {
 fn a_role_started_with_sighup_ignored_keeps_ignoring_it() {
     use std::os::unix::process::ExitStatusExt;
     let scratch = Scratch::new("nohup");
-    let args = [
-        "worker",
-        "--zk",
-        NOBODY,
-        "--connect-timeout-ms",
-        "600000",
-        "--log",
-        "debug",
-    ];
+    let mut args = vec!["worker"];
+    args.extend(CONNECTING_FOR_EVER);
     let mut process = Role::spawn_ignoring_hangup("nohup-worker", &args, &scratch);
-    eventually("it tries to connect", || {
-        process.log().contains("fails in connecting").then_some(())
-    });
+    wait_until_it_tries_to_connect(&process);
     process.signal("HUP");
     // Had the hangup been taken, the stop would have begun by now; it is
     // the SIGTERM below that the log must name.

@@ -6,9 +6,11 @@ mod common;
 
 use std::time::Duration;
 
-use zkdist_coord::{Coordinator, CreateMode, Event, Layout, TaskResult, WatchKind, ZkError};
+use zkdist_coord::{
+    Coordinator, CreateMode, Event, Layout, SessionId, TaskId, TaskResult, WatchKind, ZkError,
+};
 use zkdist_master::{
-    Epoch, Master, MasterDecision, MasterError, TaskDiscovery, Trigger, claim_master,
+    Epoch, Master, MasterDecision, MasterError, MasterState, TaskDiscovery, Trigger, claim_master,
     run_master_role,
 };
 use zkdist_sim::{Latency, SimConfig, SimConnector, SimZk};
@@ -227,23 +229,56 @@ fn a_nested_root_is_created_on_first_use() {
     });
 }
 
-#[test]
-fn tasks_submitted_while_the_master_is_disconnected_are_assigned_after() {
-    run_sim(9, async {
-        let sim = SimZk::start(sim_config(9, Latency::Fixed { ms: 1 }));
-        let layout = Layout::default();
+/// A master that claimed leadership on a session of its own, its
+/// decisions observed, running until stopped.
+struct ObservedMaster {
+    session: SessionId,
+    decisions: tokio::sync::mpsc::UnboundedReceiver<MasterDecision>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<MasterState, MasterError>>,
+}
+
+impl ObservedMaster {
+    async fn start(sim: &SimZk, layout: &Layout) -> ObservedMaster {
         let (zk, events) = sim.connect("master").await.unwrap();
-        let master_session = zk.session_id();
-        let epoch = claim_master(&zk, &layout).await.unwrap().unwrap();
-        let (decisions_tx, mut decisions) = tokio::sync::mpsc::unbounded_channel();
+        let session = zk.session_id();
+        let epoch = claim_master(&zk, layout).await.unwrap().unwrap();
+        let (decisions_tx, decisions) = tokio::sync::mpsc::unbounded_channel();
         let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let master = tokio::spawn(
+        let task = tokio::spawn(
             Master::new(zk, events, layout.clone(), epoch)
                 .with_observer(decisions_tx)
                 .run_until(async move {
                     let _ = stop_rx.await;
                 }),
         );
+        ObservedMaster {
+            session,
+            decisions,
+            stop,
+            task,
+        }
+    }
+
+    /// Stops the master (it must end cleanly) and returns the tasks it
+    /// assigned, in order.
+    async fn stop_and_list_assigned(mut self) -> Vec<TaskId> {
+        let _ = self.stop.send(());
+        self.task.await.unwrap().unwrap();
+        std::iter::from_fn(|| self.decisions.try_recv().ok())
+            .flat_map(|decision| decision.assigned().to_vec())
+            .map(|(_, task)| task)
+            .collect()
+    }
+}
+
+#[test]
+fn tasks_submitted_while_the_master_is_disconnected_are_assigned_after() {
+    run_sim(9, async {
+        let sim = SimZk::start(sim_config(9, Latency::Fixed { ms: 1 }));
+        let layout = Layout::default();
+        let master = ObservedMaster::start(&sim, &layout).await;
+        let master_session = master.session;
         let worker = start_worker(&sim, "worker", &layout, TestHandler).await;
         let mut client = client(&sim, &layout).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -299,13 +334,7 @@ fn tasks_submitted_while_the_master_is_disconnected_are_assigned_after() {
         assert!(synced < after_heal("master get_children /zkdist/assignments"));
         assert!(synced < first_assignment);
 
-        let _ = stop.send(());
-        master.await.unwrap().unwrap();
-        let assigned: Vec<_> = std::iter::from_fn(|| decisions.try_recv().ok())
-            .flat_map(|decision| decision.assigned().to_vec())
-            .map(|(_, task)| task)
-            .collect();
-        assert_eq!(assigned, tasks);
+        assert_eq!(master.stop_and_list_assigned().await, tasks);
         worker.stop().await.0.unwrap();
     });
 }
@@ -320,18 +349,8 @@ fn a_task_heard_of_before_the_sync_after_a_reconnection_waits_for_it() {
     run_sim(9, async {
         let sim = SimZk::start(sim_config(9, Latency::Fixed { ms: 1 }));
         let layout = Layout::default();
-        let (zk, events) = sim.connect("master").await.unwrap();
-        let master_session = zk.session_id();
-        let epoch = claim_master(&zk, &layout).await.unwrap().unwrap();
-        let (decisions_tx, mut decisions) = tokio::sync::mpsc::unbounded_channel();
-        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let master = tokio::spawn(
-            Master::new(zk, events, layout.clone(), epoch)
-                .with_observer(decisions_tx)
-                .run_until(async move {
-                    let _ = stop_rx.await;
-                }),
-        );
+        let master = ObservedMaster::start(&sim, &layout).await;
+        let master_session = master.session;
         let worker = start_worker(&sim, "worker", &layout, TestHandler).await;
         let mut client = client(&sim, &layout).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -371,13 +390,11 @@ fn a_task_heard_of_before_the_sync_after_a_reconnection_waits_for_it() {
             trace.join("\n")
         );
 
-        let _ = stop.send(());
-        master.await.unwrap().unwrap();
-        let assigned: Vec<_> = std::iter::from_fn(|| decisions.try_recv().ok())
-            .flat_map(|decision| decision.assigned().to_vec())
-            .map(|(_, task)| task)
-            .collect();
-        assert_eq!(assigned, vec![task], "assigned once, from the listing");
+        assert_eq!(
+            master.stop_and_list_assigned().await,
+            vec![task],
+            "assigned once, from the listing"
+        );
         worker.stop().await.0.unwrap();
     });
 }

@@ -499,6 +499,12 @@ fn read_at_most(
 fn read_lines(mut source: impl Read, name: &str) -> anyhow::Result<Vec<u8>> {
     let mut read = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
+    let too_long = |line_bytes: usize, number: usize| {
+        anyhow::anyhow!(
+            "tasks refused: line {number} of {name} is longer than the {MAX_DATA_BYTES}-byte \
+             limit of a task's payload ({line_bytes} bytes or more), so none was submitted"
+        )
+    };
     // Where the line being read starts, and how many lines end before it.
     let mut line_start = 0;
     let mut lines_before = 0usize;
@@ -511,12 +517,6 @@ fn read_lines(mut source: impl Read, name: &str) -> anyhow::Result<Vec<u8>> {
         };
         let chunk_start = read.len();
         read.extend_from_slice(&chunk[..count]);
-        let too_long = |line_bytes: usize, number: usize| {
-            anyhow::anyhow!(
-                "tasks refused: line {number} of {name} is longer than the {MAX_DATA_BYTES}-byte \
-                 limit of a task's payload ({line_bytes} bytes or more), so none was submitted"
-            )
-        };
         for (offset, _) in chunk[..count]
             .iter()
             .enumerate()

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::process::Stdio;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -130,11 +131,14 @@ pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, Hand
 }
 
 /// A command's process group (its id is the command's pid). Killed on
-/// drop, so an abandoned task leaves nothing running; and listed while
-/// alive, so that a worker ending at once on a second signal takes its
-/// tasks' processes with it ([`kill_every_task`]).
+/// drop unless killed before, so an abandoned task leaves nothing running;
+/// and listed until killed, so that a worker ending at once on a second
+/// signal takes its tasks' processes with it ([`kill_every_task`]).
 struct ProcessGroup {
     id: Option<libc::pid_t>,
+    /// Killed already: by then the command has exited or been killed, and
+    /// its pid may be reused, so the group is not killed again.
+    killed: AtomicBool,
 }
 
 /// The process groups of the tasks running in this process.
@@ -149,26 +153,28 @@ impl ProcessGroup {
             assert!(id > 1, "a command's group is never the whole system's");
             running().insert(id);
         }
-        ProcessGroup { id }
+        ProcessGroup {
+            id,
+            killed: AtomicBool::new(false),
+        }
     }
 
-    /// Kills every process of the group. Once the command itself has been
-    /// waited for, its pid could in principle be reused, but only by a
-    /// process that made itself the leader of a group of that number, in
-    /// the instant between the wait and this kill.
+    /// Kills every process of the group, once. Once the command itself
+    /// has been waited for, its pid could in principle be reused, but only
+    /// by a process that made itself the leader of a group of that number,
+    /// in the instant between the wait and this kill.
     fn kill(&self) {
-        if let Some(id) = self.id {
+        let Some(id) = self.id else { return };
+        if !self.killed.swap(true, Ordering::Relaxed) {
             kill_group(id);
+            running().remove(&id);
         }
     }
 }
 
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
-        if let Some(id) = self.id {
-            kill_group(id);
-            running().remove(&id);
-        }
+        self.kill();
     }
 }
 
