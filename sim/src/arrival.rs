@@ -70,6 +70,12 @@ impl Engine {
             ));
             return;
         }
+        if let Request::Call(call) = &request
+            && let Some(as_of_zxid) = self.lagging_read_zxid(session, call)
+        {
+            self.answer_lagging_read(session, request_id, call, summary, as_of_zxid);
+            return;
+        }
         let kind = request.txn_kind();
         let mut applied: Applied = if let Request::Close = request {
             let order = self.ephemeral_deletion_order(session);

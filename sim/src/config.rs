@@ -20,6 +20,14 @@ pub struct SimConfig {
     /// it is refused and the session's connection dropped, as a client
     /// with that `jute.maxbuffer` does.
     pub max_reply_bytes: usize,
+    /// Up to how many transactions behind the newest a read may be
+    /// answered, as by a follower that has not applied them yet ("reads
+    /// may be stale relative to other clients' writes"). Each read is
+    /// answered as of a seeded zxid between the newest one its session has
+    /// already heard of (a session never sees an older state after a newer
+    /// one) and the newest applied; `sync` brings the session up to date.
+    /// 0 answers every read from the newest state.
+    pub follower_lag_txns: u32,
 }
 
 impl Default for SimConfig {
@@ -29,6 +37,7 @@ impl Default for SimConfig {
             latency: Latency::Zero,
             session_timeout_ms: 10_000,
             max_reply_bytes: zkdist_coord::MAX_REPLY_BYTES,
+            follower_lag_txns: 0,
         }
     }
 }

@@ -39,6 +39,11 @@ const SAMPLED_CHECK_EVERY: i64 = 1_024;
 pub(crate) struct Peer {
     pub client: Client,
     pub link: Link,
+    /// The newest transaction whose effects the server has sent down this
+    /// session's link (in a reply's zxid or as a watch event): the server
+    /// the session talks to has applied at least that much, so none of its
+    /// reads may be answered as of an older zxid.
+    pub view_zxid: i64,
 }
 
 /// Every session the simulation made, by id. Ids are handed out 1, 2, 3...
@@ -102,6 +107,8 @@ pub(crate) struct Engine {
     pub(crate) latency: Latency,
     pub(crate) session_timeout_us: u64,
     pub(crate) max_reply_bytes: usize,
+    /// See [`SimConfig::follower_lag_txns`]: 0 when reads never lag.
+    pub(crate) follower_lag_txns: u32,
     pub(crate) server: Server,
     pub(crate) peers: Peers,
     pub(crate) schedule: Schedule,
@@ -116,13 +123,18 @@ pub(crate) struct Engine {
 
 impl Engine {
     pub(crate) fn new(config: SimConfig) -> Engine {
+        let mut server = Server::default();
+        if config.follower_lag_txns > 0 {
+            server.keep_history(config.follower_lag_txns as usize);
+        }
         Engine {
             now_us: 0,
             rng: ChaCha8Rng::seed_from_u64(config.seed),
             latency: config.latency,
             session_timeout_us: config.session_timeout_ms.saturating_mul(1000),
             max_reply_bytes: config.max_reply_bytes,
-            server: Server::default(),
+            follower_lag_txns: config.follower_lag_txns,
+            server,
             peers: Peers::default(),
             schedule: Schedule::default(),
             trace: Trace::default(),
@@ -236,7 +248,7 @@ impl Engine {
                 value,
                 reply,
             } => {
-                let result = self.server.tree_mut().set_sequence_counter(&parent, value);
+                let result = self.server.set_sequence_counter(&parent, value);
                 let shown = match &result {
                     Ok(()) => "ok".to_owned(),
                     Err(error) => error_name(error),
@@ -316,6 +328,7 @@ impl Engine {
             Peer {
                 client: Client::new(name, reply),
                 link: Link::new(),
+                view_zxid: 0,
             },
         );
         let request_id = self.take_request_id();
@@ -507,10 +520,31 @@ impl Engine {
 
     /// Puts a reply, event or session message on the session's link to the
     /// client, behind everything the server sent it before.
+    /// Sends `delivery` down the session's link. It shows the session the
+    /// server's newest state (a reply tells how new in its zxid), so the
+    /// session's later reads may not be answered as of anything older.
     pub(crate) fn send_to_client(&mut self, session: SessionId, delivery: Delivery) {
+        let shows_zxid = match &delivery {
+            Delivery::Reply { zxid, .. } => *zxid,
+            _ => self.server.tree().zxid(),
+        };
+        self.send_to_client_showing(session, delivery, shows_zxid);
+    }
+
+    /// [`Engine::send_to_client`] for a delivery that shows the state as
+    /// of `shows_zxid`, which a lagging server's may be older than the
+    /// newest.
+    pub(crate) fn send_to_client_showing(
+        &mut self,
+        session: SessionId,
+        delivery: Delivery,
+        shows_zxid: i64,
+    ) {
         let delay_us = self.latency.sample_us(&mut self.rng);
         let due_us = self.now_us.saturating_add(delay_us);
-        self.peer_mut(session).link.push_inbound(due_us, delivery);
+        let peer = self.peer_mut(session);
+        peer.view_zxid = peer.view_zxid.max(shows_zxid);
+        peer.link.push_inbound(due_us, delivery);
         self.schedule_inbound_head(session);
     }
 

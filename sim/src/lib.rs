@@ -39,6 +39,10 @@ mod digits;
 mod driver;
 mod engine;
 mod faults;
+mod follower;
+mod history;
+#[cfg(test)]
+mod lagging_read_tests;
 mod latency;
 mod link;
 mod multi;

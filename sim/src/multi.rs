@@ -2,18 +2,19 @@
 
 use zkdist_coord::{Op, OpResult, SessionId, ZkError, ZkResult};
 
-use crate::tree::{Journal, Tree, Trigger};
+use crate::tree::{Journal, Tree};
 
 /// Applies `ops` in order under `zxid`. On the first failure every earlier
 /// op is taken back and the error names that op's index; the watch triggers
 /// of a successful multi are returned in op order, so that watches fire only
-/// once the whole multi applied.
+/// once the whole multi applied, in the journal, which also keeps how to
+/// take the multi back.
 pub(crate) fn apply_multi(
     tree: &mut Tree,
     zxid: i64,
     owner: SessionId,
     ops: &[Op],
-) -> ZkResult<(Vec<OpResult>, Vec<Trigger>)> {
+) -> ZkResult<(Vec<OpResult>, Journal)> {
     let mut journal = Journal::default();
     let mut results = Vec::with_capacity(ops.len());
     for (index, op) in ops.iter().enumerate() {
@@ -46,7 +47,7 @@ pub(crate) fn apply_multi(
             }
         }
     }
-    Ok((results, journal.triggers))
+    Ok((results, journal))
 }
 
 #[cfg(test)]
@@ -68,7 +69,7 @@ mod tests {
     fn all_ops_apply_under_one_zxid_in_order() {
         let mut tree = Tree::new();
         let zxid = tree.next_zxid();
-        let (results, triggers) = apply_multi(
+        let (results, journal) = apply_multi(
             &mut tree,
             zxid,
             OWNER,
@@ -103,7 +104,7 @@ mod tests {
         assert_eq!(results[3], OpResult::Checked);
         assert_eq!(tree.stat("/q/t-0000000001").unwrap().czxid, zxid);
         assert_eq!(tree.stat("/q").unwrap().version, 1);
-        assert_eq!(triggers.len(), 7);
+        assert_eq!(journal.triggers.len(), 7);
         tree.check_invariants();
     }
 

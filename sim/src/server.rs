@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use zkdist_coord::{Reply, Request as Call, SessionId, WatchEvent, WatchKind, ZkError, ZkResult};
 
+use crate::history::History;
 use crate::multi::apply_multi;
 use crate::request::{Request, Response};
 use crate::tree::{Journal, Tree, Trigger};
@@ -45,6 +46,19 @@ pub(crate) struct Server {
     /// Live sessions and whether a connection currently attaches them.
     /// Only attached sessions hold watches.
     sessions: BTreeMap<SessionId, bool>,
+    /// The last transactions, when reads may lag behind them (see
+    /// [`Server::keep_history`]).
+    history: Option<History>,
+}
+
+/// A read answered as of an older zxid, as a lagging server answers it.
+#[derive(Debug)]
+pub(crate) struct LaggingRead {
+    pub result: ZkResult<Reply>,
+    /// The event the watch the read asked for already owes: the node
+    /// changed after `as_of_zxid`, and a lagging server that applies the
+    /// change fires the watch at once. With the zxid of that change.
+    pub owed_event: Option<(WatchEvent, i64)>,
 }
 
 impl Server {
@@ -52,8 +66,50 @@ impl Server {
         &self.tree
     }
 
-    pub(crate) fn tree_mut(&mut self) -> &mut Tree {
-        &mut self.tree
+    /// Keeps the last `capacity_txns` transactions, so that reads can be
+    /// answered as of any zxid since ([`Server::read_as_of`]).
+    pub(crate) fn keep_history(&mut self, capacity_txns: usize) {
+        assert!(self.history.is_none(), "the history is kept from the start");
+        self.history = Some(History::new(capacity_txns));
+    }
+
+    /// The oldest zxid a read can be answered as of: the current one when
+    /// no history is kept.
+    pub(crate) fn oldest_readable_zxid(&self) -> i64 {
+        let current = self.tree.zxid();
+        self.history
+            .as_ref()
+            .map_or(current, |history| history.oldest_readable_zxid(current))
+    }
+
+    /// Moves a parent's sequence counter by hand (a test's knob, see
+    /// [`Tree::set_sequence_counter`]). It is no transaction, so no read
+    /// can be answered from before it.
+    pub(crate) fn set_sequence_counter(&mut self, parent: &str, value: i32) -> ZkResult<()> {
+        if let Some(history) = &mut self.history {
+            history.clear();
+        }
+        self.tree.set_sequence_counter(parent, value)
+    }
+
+    /// A journal that keeps its undo steps when the history needs them.
+    fn journal(&self) -> Journal {
+        if self.history.is_some() {
+            Journal::default()
+        } else {
+            Journal::without_undo()
+        }
+    }
+
+    /// Hands a transaction's journal to the history, if one is kept, and
+    /// returns its triggers.
+    fn remember(&mut self, zxid: Option<i64>, journal: Journal) -> Vec<Trigger> {
+        if let (Some(zxid), Some(history)) = (zxid, &mut self.history) {
+            let triggers = journal.triggers.clone();
+            history.record(zxid, journal);
+            return triggers;
+        }
+        journal.triggers
     }
 
     pub(crate) fn is_alive(&self, session: SessionId) -> bool {
@@ -78,7 +134,7 @@ impl Server {
             !matches!(request, Request::Close),
             "a close ends the session through end_session"
         );
-        let mut journal = Journal::without_undo();
+        let mut journal = self.journal();
         let zxid = request.is_write().then(|| self.tree.next_zxid());
         let result = match request {
             Request::CreateSession => {
@@ -90,10 +146,11 @@ impl Server {
                 .apply_call(session, zxid, call, &mut journal)
                 .map(Response::Reply),
         };
+        let triggers = self.remember(zxid, journal);
         Applied {
             zxid,
-            events: self.fire(&journal.triggers),
-            triggers: journal.triggers,
+            events: self.fire(&triggers),
+            triggers,
             result,
         }
     }
@@ -125,42 +182,20 @@ impl Server {
                 .set_data(zxid.expect("write"), &path, &data, version, journal)
                 .map(Reply::DataSet),
             Call::Multi { ops } => apply_multi(&mut self.tree, zxid.expect("write"), session, &ops)
-                .map(|(results, triggers)| {
-                    journal.triggers = triggers;
+                .map(|(results, multi_journal)| {
+                    *journal = multi_journal;
                     Reply::Multi(results)
                 }),
-            Call::Exists { path, watch } => {
-                // A watch is left even on a missing node: it fires on create.
-                if watch {
-                    self.watches.add(WatchTable::Data, &path, session);
+            Call::Exists { .. }
+            | Call::GetData { .. }
+            | Call::GetChildren { .. }
+            | Call::CountDescendants { .. } => {
+                let result = answer_read(&self.tree, &call);
+                if let Some((table, path)) = watch_left(&call, &result) {
+                    self.watches.add(table, path, session);
                 }
-                Ok(Reply::Exists(self.tree.stat(&path)))
+                result
             }
-            Call::GetData { path, watch } => match self.tree.get(&path) {
-                Some(node) => {
-                    let response = Reply::Data(node.data().to_vec(), node.stat());
-                    if watch {
-                        self.watches.add(WatchTable::Data, &path, session);
-                    }
-                    Ok(response)
-                }
-                None => Err(ZkError::NoNode { path }),
-            },
-            Call::GetChildren { path, watch } => match self.tree.get(&path) {
-                Some(node) => {
-                    let names = node.children().map(str::to_owned).collect();
-                    let response = Reply::Children(names, node.stat());
-                    if watch {
-                        self.watches.add(WatchTable::Child, &path, session);
-                    }
-                    Ok(response)
-                }
-                None => Err(ZkError::NoNode { path }),
-            },
-            Call::CountDescendants { path } => match self.tree.descendant_count(&path) {
-                Some(count) => Ok(Reply::DescendantCount(count)),
-                None => Err(ZkError::NoNode { path }),
-            },
             Call::Sync { .. } => Ok(Reply::Synced),
             Call::AddWatch { path, mode } => {
                 // The node need not exist; nothing fires now.
@@ -186,17 +221,63 @@ impl Server {
             self.watches.remove_session(session);
         }
         let zxid = self.tree.next_zxid();
-        let mut journal = Journal::without_undo();
+        let mut journal = self.journal();
         self.tree
             .delete_ephemerals(zxid, session, ephemerals_in_order, &mut journal);
-        let events = self.fire(&journal.triggers);
+        let triggers = self.remember(Some(zxid), journal);
+        let events = self.fire(&triggers);
         self.watches.remove_session(session);
         Some(Applied {
             zxid: Some(zxid),
             result: Ok(Response::Closed),
             events,
-            triggers: journal.triggers,
+            triggers,
         })
+    }
+
+    /// Answers a read as a server that has applied the transactions up to
+    /// `as_of_zxid` only, and no later ones, would: from the tree as it was
+    /// then. A watch the read asks for is left as of that zxid too, so if
+    /// the node changed since, the watch is owed its event at once (the
+    /// lagging server fires it when it applies the change) and is not kept.
+    pub(crate) fn read_as_of(
+        &mut self,
+        session: SessionId,
+        call: &Call,
+        as_of_zxid: i64,
+    ) -> LaggingRead {
+        assert_eq!(
+            self.sessions.get(&session),
+            Some(&true),
+            "a read from {session}, which is not attached"
+        );
+        assert!(
+            is_lagging_read(call),
+            "only reads can be answered as of the past"
+        );
+        let history = self
+            .history
+            .as_mut()
+            .expect("reads lag only when a history is kept");
+        assert!(
+            as_of_zxid <= self.tree.zxid(),
+            "a read as of 0x{as_of_zxid:x}, which is in the future"
+        );
+        let result = history.read_as_of(&mut self.tree, as_of_zxid, |tree| answer_read(tree, call));
+        let mut owed_event = None;
+        if let Some((table, path)) = watch_left(call, &result) {
+            match history.first_firing_after(as_of_zxid, table, path) {
+                Some((kind, zxid)) => {
+                    let event = WatchEvent {
+                        kind,
+                        path: path.to_owned(),
+                    };
+                    owed_event = Some((event, zxid));
+                }
+                None => self.watches.add(table, path, session),
+            }
+        }
+        LaggingRead { result, owed_event }
     }
 
     /// The session's connection closed: the server forgets its watches (the
@@ -285,6 +366,58 @@ impl Server {
                 "child watch on {path}, which does not exist"
             );
         }
+    }
+}
+
+/// Whether a lagging server answers `call` from its own, possibly older,
+/// tree: the reads. A `sync` is what catches a server up, and `add_watch`
+/// is taken as answered by an up-to-date server, one of the states a
+/// lagging server may be in.
+pub(crate) fn is_lagging_read(call: &Call) -> bool {
+    matches!(
+        call,
+        Call::Exists { .. }
+            | Call::GetData { .. }
+            | Call::GetChildren { .. }
+            | Call::CountDescendants { .. }
+    )
+}
+
+/// The reply to a read, from `tree` alone; the watch it leaves is the
+/// caller's to register ([`watch_left`]).
+fn answer_read(tree: &Tree, call: &Call) -> ZkResult<Reply> {
+    let no_node = |path: &str| ZkError::NoNode {
+        path: path.to_owned(),
+    };
+    match call {
+        Call::Exists { path, .. } => Ok(Reply::Exists(tree.stat(path))),
+        Call::GetData { path, .. } => tree
+            .get(path)
+            .map(|node| Reply::Data(node.data().to_vec(), node.stat()))
+            .ok_or_else(|| no_node(path)),
+        Call::GetChildren { path, .. } => tree
+            .get(path)
+            .map(|node| Reply::Children(node.children().map(str::to_owned).collect(), node.stat()))
+            .ok_or_else(|| no_node(path)),
+        Call::CountDescendants { path } => tree
+            .descendant_count(path)
+            .map(Reply::DescendantCount)
+            .ok_or_else(|| no_node(path)),
+        _ => unreachable!("not a read: {call:?}"),
+    }
+}
+
+/// The one-shot watch a read leaves, if it asked for one: `exists` leaves
+/// it even on a missing node (it fires on create); `get_data` and
+/// `get_children` only on a node they found.
+fn watch_left<'a>(call: &'a Call, result: &ZkResult<Reply>) -> Option<(WatchTable, &'a str)> {
+    match call {
+        Call::Exists { path, watch: true } => Some((WatchTable::Data, path)),
+        Call::GetData { path, watch: true } if result.is_ok() => Some((WatchTable::Data, path)),
+        Call::GetChildren { path, watch: true } if result.is_ok() => {
+            Some((WatchTable::Child, path))
+        }
+        _ => None,
     }
 }
 

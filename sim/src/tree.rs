@@ -129,6 +129,11 @@ impl Journal {
         }
     }
 
+    /// Whether the journal keeps its undo steps (see [`Journal::without_undo`]).
+    pub(crate) fn keeps_undo(&self) -> bool {
+        self.keeps_undo
+    }
+
     fn push_undo(&mut self, step: impl FnOnce() -> Undo) {
         if self.keeps_undo {
             self.undo.push(step());
@@ -578,6 +583,63 @@ impl Tree {
                 }
             }
         }
+    }
+
+    /// Applies `steps` last first, as [`Tree::rollback`] does, and returns
+    /// the steps that take them back again, in the same form: so that
+    /// `tree.travel(tree.travel(steps))` leaves the tree as it was. It is
+    /// how a lagging server's read is answered: the transactions it has not
+    /// applied yet are taken back, the read runs, and they are put back.
+    ///
+    /// Unlike a rollback it leaves the record of issued sequential names
+    /// alone: the nodes taken back come back before anyone can see a gap.
+    pub(crate) fn travel(&mut self, steps: Vec<Undo>) -> Vec<Undo> {
+        let mut inverse = Vec::with_capacity(steps.len());
+        for step in steps.into_iter().rev() {
+            inverse.push(match step {
+                Undo::Remove {
+                    path,
+                    sequential: _,
+                } => {
+                    let node = self.nodes.remove(&path).expect("a node to take back");
+                    assert!(node.children.is_empty(), "taking back a node with children");
+                    self.unlink_child(&path);
+                    self.forget_ephemeral(&path, &node);
+                    Undo::Reinsert { path, node }
+                }
+                Undo::Reinsert { path, node } => {
+                    if node.is_ephemeral() {
+                        self.ephemerals
+                            .entry(SessionId(node.stat.ephemeral_owner))
+                            .or_default()
+                            .insert(path.clone());
+                    }
+                    let previous = self.nodes.insert(path.clone(), node);
+                    assert!(previous.is_none(), "putting back a node over a live one");
+                    self.link_child(&path);
+                    Undo::Remove {
+                        path,
+                        sequential: false,
+                    }
+                }
+                Undo::RestoreStat { path, stat } => {
+                    let node = self.nodes.get_mut(&path).expect("a node whose stat moves");
+                    let now = std::mem::replace(&mut node.stat, stat);
+                    Undo::RestoreStat { path, stat: now }
+                }
+                Undo::RestoreData { path, data, stat } => {
+                    let node = self.nodes.get_mut(&path).expect("a node whose data moves");
+                    let now_data = std::mem::replace(&mut node.data, data);
+                    let now_stat = std::mem::replace(&mut node.stat, stat);
+                    Undo::RestoreData {
+                        path,
+                        data: now_data,
+                        stat: now_stat,
+                    }
+                }
+            });
+        }
+        inverse
     }
 
     /// Removes a childless node under `zxid`, updating its parent.

@@ -44,6 +44,21 @@ impl WatchTable {
     }
 }
 
+/// What a change reports (the event's kind), on which node, and the
+/// one-shot tables whose watches on that node it fires.
+pub(crate) fn one_shot_reach(trigger: &Trigger) -> (WatchKind, &str, &'static [WatchTable]) {
+    match trigger {
+        Trigger::Created(p) => (WatchKind::NodeCreated, p, &[WatchTable::Data]),
+        Trigger::DataChanged(p) => (WatchKind::NodeDataChanged, p, &[WatchTable::Data]),
+        Trigger::Deleted(p) => (
+            WatchKind::NodeDeleted,
+            p,
+            &[WatchTable::Data, WatchTable::Child],
+        ),
+        Trigger::ChildrenChanged(p) => (WatchKind::NodeChildrenChanged, p, &[WatchTable::Child]),
+    }
+}
+
 /// A watch as the client remembers it, to re-register it after a
 /// reconnect (the three lists of ZooKeeper's `SetWatches`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -103,18 +118,7 @@ impl Watches {
     /// a delete tells the node's data and child watchers `NodeDeleted` once,
     /// and a persistent watch that reports the change as well adds nothing.
     pub(crate) fn fire(&mut self, trigger: &Trigger) -> Vec<(SessionId, WatchEvent)> {
-        let (kind, path, tables): (WatchKind, &str, &[WatchTable]) = match trigger {
-            Trigger::Created(p) => (WatchKind::NodeCreated, p, &[WatchTable::Data]),
-            Trigger::DataChanged(p) => (WatchKind::NodeDataChanged, p, &[WatchTable::Data]),
-            Trigger::Deleted(p) => (
-                WatchKind::NodeDeleted,
-                p,
-                &[WatchTable::Data, WatchTable::Child],
-            ),
-            Trigger::ChildrenChanged(p) => {
-                (WatchKind::NodeChildrenChanged, p, &[WatchTable::Child])
-            }
-        };
+        let (kind, path, tables) = one_shot_reach(trigger);
         let mut told = BTreeSet::new();
         for &table in tables {
             told.append(&mut self.take(table, path));
