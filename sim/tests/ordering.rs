@@ -7,7 +7,8 @@
 //! stream: an event disarms its watch. A reply showing a newer version (or
 //! pzxid) than the armed one while the watch is still armed means the reply
 //! overtook the event: the violation this test exists to catch. Fifty seeds,
-//! with delays that let sessions overtake one another.
+//! with delays that let sessions overtake one another, and again with
+//! servers whose reads lag behind the newest writes.
 
 mod common;
 
@@ -36,6 +37,9 @@ struct Tally {
     /// Of those, reads that showed a change the watch reports: allowed only
     /// because its event had already arrived.
     newer_after_event: usize,
+    /// Reads a lagging server answered as of an older zxid (the trace's
+    /// `as of 0x… (N behind)` lines).
+    lagging_reads: usize,
 }
 
 /// A reader's armed watches: path -> the version (data) or pzxid
@@ -140,7 +144,7 @@ async fn writer(zk: SimSession, seed: u64) {
     }
 }
 
-fn run(seed: u64) -> Tally {
+fn run(seed: u64, follower_lag_txns: u32) -> Tally {
     run_seeded(seed, async move {
         let sim = SimZk::start(SimConfig {
             seed,
@@ -148,6 +152,7 @@ fn run(seed: u64) -> Tally {
                 min_us: 0,
                 max_us: 5_000,
             },
+            follower_lag_txns,
             ..SimConfig::default()
         });
         let (setup, _events) = sim.connect("setup").await.expect("setup");
@@ -183,20 +188,44 @@ fn run(seed: u64) -> Tally {
             tally.checked_reads += one.checked_reads;
             tally.newer_after_event += one.newer_after_event;
         }
+        tally.lagging_reads = sim
+            .trace()
+            .await
+            .iter()
+            .filter(|line| line.contains(" behind) -> "))
+            .count();
         tally
     })
 }
 
-#[test]
-fn no_session_sees_data_newer_than_an_undelivered_watch_event() {
+fn run_seeds(follower_lag_txns: u32) -> Tally {
     let mut total = Tally::default();
     for seed in 0..SEEDS {
-        let tally = run(seed);
+        let tally = run(seed, follower_lag_txns);
         total.checked_reads += tally.checked_reads;
         total.newer_after_event += tally.newer_after_event;
+        total.lagging_reads += tally.lagging_reads;
     }
+    total
+}
+
+#[test]
+fn no_session_sees_data_newer_than_an_undelivered_watch_event() {
+    let total = run_seeds(0);
+    assert_eq!(total.lagging_reads, 0, "{total:?}");
     // Not vacuous: many reads raced the watch they were armed with, and many
     // of them did see a newer value, always after its event.
+    assert!(total.checked_reads > 2_000, "{total:?}");
+    assert!(total.newer_after_event > 500, "{total:?}");
+}
+
+/// The same readers against servers that lag: a read may be answered as
+/// of an older zxid, and a watch it leaves then is owed the change it
+/// missed. Still no read overtakes an event, and no read goes back.
+#[test]
+fn no_session_sees_data_newer_than_an_undelivered_watch_event_when_reads_lag() {
+    let total = run_seeds(8);
+    assert!(total.lagging_reads > 1_000, "{total:?}");
     assert!(total.checked_reads > 2_000, "{total:?}");
     assert!(total.newer_after_event > 500, "{total:?}");
 }
