@@ -208,6 +208,7 @@ async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan) -> RunReport {
     harness_config.discovery = config.discovery;
     harness_config.old_workers = config.old_workers;
     harness_config.first_task_sequence = config.first_task_sequence;
+    harness_config.follower_lag_txns = plan.follower_lag_txns;
     #[cfg(feature = "mutants")]
     {
         harness_config.mutant = config.mutant;

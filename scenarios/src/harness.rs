@@ -58,6 +58,10 @@ pub struct HarnessConfig {
     /// the counter (just short of `i32::MAX` runs the queue across
     /// ZooKeeper's 32-bit wrap).
     pub first_task_sequence: Option<i32>,
+    /// How far behind the newest write a read may be answered, in
+    /// transactions (see [`SimConfig::follower_lag_txns`]); 0, the
+    /// default, never.
+    pub follower_lag_txns: u32,
 }
 
 impl HarnessConfig {
@@ -71,6 +75,7 @@ impl HarnessConfig {
             mutant: None,
             old_workers: 0,
             first_task_sequence: None,
+            follower_lag_txns: 0,
         }
     }
 }
@@ -159,6 +164,7 @@ impl Harness {
             seed: config.seed,
             latency: config.latency,
             session_timeout_ms: config.session_timeout_ms,
+            follower_lag_txns: config.follower_lag_txns,
             ..SimConfig::default()
         });
         let layout = Layout::default();

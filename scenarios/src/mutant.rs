@@ -70,10 +70,19 @@ pub enum Mutant {
     /// the task before (a reused buffer): each result is written once, by
     /// the worker that holds the task, and answers another task.
     WorkerWritesPreviousResult,
+    /// The master's `sync` calls are answered as done and never sent: its
+    /// reads after an election or a reconnection may come from a server
+    /// that has not applied the newest writes. Shows only when reads lag
+    /// (`SimConfig::follower_lag_txns`).
+    MasterSkipsSyncs,
+    /// The same, for the workers' `sync` calls.
+    WorkerSkipsSyncs,
+    /// The same, for the client's `sync` calls.
+    ClientSkipsSyncs,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 12] = [
+    pub const ALL: [Mutant; 15] = [
         Mutant::MasterAssignsBusyWorkers,
         Mutant::MasterSkipsTasksDiff,
         Mutant::MasterListsIdsAsWorkers,
@@ -86,6 +95,9 @@ impl Mutant {
         Mutant::MasterIgnoresWorkerFormats,
         Mutant::WorkerWritesPreviousResult,
         Mutant::MasterDropsTheNewestWorker,
+        Mutant::MasterSkipsSyncs,
+        Mutant::WorkerSkipsSyncs,
+        Mutant::ClientSkipsSyncs,
     ];
 
     /// Whether the master carries the bug (else every worker does).
@@ -100,6 +112,7 @@ impl Mutant {
                 | Mutant::MasterTruncatesInlinePayloads
                 | Mutant::MasterIgnoresWorkerFormats
                 | Mutant::MasterDropsTheNewestWorker
+                | Mutant::MasterSkipsSyncs
         )
     }
 
@@ -111,7 +124,7 @@ impl Mutant {
 
     /// Whether the client carries the bug.
     pub fn is_client(self) -> bool {
-        self == Mutant::ClientSubmitsBlindly
+        matches!(self, Mutant::ClientSubmitsBlindly | Mutant::ClientSkipsSyncs)
     }
 
     /// Whether the bug shows only when processes fail (the explorer's
@@ -140,6 +153,9 @@ impl Mutant {
             }
             Mutant::WorkerWritesPreviousResult => Invariant::ResultMatchesTask,
             Mutant::MasterDropsTheNewestWorker => Invariant::TaskAssignedTwice,
+            Mutant::MasterSkipsSyncs | Mutant::WorkerSkipsSyncs | Mutant::ClientSkipsSyncs => {
+                Invariant::Liveness
+            }
         }
     }
 }
@@ -384,6 +400,13 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
     /// every other request, and every request of a session without a
     /// mutant, is sent at once, as the trait says.
     fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {
+        let skips_syncs = matches!(
+            self.mutant,
+            Some(Mutant::MasterSkipsSyncs | Mutant::WorkerSkipsSyncs | Mutant::ClientSkipsSyncs)
+        );
+        if skips_syncs && matches!(request, Request::Sync { .. }) {
+            return Either::Right(Either::Left(std::future::ready(Ok(Reply::Synced))));
+        }
         let changes = self.mutant.is_some()
             && matches!(
                 request,
@@ -397,7 +420,7 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
             return Either::Left(self.inner.call(request));
         }
         let watch = |watch: bool| if watch { Watch::Yes } else { Watch::No };
-        Either::Right(async move {
+        Either::Right(Either::Right(async move {
             match request {
                 Request::Create { path, data, mode } => {
                     self.create(path, data, mode).await.map(Reply::Created)
@@ -416,7 +439,7 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
                 }
                 other => unreachable!("a mutant does not change {}", other.name()),
             }
-        })
+        }))
     }
 
     fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {

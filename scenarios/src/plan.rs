@@ -13,6 +13,10 @@ use crate::explore::{ExploreConfig, Faults};
 /// The most faults one `--faults all` run draws.
 pub(crate) const MAX_FAULTS: usize = 4;
 
+/// The furthest behind the newest write a plan lets reads be, in
+/// transactions: a follower some milliseconds behind a busy leader.
+const MAX_FOLLOWER_LAG_TXNS: u32 = 32;
+
 /// Separates the plan's generator from the simulator's (same seed).
 const PLAN_STREAM: u64 = 0x5ce0_a210_0e5a_c0de;
 
@@ -73,6 +77,9 @@ pub(crate) struct Plan {
     /// How many finished tasks the client deletes once all finished, the
     /// oldest first, before the master's view is compared with the tree.
     pub cleanups: usize,
+    /// How far reads may lag behind the newest write, in transactions:
+    /// sessions talk to followers that have not applied everything yet.
+    pub follower_lag_txns: u32,
 }
 
 impl Plan {
@@ -108,6 +115,15 @@ impl Plan {
             ),
             Faults::None | Faults::Latency => (Vec::new(), 1, 0),
         };
+        // Drawn last, so that it shifts none of the choices above: a seed
+        // runs the same workload and faults as before reads could lag.
+        let follower_lag_txns = match config.faults {
+            Faults::None => 0,
+            Faults::Latency | Faults::All => match rng.random_range(0..2) {
+                0 => 0,
+                _ => rng.random_range(1..=MAX_FOLLOWER_LAG_TXNS),
+            },
+        };
         Plan {
             latency,
             workers_before_master,
@@ -118,6 +134,7 @@ impl Plan {
             faults,
             masters,
             cleanups,
+            follower_lag_txns,
         }
     }
 }

@@ -254,23 +254,50 @@ impl Engine {
         let client = &self.peers[&session].client;
         let held = client.watches.clone();
         let last_zxid_seen = client.last_zxid_seen;
-        let fired = self.server.reattach(session, &held, last_zxid_seen);
+        let as_of_zxid = self.reconnecting_server_zxid(last_zxid_seen);
+        let fired = self
+            .server
+            .reattach(session, &held, last_zxid_seen, as_of_zxid);
         let unsent = std::mem::take(&mut self.peer_mut(session).client.unsent);
+        let behind = self.server.tree().zxid() - as_of_zxid;
+        let through = if behind > 0 {
+            format!(" through a server as of 0x{as_of_zxid:x} ({behind} behind),")
+        } else {
+            String::new()
+        };
         self.record(format!(
-            "heal {name}: reconnected, {} watches re-sent relative to zxid 0x{last_zxid_seen:x}, {} fired, {} queued requests sent",
+            "heal {name}: reconnected,{through} {} watches re-sent relative to zxid 0x{last_zxid_seen:x}, {} fired, {} queued requests sent",
             held.len(),
             fired.len(),
             unsent.len()
         ));
-        self.send_to_client(session, Delivery::Connected);
-        for event in fired {
-            self.send_to_client(session, Delivery::Event(event));
+        // What the session heard through its old connection (events, and
+        // replies that were lost) tells the new server nothing.
+        self.peer_mut(session).view_zxid = as_of_zxid;
+        self.send_to_client_showing(session, Delivery::Connected, as_of_zxid);
+        for (event, fired_zxid) in fired {
+            self.send_to_client_showing(session, Delivery::Event(event), fired_zxid);
         }
         // What the application asked for while disconnected goes out after
         // the handshake, in the order it was asked.
         for unsent in unsent {
             self.send_to_server(session, unsent.request_id, unsent.request, unsent.summary);
         }
+    }
+
+    /// The zxid the server a session reconnects through has applied: the
+    /// newest, unless reads lag. Then it may be any server ZooKeeper lets
+    /// the client connect to: one that has applied at least what the client
+    /// last heard of in a reply (a server behind that refuses it), as far
+    /// back as the history reaches. Hence the `sync` before reading what a
+    /// write whose reply was lost did.
+    fn reconnecting_server_zxid(&mut self, last_zxid_seen: i64) -> i64 {
+        let newest = self.server.tree().zxid();
+        if self.follower_lag_txns == 0 {
+            return newest;
+        }
+        let oldest = last_zxid_seen.max(self.server.oldest_readable_zxid());
+        self.rng.random_range(oldest..=newest)
     }
 
     /// The session timeout passed with the link down: the server expires the

@@ -123,6 +123,17 @@ impl History {
             })
     }
 
+    /// The transactions after `as_of_zxid`, oldest first: each zxid with
+    /// the changes it made, in the order they fire watches.
+    pub(crate) fn triggers_after(
+        &self,
+        as_of_zxid: i64,
+    ) -> impl Iterator<Item = (i64, &[Trigger])> + '_ {
+        self.txns
+            .range(self.newer_than(as_of_zxid))
+            .map(|txn| (txn.zxid, txn.triggers.as_slice()))
+    }
+
     /// The index range of the transactions after `as_of_zxid`.
     fn newer_than(&self, as_of_zxid: i64) -> std::ops::Range<usize> {
         let oldest = self.txns.front().map_or(as_of_zxid + 1, |txn| txn.zxid);

@@ -4,7 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use zkdist_coord::{Reply, Request as Call, SessionId, WatchEvent, WatchKind, ZkError, ZkResult};
+use zkdist_coord::{
+    Reply, Request as Call, SessionId, Stat, WatchEvent, WatchKind, ZkError, ZkResult,
+};
 
 use crate::history::History;
 use crate::multi::apply_multi;
@@ -289,50 +291,98 @@ impl Server {
         }
     }
 
-    /// The session reconnected: ZooKeeper's `SetWatches`. Each watch the
-    /// client still holds fires at once if the node changed after the last
-    /// zxid the client saw (or is gone, or, for an `exists` watch, now
-    /// exists), and is re-registered otherwise. Persistent watches are
-    /// re-registered without firing: changes made while the session was
-    /// away are not reported through them. Returns the events fired.
+    /// The session reconnected, through a server that has applied the
+    /// transactions up to `as_of_zxid` (the newest one, unless reads lag):
+    /// ZooKeeper's `SetWatches`. Each watch the client still holds fires at
+    /// once if, as of that zxid, the node changed after the last zxid the
+    /// client saw (or is gone, or, for an `exists` watch, exists), and is
+    /// registered again otherwise. Persistent watches are registered again
+    /// without firing: changes made while the session was away are not
+    /// reported through them. A lagging server then applies the
+    /// transactions after `as_of_zxid`, firing the watches just registered
+    /// as it goes. Returns the events, each with the zxid the server had
+    /// applied when it sent it.
     pub(crate) fn reattach(
         &mut self,
         session: SessionId,
         client_watches: &BTreeSet<(ClientWatch, String)>,
         last_zxid_seen: i64,
-    ) -> Vec<WatchEvent> {
+        as_of_zxid: i64,
+    ) -> Vec<(WatchEvent, i64)> {
+        assert!(
+            last_zxid_seen <= as_of_zxid && as_of_zxid <= self.tree.zxid(),
+            "{session} reconnects through a server as of 0x{as_of_zxid:x}, behind what it saw \
+             (0x{last_zxid_seen:x}) or ahead of the newest (0x{:x})",
+            self.tree.zxid()
+        );
         let attached = self.sessions.get_mut(&session).expect("live session");
         assert!(!*attached, "session {session} attached twice");
         *attached = true;
+        let stats: Vec<Option<Stat>> = self.look_as_of(as_of_zxid, |tree| {
+            client_watches
+                .iter()
+                .map(|(_, path)| tree.stat(path))
+                .collect()
+        });
         let mut events = Vec::new();
-        let event = |kind, path: &String| WatchEvent {
-            kind,
-            path: path.clone(),
+        // The watches the server registers again, apart until it has
+        // caught up: only this session's can fire on the way.
+        let mut registered = Watches::default();
+        let event = |kind, path: &String| {
+            let event = WatchEvent {
+                kind,
+                path: path.clone(),
+            };
+            (event, as_of_zxid)
         };
-        for (watch, path) in client_watches {
-            let stat = self.tree.stat(path);
+        for ((watch, path), stat) in client_watches.iter().zip(stats) {
             match (watch, stat) {
                 (ClientWatch::Data, None) => events.push(event(WatchKind::NodeDeleted, path)),
                 (ClientWatch::Data, Some(s)) if s.mzxid > last_zxid_seen => {
                     events.push(event(WatchKind::NodeDataChanged, path))
                 }
-                (ClientWatch::Data, Some(_)) => self.watches.add(WatchTable::Data, path, session),
+                (ClientWatch::Data, Some(_)) => registered.add(WatchTable::Data, path, session),
                 (ClientWatch::Exist, Some(_)) => events.push(event(WatchKind::NodeCreated, path)),
-                (ClientWatch::Exist, None) => self.watches.add(WatchTable::Data, path, session),
+                (ClientWatch::Exist, None) => registered.add(WatchTable::Data, path, session),
                 (ClientWatch::Child, None) => events.push(event(WatchKind::NodeDeleted, path)),
                 (ClientWatch::Child, Some(s)) if s.pzxid > last_zxid_seen => {
                     events.push(event(WatchKind::NodeChildrenChanged, path))
                 }
-                (ClientWatch::Child, Some(_)) => self.watches.add(WatchTable::Child, path, session),
+                (ClientWatch::Child, Some(_)) => registered.add(WatchTable::Child, path, session),
                 (ClientWatch::Persistent, _) => {
-                    self.watches.add(WatchTable::Persistent, path, session)
+                    registered.add(WatchTable::Persistent, path, session)
                 }
                 (ClientWatch::PersistentRecursive, _) => {
-                    self.watches.add(WatchTable::Recursive, path, session)
+                    registered.add(WatchTable::Recursive, path, session)
                 }
             }
         }
+        if let Some(history) = &self.history {
+            for (zxid, triggers) in history.triggers_after(as_of_zxid) {
+                for trigger in triggers {
+                    for (told, event) in registered.fire(trigger) {
+                        debug_assert_eq!(told, session, "only the session's own watches");
+                        events.push((event, zxid));
+                    }
+                }
+            }
+        }
+        for (table, path) in registered.of_session(session) {
+            self.watches.add(*table, path, session);
+        }
         events
+    }
+
+    /// Runs `look` on the tree as of `as_of_zxid`: the tree itself when that
+    /// is the newest zxid.
+    fn look_as_of<R>(&mut self, as_of_zxid: i64, look: impl FnOnce(&Tree) -> R) -> R {
+        if as_of_zxid == self.tree.zxid() {
+            return look(&self.tree);
+        }
+        self.history
+            .as_mut()
+            .expect("only a kept history reaches into the past")
+            .read_as_of(&mut self.tree, as_of_zxid, look)
     }
 
     fn fire(&mut self, triggers: &[Trigger]) -> Vec<(SessionId, WatchEvent)> {
@@ -647,8 +697,13 @@ mod tests {
         .into_iter()
         .map(|(w, p)| (w, p.to_owned()))
         .collect();
-        let events = server.reattach(A, &held, last_seen);
-        let fired: Vec<_> = events.iter().map(|e| (e.kind, e.path.as_str())).collect();
+        let newest = server.tree().zxid();
+        let events = server.reattach(A, &held, last_seen, newest);
+        assert!(events.iter().all(|(_, zxid)| *zxid == newest));
+        let fired: Vec<_> = events
+            .iter()
+            .map(|(e, _)| (e.kind, e.path.as_str()))
+            .collect();
         assert_eq!(
             fired,
             [

@@ -188,6 +188,14 @@ impl Watches {
         }
     }
 
+    /// The watches `session` holds, by table and path.
+    pub(crate) fn of_session(
+        &self,
+        session: SessionId,
+    ) -> impl Iterator<Item = &(WatchTable, String)> + '_ {
+        self.by_session.get(&session).into_iter().flatten()
+    }
+
     #[cfg(test)]
     pub(crate) fn has_watches(&self, session: SessionId) -> bool {
         self.by_session.contains_key(&session)
