@@ -14,7 +14,9 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::oneshot;
-use zkdist_coord::{Reply, Request as Call, SessionId, SessionState, ZkError, ZkResult};
+use zkdist_coord::{
+    Reply, Request as Call, SessionId, SessionState, WatchEvent, ZkError, ZkResult,
+};
 
 use crate::applied::AppliedOp;
 use crate::client::{Client, ClientState, ConnectReply, PendingOp, Unsent};
@@ -26,6 +28,10 @@ use crate::request::{Request, Response, error_name, outcome};
 use crate::schedule::{Item, Schedule};
 use crate::server::Server;
 use crate::trace::Trace;
+
+/// At most this long after it starts to owe events, a lagging server
+/// has caught up and sent them.
+const CATCH_UP_MAX_US: u64 = 5_000;
 
 /// Up to this many nodes, the server's invariants are checked after every
 /// transaction (debug builds).
@@ -293,6 +299,10 @@ impl Engine {
                 self.peer_mut(session).link.timeout_key = None;
                 self.session_timeout(session);
             }
+            Item::CatchUp(session) => {
+                self.peer_mut(session).link.catch_up_key = None;
+                self.catch_up(session);
+            }
         }
         if cfg!(debug_assertions) {
             self.check_links();
@@ -540,12 +550,78 @@ impl Engine {
         delivery: Delivery,
         shows_zxid: i64,
     ) {
+        // A server that shows this state has applied the changes behind
+        // the events it owed up to it, and sent those events first.
+        self.send_owed_events(session, shows_zxid);
+        self.push_to_client(session, delivery, shows_zxid);
+    }
+
+    /// Queues `delivery` on the session's link, as it is.
+    fn push_to_client(&mut self, session: SessionId, delivery: Delivery, shows_zxid: i64) {
         let delay_us = self.latency.sample_us(&mut self.rng);
         let due_us = self.now_us.saturating_add(delay_us);
         let peer = self.peer_mut(session);
         peer.view_zxid = peer.view_zxid.max(shows_zxid);
         peer.link.push_inbound(due_us, delivery);
         self.schedule_inbound_head(session);
+    }
+
+    /// The lagging server the session talks to owes it `event`, for the
+    /// change of transaction `zxid`, which it has not applied yet: it sends
+    /// it when it catches up (after a seeded delay), or before anything it
+    /// sends that shows that change.
+    pub(crate) fn owe_event(&mut self, session: SessionId, event: WatchEvent, zxid: i64) {
+        let peer = self.peer_mut(session);
+        assert!(
+            peer.link.up,
+            "an event owed to {session}, whose link is down"
+        );
+        assert!(
+            zxid > peer.view_zxid,
+            "an event owed for 0x{zxid:x}, which {session} has been shown"
+        );
+        // After the events owed for changes up to the same one: a watch
+        // left by an earlier lagging read may be owed a later change.
+        let at = peer
+            .link
+            .owed
+            .partition_point(|(_, owed_zxid)| *owed_zxid <= zxid);
+        peer.link.owed.insert(at, (event, zxid));
+        if peer.link.catch_up_key.is_none() {
+            let due_us = self.now_us + self.rng.random_range(0..=CATCH_UP_MAX_US);
+            self.schedule_timer(session, due_us, Item::CatchUp(session));
+        }
+    }
+
+    /// Sends the events owed to the session for changes up to `zxid`.
+    fn send_owed_events(&mut self, session: SessionId, zxid: i64) {
+        loop {
+            let link = &mut self.peer_mut(session).link;
+            match link.owed.front() {
+                Some((_, owed_zxid)) if *owed_zxid <= zxid => {
+                    let (event, owed_zxid) = link.owed.pop_front().expect("a front");
+                    self.push_to_client(session, Delivery::Event(event), owed_zxid);
+                }
+                _ => break,
+            }
+        }
+        let link = &mut self.peer_mut(session).link;
+        if link.owed.is_empty()
+            && let Some(key) = link.catch_up_key.take()
+        {
+            self.schedule.cancel(key);
+        }
+    }
+
+    /// The lagging server has caught up: it sends every event it owed.
+    fn catch_up(&mut self, session: SessionId) {
+        let newest = self.server.tree().zxid();
+        let owed = self.peers[&session].link.owed.len();
+        let name = self.name(session);
+        self.record(format!(
+            "catch-up {name}: its server applied up to 0x{newest:x}, {owed} owed events sent"
+        ));
+        self.send_owed_events(session, newest);
     }
 
     pub(crate) fn schedule_outbound_head(&mut self, session: SessionId) {
@@ -590,6 +666,7 @@ impl Engine {
             match item {
                 Item::Heal(_) => link.heal_key.take(),
                 Item::SessionTimeout(_) => link.timeout_key.take(),
+                Item::CatchUp(_) => link.catch_up_key.take(),
                 Item::Arrival(_) | Item::Delivery(_) => unreachable!("not a timer: {item:?}"),
             }
         };
@@ -600,6 +677,7 @@ impl Engine {
         let link = &mut self.peer_mut(session).link;
         match item {
             Item::Heal(_) => link.heal_key = Some(key),
+            Item::CatchUp(_) => link.catch_up_key = Some(key),
             _ => link.timeout_key = Some(key),
         }
     }
@@ -700,6 +778,7 @@ impl Engine {
                     p.link.inbound_key,
                     p.link.heal_key,
                     p.link.timeout_key,
+                    p.link.catch_up_key,
                 ]
                 .iter()
                 .flatten()

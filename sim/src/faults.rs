@@ -276,7 +276,11 @@ impl Engine {
         self.peer_mut(session).view_zxid = as_of_zxid;
         self.send_to_client_showing(session, Delivery::Connected, as_of_zxid);
         for (event, fired_zxid) in fired {
-            self.send_to_client_showing(session, Delivery::Event(event), fired_zxid);
+            if fired_zxid <= as_of_zxid {
+                self.send_to_client_showing(session, Delivery::Event(event), fired_zxid);
+            } else {
+                self.owe_event(session, event, fired_zxid);
+            }
         }
         // What the application asked for while disconnected goes out after
         // the handshake, in the order it was asked.
@@ -317,7 +321,11 @@ impl Engine {
     pub(crate) fn clear_link(&mut self, session: SessionId) {
         let name = self.name(session);
         let peer = self.peer_mut(session);
-        let keys = [peer.link.outbound_key.take(), peer.link.inbound_key.take()];
+        let keys = [
+            peer.link.outbound_key.take(),
+            peer.link.inbound_key.take(),
+            peer.link.catch_up_key.take(),
+        ];
         let mut lost: Vec<String> = peer
             .link
             .outbound
@@ -340,6 +348,12 @@ impl Engine {
                 Delivery::Expired => "session Expired".to_owned(),
             };
             lost.push(format!("lost {name} {what} (never reached the client)"));
+        }
+        for (event, _) in std::mem::take(&mut peer.link.owed) {
+            lost.push(format!(
+                "lost {name} event {:?} {} (owed by a lagging server, never sent)",
+                event.kind, event.path
+            ));
         }
         for key in keys.into_iter().flatten() {
             self.schedule.cancel(key);

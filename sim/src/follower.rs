@@ -42,8 +42,8 @@ impl Engine {
 
     /// Answers a read as of `as_of_zxid`: the reply shows the tree as it
     /// was then, and carries that zxid; a watch the read left that a later
-    /// change already fired gets its event right after the reply, as the
-    /// lagging server sends it once it applies the change.
+    /// change already fired is owed its event, which the lagging server
+    /// sends once it applies the change.
     pub(crate) fn answer_lagging_read(
         &mut self,
         session: SessionId,
@@ -87,7 +87,7 @@ impl Engine {
         };
         self.send_to_client_showing(session, reply, as_of_zxid);
         if let Some((event, fired_zxid)) = owed_event {
-            self.send_to_client_showing(session, Delivery::Event(event), fired_zxid);
+            self.owe_event(session, event, fired_zxid);
         }
     }
 }

@@ -34,7 +34,10 @@ pub(crate) struct History {
 
 impl History {
     pub(crate) fn new(capacity_txns: usize) -> History {
-        assert!(capacity_txns > 0, "a history keeps at least one transaction");
+        assert!(
+            capacity_txns > 0,
+            "a history keeps at least one transaction"
+        );
         History {
             capacity_txns,
             txns: VecDeque::with_capacity(capacity_txns),

@@ -23,7 +23,13 @@ fn write(server: &mut Server, session: SessionId, call: Call) -> i64 {
     applied.zxid.expect("a write")
 }
 
-fn create(server: &mut Server, session: SessionId, path: &str, data: &[u8], mode: CreateMode) -> i64 {
+fn create(
+    server: &mut Server,
+    session: SessionId,
+    path: &str,
+    data: &[u8],
+    mode: CreateMode,
+) -> i64 {
     write(
         server,
         session,
@@ -80,7 +86,13 @@ fn a_read_as_of_an_older_zxid_sees_the_tree_as_it_was_and_leaves_it_as_it_is() {
     let created = create(&mut server, A, "/a", b"one", CreateMode::Persistent);
     set_data(&mut server, "/a", b"two");
     create(&mut server, A, "/a/b", b"", CreateMode::Persistent);
-    create(&mut server, A, "/a/q-", b"", CreateMode::PersistentSequential);
+    create(
+        &mut server,
+        A,
+        "/a/q-",
+        b"",
+        CreateMode::PersistentSequential,
+    );
     let now = tree_text(&server);
 
     let old = server.read_as_of(B, &get_data("/a", false), created);
@@ -103,7 +115,13 @@ fn a_read_as_of_an_older_zxid_sees_the_tree_as_it_was_and_leaves_it_as_it_is() {
     assert_eq!(tree_text(&server), now);
     server.check_invariants();
     // /a/b took number 0 and /a/q-0000000001 number 1.
-    create(&mut server, A, "/a/q-", b"", CreateMode::PersistentSequential);
+    create(
+        &mut server,
+        A,
+        "/a/q-",
+        b"",
+        CreateMode::PersistentSequential,
+    );
     assert!(server.tree().exists("/a/q-0000000002"));
 }
 
@@ -249,7 +267,11 @@ fn multis_and_session_ends_are_taken_back_too() {
         path: "/e".into(),
         watch: false,
     };
-    match server.read_as_of(B, &exists_e, before_multi).result.unwrap() {
+    match server
+        .read_as_of(B, &exists_e, before_multi)
+        .result
+        .unwrap()
+    {
         Reply::Exists(Some(stat)) => assert_eq!(stat.ephemeral_owner, A.0),
         other => panic!("the ephemeral was there before A expired: {other:?}"),
     }

@@ -60,6 +60,14 @@ pub(crate) struct Link {
     pub inbound_key: Option<Key>,
     pub heal_key: Option<Key>,
     pub timeout_key: Option<Key>,
+    /// Watch events the server this session talks to owes it, oldest
+    /// first, with the zxid of the change each reports: that server lags,
+    /// and sends each once it has applied that change (see
+    /// `SimConfig::follower_lag_txns`). Empty unless reads lag.
+    pub owed: VecDeque<(WatchEvent, i64)>,
+    /// The agenda entry for the lagging server catching up (sending every
+    /// owed event).
+    pub catch_up_key: Option<Key>,
 }
 
 impl Link {
@@ -117,6 +125,19 @@ impl Link {
         );
         if !self.up {
             assert!(self.outbound.is_empty() && self.inbound.is_empty());
+            assert!(self.owed.is_empty(), "events owed over a link that is down");
         }
+        assert_eq!(
+            self.catch_up_key.is_some(),
+            !self.owed.is_empty(),
+            "a catch-up scheduled iff events are owed"
+        );
+        assert!(
+            self.owed
+                .iter()
+                .zip(self.owed.iter().skip(1))
+                .all(|(a, b)| a.1 <= b.1),
+            "owed events in zxid order"
+        );
     }
 }

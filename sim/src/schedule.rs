@@ -29,6 +29,9 @@ pub(crate) enum Item {
     /// The server gives up on a session whose link has been down for the
     /// session timeout.
     SessionTimeout(SessionId),
+    /// The lagging server the session talks to has applied everything it
+    /// was behind on, and sends the watch events it owes.
+    CatchUp(SessionId),
 }
 
 /// A binary heap of keys (each unique, so the order is total and the same

@@ -1,13 +1,20 @@
 //! Reads answered by a lagging server (`SimConfig::follower_lag_txns`):
 //! a session may miss another session's latest writes until it syncs, but
-//! it always sees its own, and never goes back to an older state.
+//! it always sees its own, and never goes back to an older state. After a
+//! reconnect it may talk to a server that has not applied a write whose
+//! reply it lost, and a persistent watch registered again there reports
+//! what that server applies next.
 
 mod common;
 
-use zkdist_coord::{Coordinator, CreateMode, Watch, WatchKind};
+use std::time::Duration;
+
+use zkdist_coord::{
+    AddWatchMode, Coordinator, CreateMode, SessionState, Watch, WatchKind, ZkError,
+};
 use zkdist_sim::{SimConfig, SimZk};
 
-use common::{next_event, run_seeded, watch};
+use common::{drain, next_event, run_seeded, state, watch};
 
 const SEEDS: u64 = 40;
 /// Writes another session makes before the reader looks.
@@ -35,7 +42,10 @@ fn look_at_another_sessions_writes(seed: u64, config: SimConfig) -> Looks {
         let sim = SimZk::start(config);
         let (writer, _writer_events) = sim.connect("writer").await.unwrap();
         let (reader, _reader_events) = sim.connect("reader").await.unwrap();
-        writer.create("/x", b"", CreateMode::Persistent).await.unwrap();
+        writer
+            .create("/x", b"", CreateMode::Persistent)
+            .await
+            .unwrap();
         for _ in 0..WRITES {
             writer.set_data("/x", b"v", None).await.unwrap();
         }
@@ -94,7 +104,10 @@ fn a_session_reads_its_own_writes_and_never_goes_back() {
             let sim = SimZk::start(lagging(seed));
             let (other, _other_events) = sim.connect("other").await.unwrap();
             let (me, _my_events) = sim.connect("me").await.unwrap();
-            other.create("/o", b"", CreateMode::Persistent).await.unwrap();
+            other
+                .create("/o", b"", CreateMode::Persistent)
+                .await
+                .unwrap();
             let mut last_seen = -1;
             for round in 0..10 {
                 other.set_data("/o", b"", None).await.unwrap();
@@ -127,7 +140,10 @@ fn a_watch_left_by_a_lagging_read_reports_the_change_it_missed() {
             let (writer, _writer_events) = sim.connect("writer").await.unwrap();
             let (reader, mut reader_events) = sim.connect("reader").await.unwrap();
             next_event(&mut reader_events).await; // Connected.
-            writer.create("/x", b"", CreateMode::Persistent).await.unwrap();
+            writer
+                .create("/x", b"", CreateMode::Persistent)
+                .await
+                .unwrap();
             for _ in 0..WRITES {
                 writer.set_data("/x", b"v", None).await.unwrap();
             }
@@ -149,4 +165,131 @@ fn a_watch_left_by_a_lagging_read_reports_the_change_it_missed() {
         });
     }
     assert!(owed > 0, "no seed made the reader lag behind a data change");
+}
+
+/// Waits for the session to come back after a cut.
+async fn reconnected(events: &mut zkdist_coord::EventStream) {
+    loop {
+        if next_event(events).await == state(SessionState::Connected) {
+            return;
+        }
+    }
+}
+
+/// What one seed's session saw of its own create, whose reply a cut lost.
+#[derive(Debug)]
+struct AfterLoss {
+    seen_before_sync: bool,
+    seen_after_sync: bool,
+}
+
+fn read_back_a_write_whose_reply_was_lost(seed: u64, config: SimConfig) -> AfterLoss {
+    run_seeded(seed, async move {
+        let sim = SimZk::start(config);
+        let (other, _other_events) = sim.connect("other").await.unwrap();
+        let (me, mut my_events) = sim.connect("me").await.unwrap();
+        other
+            .create("/o", b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        me.exists("/o", Watch::No).await.unwrap();
+        // The create is applied, and its reply held back, then lost.
+        sim.hold(me.session_id()).await;
+        let create = tokio::spawn({
+            let me = me.clone();
+            async move { me.create("/mine", b"", CreateMode::Persistent).await }
+        });
+        sim.run_until(|tree| tree.exists("/mine")).await;
+        for _ in 0..4 {
+            other.set_data("/o", b"", None).await.unwrap();
+        }
+        sim.cut(me.session_id(), Duration::from_millis(50)).await;
+        sim.release(me.session_id()).await;
+        assert!(matches!(
+            create.await.unwrap(),
+            Err(ZkError::ConnectionLoss { .. })
+        ));
+        reconnected(&mut my_events).await;
+        let seen_before_sync = me.exists("/mine", Watch::No).await.unwrap().is_some();
+        me.sync("/mine").await.unwrap();
+        let seen_after_sync = me.exists("/mine", Watch::No).await.unwrap().is_some();
+        AfterLoss {
+            seen_before_sync,
+            seen_after_sync,
+        }
+    })
+}
+
+/// A session whose write's reply was lost may reconnect through a server
+/// that has not applied the write: without a `sync` first, reading it back
+/// can say it is not there. ZooKeeper only refuses servers behind the last
+/// reply the client heard, which came before the write.
+#[test]
+fn after_a_lost_reply_the_write_may_not_show_until_the_session_syncs() {
+    let mut unseen = 0;
+    for seed in 0..SEEDS {
+        let after = read_back_a_write_whose_reply_was_lost(seed, lagging(seed));
+        assert!(after.seen_after_sync, "seed {seed}: {after:?}");
+        unseen += u64::from(!after.seen_before_sync);
+    }
+    assert!(unseen > 0 && unseen < SEEDS, "{unseen} unseen of {SEEDS}");
+    for seed in 0..SEEDS {
+        let config = SimConfig {
+            seed,
+            ..SimConfig::default()
+        };
+        let after = read_back_a_write_whose_reply_was_lost(seed, config);
+        assert!(after.seen_before_sync, "seed {seed}: no lag, {after:?}");
+    }
+}
+
+/// Data changes a persistent watch reported after a cut, over `SEEDS`.
+fn persistent_reports_after_a_cut(config: impl Fn(u64) -> SimConfig) -> Vec<usize> {
+    (0..SEEDS)
+        .map(|seed| {
+            run_seeded(seed, async {
+                let sim = SimZk::start(config(seed));
+                let (other, _other_events) = sim.connect("other").await.unwrap();
+                let (me, mut my_events) = sim.connect("me").await.unwrap();
+                other
+                    .create("/p", b"", CreateMode::Persistent)
+                    .await
+                    .unwrap();
+                me.add_watch("/p", AddWatchMode::Persistent).await.unwrap();
+                sim.cut(me.session_id(), Duration::from_millis(50)).await;
+                for _ in 0..WRITES {
+                    other.set_data("/p", b"", None).await.unwrap();
+                }
+                reconnected(&mut my_events).await;
+                // Past the longest catch-up.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let reported = drain(&mut my_events)
+                    .into_iter()
+                    .filter(|event| *event == watch(WatchKind::NodeDataChanged, "/p"))
+                    .count();
+                // Each reported change is one the session's server applied
+                // after the reconnect: the last ones, never more than all.
+                let version = me.exists("/p", Watch::No).await.unwrap().unwrap().version;
+                assert!(reported <= version as usize, "seed {seed}");
+                reported
+            })
+        })
+        .collect()
+}
+
+/// A persistent watch does not report changes made while its session was
+/// away (the client must reconcile), but one registered again through a
+/// lagging server does report those that server applies afterwards.
+#[test]
+fn a_persistent_watch_registered_again_through_a_lagging_server_reports_what_it_applies_next() {
+    let without_lag = persistent_reports_after_a_cut(|seed| SimConfig {
+        seed,
+        ..SimConfig::default()
+    });
+    assert!(without_lag.iter().all(|&n| n == 0), "{without_lag:?}");
+    let with_lag = persistent_reports_after_a_cut(lagging);
+    assert!(
+        with_lag.iter().any(|&n| n > 0) && with_lag.iter().any(|&n| n == 0),
+        "{with_lag:?}"
+    );
 }
