@@ -1,9 +1,11 @@
 //! The conformance suite against `SimZk`.
 //!
-//! Every case runs on a fresh simulation, first with zero latency and then
+//! Every case runs on a fresh simulation, first with zero latency, then
 //! with a seeded heavy-tailed latency (seed derived from the case's name), so
 //! the per-session ordering the cases rely on is exercised with messages in
-//! flight. `ZKDIST_CONFORMANCE_SEEDS=N` runs N latency seeds per case (default 1).
+//! flight, and then with that latency and reads that may lag behind the
+//! newest writes, as on an ensemble. `ZKDIST_CONFORMANCE_SEEDS=N` runs N
+//! seeds of each of the last two per case (default 1).
 
 use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -28,8 +30,16 @@ const SEEDED_LATENCY: Latency = Latency::HeavyTail {
     tail_max_us: 100_000,
 };
 
+/// How far behind the newest write the third run of each case lets reads
+/// be, as on an ensemble whose followers lag: a case that passes only when
+/// every read sees every other session's latest write would be flaky
+/// against a real ensemble.
+const FOLLOWER_LAG_TXNS: u32 = 16;
+
 struct SimBackend {
     sim: SimZk,
+    /// Whether reads and reconnections may go through lagging servers.
+    lagging: bool,
     sessions_opened: AtomicUsize,
     /// Sessions whose link holds back what the server sends until their
     /// next cut.
@@ -48,6 +58,7 @@ impl SimBackend {
         setup.close().await.expect("close the setup session");
         SimBackend {
             sim,
+            lagging: config.follower_lag_txns > 0,
             sessions_opened: AtomicUsize::new(0),
             deafened: Mutex::new(BTreeSet::new()),
         }
@@ -64,6 +75,10 @@ impl Backend for SimBackend {
     async fn connect(&self) -> ZkResult<(SimSession, EventStream)> {
         let number = self.sessions_opened.fetch_add(1, Ordering::Relaxed) + 1;
         self.sim.connect(&format!("s{number}")).await
+    }
+
+    fn servers_may_lag(&self) -> bool {
+        self.lagging
     }
 
     async fn expire(&self, session: &SimSession) {
@@ -131,6 +146,15 @@ fn main() {
                 SimConfig {
                     seed: seed.wrapping_add(offset),
                     latency: SEEDED_LATENCY,
+                    ..SimConfig::default()
+                },
+            );
+            run_once(
+                case,
+                SimConfig {
+                    seed: seed.wrapping_add(offset),
+                    latency: SEEDED_LATENCY,
+                    follower_lag_txns: FOLLOWER_LAG_TXNS,
                     ..SimConfig::default()
                 },
             );

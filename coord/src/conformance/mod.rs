@@ -47,6 +47,18 @@ pub trait Backend: Send + Sync + 'static {
     /// sends reaches it: its requests are still applied, and their replies
     /// lost. The cut ends the deafness with the link.
     fn deafen(&self, session: &Self::Session) -> impl Future<Output = ()>;
+
+    /// Whether a session may reconnect through a server that has not yet
+    /// applied writes other sessions made while it was away. It then hears
+    /// of some of them after all: a watch it registers again fires when
+    /// that server applies them. Cases that check what a reconnected session
+    /// is not told accept that on such a backend. False unless overridden:
+    /// a standalone server never lags, and the ensemble lane reconnects a
+    /// session to the server it was on, which has applied what other
+    /// sessions wrote by the time its cut ends.
+    fn servers_may_lag(&self) -> bool {
+        false
+    }
 }
 
 /// A case's body: takes the backend, panics on failure.

@@ -72,6 +72,18 @@ impl<S: Coordinator> TestSession<S> {
         self.assert_no_event_now();
     }
 
+    /// The events pending for this session after a `sync` round trip:
+    /// every event that writes acknowledged so far produced for it (see
+    /// [`TestSession::assert_no_event`]).
+    pub async fn events_after_sync(&mut self) -> Vec<Event> {
+        self.zk.sync("/").await.expect("sync round trip");
+        let mut pending = Vec::new();
+        while let Ok(event) = self.events.try_recv() {
+            pending.push(event);
+        }
+        pending
+    }
+
     /// Asserts that the stream holds no event at this instant, without a
     /// round trip: for checks right after a reply that must have been
     /// preceded by every event it could show.

@@ -51,6 +51,7 @@ pub async fn a_short_cut_keeps_the_session_and_its_ephemerals<B: Backend>(b: Arc
     // The session works on, and owns what it creates.
     s.zk.set_data(&eph, b"after", Some(0)).await.unwrap();
     let later = create_node(&s.zk, &under(&dir, "later"), b"", CreateMode::Ephemeral).await;
+    other.zk.sync(&later).await.unwrap();
     assert_eq!(stat_of(&other.zk, &later).await.ephemeral_owner, id.0);
     s.assert_no_event().await;
 }
@@ -113,12 +114,20 @@ pub async fn an_exists_watch_on_a_node_created_and_deleted_during_a_cut_is_lost<
     other.zk.delete(&node, None).await.unwrap();
 
     // On reconnect the node is missing again, as when the watch was set:
-    // nothing tells the session it existed meanwhile.
+    // nothing tells the session it existed meanwhile. (Unless the server
+    // it comes back through had not applied the create yet: the watch it
+    // registers again then fires when it does.)
     assert_eq!(
         s.next_event().await,
         Event::Session(SessionState::Connected)
     );
-    s.assert_no_event().await;
+    let told = s.events_after_sync().await;
+    let created = watch_event(WatchKind::NodeCreated, &node);
+    if b.servers_may_lag() && told == [created] {
+        assert_eq!(s.zk.exists(&node, Watch::Yes).await.unwrap(), None);
+    } else {
+        assert_eq!(told, [], "nothing is told of the brief node");
+    }
     // The watch itself survived: the next create fires it.
     create_node(&other.zk, &node, b"", CreateMode::Persistent).await;
     s.expect_watch(WatchKind::NodeCreated, &node).await;

@@ -94,7 +94,9 @@ pub async fn ephemeral_owner_is_the_creating_session<B: Backend>(b: Arc<B>) {
         .create(&plain, b"", CreateMode::Persistent)
         .await
         .unwrap();
+    // Each reads nodes the other created: after a sync, on an ensemble.
     s1.zk.sync(&yours).await.unwrap();
+    s2.zk.sync(&plain).await.unwrap();
     // Every session reads the same owner, whoever asks.
     for reader in [&s1, &s2] {
         let (_, stat) = reader.zk.get_data(&mine, Watch::No).await.unwrap();
