@@ -167,6 +167,14 @@ impl Harness {
             follower_lag_txns: config.follower_lag_txns,
             ..SimConfig::default()
         });
+        if config.follower_lag_txns > 0 {
+            // The lagging reads' lines say how far each is behind; this
+            // says why a replay has them.
+            sim.note(format!(
+                "harness: reads may lag up to {} transactions behind the newest",
+                config.follower_lag_txns
+            ));
+        }
         let layout = Layout::default();
         let (violated_tx, violated) = watch::channel(false);
         let shared = Arc::new(Shared {

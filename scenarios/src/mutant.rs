@@ -70,19 +70,17 @@ pub enum Mutant {
     /// the task before (a reused buffer): each result is written once, by
     /// the worker that holds the task, and answers another task.
     WorkerWritesPreviousResult,
-    /// The master's `sync` calls are answered as done and never sent: its
-    /// reads after an election or a reconnection may come from a server
-    /// that has not applied the newest writes. Shows only when reads lag
-    /// (`SimConfig::follower_lag_txns`).
-    MasterSkipsSyncs,
-    /// The same, for the workers' `sync` calls.
-    WorkerSkipsSyncs,
-    /// The same, for the client's `sync` calls.
+    /// The client's `sync` calls are answered as done and never sent. After
+    /// a task create whose reply a cut lost, the client looks for the
+    /// create's token through a server that may not have applied it (a
+    /// reconnect may go through a lagging server), finds nothing, and
+    /// submits the task again. Needs faults (the cut) and reads that lag
+    /// (`SimConfig::follower_lag_txns`, drawn by the explorer's plans).
     ClientSkipsSyncs,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 15] = [
+    pub const ALL: [Mutant; 13] = [
         Mutant::MasterAssignsBusyWorkers,
         Mutant::MasterSkipsTasksDiff,
         Mutant::MasterListsIdsAsWorkers,
@@ -95,8 +93,6 @@ impl Mutant {
         Mutant::MasterIgnoresWorkerFormats,
         Mutant::WorkerWritesPreviousResult,
         Mutant::MasterDropsTheNewestWorker,
-        Mutant::MasterSkipsSyncs,
-        Mutant::WorkerSkipsSyncs,
         Mutant::ClientSkipsSyncs,
     ];
 
@@ -112,7 +108,6 @@ impl Mutant {
                 | Mutant::MasterTruncatesInlinePayloads
                 | Mutant::MasterIgnoresWorkerFormats
                 | Mutant::MasterDropsTheNewestWorker
-                | Mutant::MasterSkipsSyncs
         )
     }
 
@@ -124,13 +119,16 @@ impl Mutant {
 
     /// Whether the client carries the bug.
     pub fn is_client(self) -> bool {
-        matches!(self, Mutant::ClientSubmitsBlindly | Mutant::ClientSkipsSyncs)
+        matches!(
+            self,
+            Mutant::ClientSubmitsBlindly | Mutant::ClientSkipsSyncs
+        )
     }
 
     /// Whether the bug shows only when processes fail (the explorer's
     /// `--faults all`).
     pub fn needs_faults(self) -> bool {
-        self == Mutant::MasterFakesReclaims
+        matches!(self, Mutant::MasterFakesReclaims | Mutant::ClientSkipsSyncs)
     }
 
     /// The invariant the bug characteristically breaks (on some seeds
@@ -153,9 +151,7 @@ impl Mutant {
             }
             Mutant::WorkerWritesPreviousResult => Invariant::ResultMatchesTask,
             Mutant::MasterDropsTheNewestWorker => Invariant::TaskAssignedTwice,
-            Mutant::MasterSkipsSyncs | Mutant::WorkerSkipsSyncs | Mutant::ClientSkipsSyncs => {
-                Invariant::Liveness
-            }
+            Mutant::ClientSkipsSyncs => Invariant::SubmittedOnce,
         }
     }
 }
@@ -400,11 +396,8 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
     /// every other request, and every request of a session without a
     /// mutant, is sent at once, as the trait says.
     fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {
-        let skips_syncs = matches!(
-            self.mutant,
-            Some(Mutant::MasterSkipsSyncs | Mutant::WorkerSkipsSyncs | Mutant::ClientSkipsSyncs)
-        );
-        if skips_syncs && matches!(request, Request::Sync { .. }) {
+        if self.mutant == Some(Mutant::ClientSkipsSyncs) && matches!(request, Request::Sync { .. })
+        {
             return Either::Right(Either::Left(std::future::ready(Ok(Reply::Synced))));
         }
         let changes = self.mutant.is_some()

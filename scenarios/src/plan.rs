@@ -207,6 +207,7 @@ mod tests {
         assert_eq!(none.latency, Latency::Zero);
         assert!(none.faults.is_empty());
         assert_eq!((none.masters, none.cleanups), (1, 0));
+        assert_eq!(none.follower_lag_txns, 0, "zero latency: reads never lag");
         assert_eq!(none.work_us.len(), config.tasks);
         assert_eq!(
             none.task_gaps_us.len(),
@@ -231,6 +232,22 @@ mod tests {
                     Target::Master => {}
                 }
             }
+        }
+    }
+
+    #[test]
+    fn about_half_the_plans_with_latency_let_reads_lag() {
+        for faults in [Faults::Latency, Faults::All] {
+            let config = ExploreConfig {
+                faults,
+                ..ExploreConfig::default()
+            };
+            let lags: Vec<u32> = (0..100)
+                .map(|seed| Plan::draw(seed, &config).follower_lag_txns)
+                .collect();
+            let lagging = lags.iter().filter(|&&lag| lag > 0).count();
+            assert!((25..=75).contains(&lagging), "{faults:?}: {lags:?}");
+            assert!(lags.iter().all(|&lag| lag <= MAX_FOLLOWER_LAG_TXNS));
         }
     }
 }
