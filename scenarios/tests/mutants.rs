@@ -14,15 +14,17 @@ use zkdist_scenarios::{ExploreConfig, Faults, Invariant, Violation, explore, run
 /// [`seeds_for`].
 const SEEDS: u64 = 40;
 
-/// The seeds a mutant is explored over. Skipping the client's syncs shows
-/// only when three draws meet: a cut that loses the reply of an applied
-/// task create, a plan whose reads lag, and a reconnect through a server
-/// that has not applied the create. The worker the dropping master takes
-/// for gone is mostly idle, and then only the end-of-run view catches the
-/// bug; its characteristic reclaim from a live worker came on 4 of 160
-/// seeds on tokio (the first at seed 18) and 3 on madsim (the first at
-/// 124). The mutant-free system is explored over these seeds and more by
-/// the explorer's own tests.
+/// The seeds a mutant is explored over: [`SEEDS`], but for two.
+/// - `ClientSkipsSyncs` shows only when three draws meet: a cut that loses
+///   the reply of an applied task create, a plan whose reads lag, and a
+///   reconnect through a server that has not applied the create.
+/// - `MasterDropsTheNewestWorker` mostly drops an idle worker, and then
+///   only the end-of-run view catches it. Its characteristic violation (a
+///   reclaim from a live worker) came on 4 of 160 seeds on tokio (the first
+///   at seed 18) and 3 on madsim (the first at 124).
+///
+/// The mutant-free system is explored over these seeds and more by the
+/// explorer's own tests.
 fn seeds_for(mutant: Mutant) -> u64 {
     match mutant {
         Mutant::ClientSkipsSyncs => 120,

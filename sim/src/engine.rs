@@ -22,6 +22,7 @@ use crate::applied::AppliedOp;
 use crate::client::{Client, ClientState, ConnectReply, PendingOp, Unsent};
 use crate::command::{ApplyHook, Command, Done, Predicate};
 use crate::config::SimConfig;
+use crate::history::ChangeAt;
 use crate::latency::Latency;
 use crate::link::{Delivery, Link};
 use crate::request::{Request, Response, error_name, outcome};
@@ -528,9 +529,8 @@ impl Engine {
         self.schedule_outbound_head(session);
     }
 
-    /// Puts a reply, event or session message on the session's link to the
-    /// client, behind everything the server sent it before.
-    /// Sends `delivery` down the session's link. It shows the session the
+    /// Sends `delivery` down the session's link, behind everything the
+    /// server sent it before. It shows the session the
     /// server's newest state (a reply tells how new in its zxid), so the
     /// session's later reads may not be answered as of anything older.
     pub(crate) fn send_to_client(&mut self, session: SessionId, delivery: Delivery) {
@@ -567,26 +567,33 @@ impl Engine {
     }
 
     /// The lagging server the session talks to owes it `event`, for the
-    /// change of transaction `zxid`, which it has not applied yet: it sends
-    /// it when it catches up (after a seeded delay), or before anything it
-    /// sends that shows that change.
-    pub(crate) fn owe_event(&mut self, session: SessionId, event: WatchEvent, zxid: i64) {
+    /// change `at`, which it has not applied yet: it sends it when it
+    /// catches up (after a seeded delay), or before anything it sends that
+    /// shows that change. A change fires a session's watches once: two
+    /// lagging reads that left a watch on one node before the same change
+    /// are owed one event.
+    pub(crate) fn owe_event(&mut self, session: SessionId, event: WatchEvent, at: ChangeAt) {
         let peer = self.peer_mut(session);
         assert!(
             peer.link.up,
             "an event owed to {session}, whose link is down"
         );
         assert!(
-            zxid > peer.view_zxid,
-            "an event owed for 0x{zxid:x}, which {session} has been shown"
+            at.zxid > peer.view_zxid,
+            "an event owed for 0x{:x}, which {session} has been shown",
+            at.zxid
         );
-        // After the events owed for changes up to the same one: a watch
-        // left by an earlier lagging read may be owed a later change.
-        let at = peer
-            .link
-            .owed
-            .partition_point(|(_, owed_zxid)| *owed_zxid <= zxid);
-        peer.link.owed.insert(at, (event, zxid));
+        // In the order of the changes: a watch left by an earlier lagging
+        // read may be owed a later change.
+        let owed = &mut peer.link.owed;
+        let index = owed.partition_point(|(_, owed_at)| *owed_at < at);
+        if let Some((already, owed_at)) = owed.get(index)
+            && *owed_at == at
+        {
+            assert_eq!(*already, event, "one change, one event for a session");
+            return;
+        }
+        owed.insert(index, (event, at));
         if peer.link.catch_up_key.is_none() {
             let due_us = self.now_us + self.rng.random_range(0..=CATCH_UP_MAX_US);
             self.schedule_timer(session, due_us, Item::CatchUp(session));
@@ -598,9 +605,9 @@ impl Engine {
         loop {
             let link = &mut self.peer_mut(session).link;
             match link.owed.front() {
-                Some((_, owed_zxid)) if *owed_zxid <= zxid => {
-                    let (event, owed_zxid) = link.owed.pop_front().expect("a front");
-                    self.push_to_client(session, Delivery::Event(event), owed_zxid);
+                Some((_, at)) if at.zxid <= zxid => {
+                    let (event, at) = link.owed.pop_front().expect("a front");
+                    self.push_to_client(session, Delivery::Event(event), at.zxid);
                 }
                 _ => break,
             }
@@ -613,15 +620,17 @@ impl Engine {
         }
     }
 
-    /// The lagging server has caught up: it sends every event it owed.
+    /// The lagging server has applied the changes it owed events for: it
+    /// sends them all. (The session's later reads may still lag: they are
+    /// answered as of anything from the last change sent on.)
     fn catch_up(&mut self, session: SessionId) {
-        let newest = self.server.tree().zxid();
-        let owed = self.peers[&session].link.owed.len();
+        let owed = &self.peers[&session].link.owed;
+        let (count, last) = (owed.len(), owed.back().map_or(0, |(_, at)| at.zxid));
         let name = self.name(session);
         self.record(format!(
-            "catch-up {name}: its server applied up to 0x{newest:x}, {owed} owed events sent"
+            "catch-up {name}: its server applied up to 0x{last:x} and sends the {count} events it owed"
         ));
-        self.send_owed_events(session, newest);
+        self.send_owed_events(session, self.server.tree().zxid());
     }
 
     pub(crate) fn schedule_outbound_head(&mut self, session: SessionId) {

@@ -265,22 +265,26 @@ impl Engine {
         } else {
             String::new()
         };
+        let owed = if fired.owed.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} more owed)", fired.owed.len())
+        };
         self.record(format!(
-            "heal {name}: reconnected,{through} {} watches re-sent relative to zxid 0x{last_zxid_seen:x}, {} fired, {} queued requests sent",
+            "heal {name}: reconnected,{through} {} watches re-sent relative to zxid 0x{last_zxid_seen:x}, {} fired{owed}, {} queued requests sent",
             held.len(),
-            fired.len(),
+            fired.fired_now.len(),
             unsent.len()
         ));
         // What the session heard through its old connection (events, and
         // replies that were lost) tells the new server nothing.
         self.peer_mut(session).view_zxid = as_of_zxid;
         self.send_to_client_showing(session, Delivery::Connected, as_of_zxid);
-        for (event, fired_zxid) in fired {
-            if fired_zxid <= as_of_zxid {
-                self.send_to_client_showing(session, Delivery::Event(event), fired_zxid);
-            } else {
-                self.owe_event(session, event, fired_zxid);
-            }
+        for event in fired.fired_now {
+            self.send_to_client_showing(session, Delivery::Event(event), as_of_zxid);
+        }
+        for (event, at) in fired.owed {
+            self.owe_event(session, event, at);
         }
         // What the application asked for while disconnected goes out after
         // the handshake, in the order it was asked.

@@ -86,8 +86,8 @@ impl Engine {
             zxid: as_of_zxid,
         };
         self.send_to_client_showing(session, reply, as_of_zxid);
-        if let Some((event, fired_zxid)) = owed_event {
-            self.owe_event(session, event, fired_zxid);
+        if let Some((event, at)) = owed_event {
+            self.owe_event(session, event, at);
         }
     }
 }

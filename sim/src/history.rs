@@ -16,6 +16,16 @@ use zkdist_coord::WatchKind;
 use crate::tree::{Journal, Tree, Trigger, Undo};
 use crate::watches::{WatchTable, one_shot_reach};
 
+/// Where a change sits in the order the server applied changes in: its
+/// transaction, then its place among that transaction's triggers (a multi
+/// or a session's end makes several). A lagging server fires watches in
+/// this order as it catches up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct ChangeAt {
+    pub zxid: i64,
+    pub trigger: usize,
+}
+
 /// One applied transaction: how to take it back, and what it fired.
 #[derive(Debug)]
 struct PastTxn {
@@ -40,7 +50,7 @@ impl History {
         );
         History {
             capacity_txns,
-            txns: VecDeque::with_capacity(capacity_txns),
+            txns: VecDeque::new(),
         }
     }
 
@@ -109,32 +119,47 @@ impl History {
 
     /// The first change after `as_of_zxid` that fires a one-shot watch of
     /// `table` on `path`: the event a watch set as of that zxid would have
-    /// reported since, and the zxid of the transaction that fired it.
+    /// reported since, and where that change sits.
     pub(crate) fn first_firing_after(
         &self,
         as_of_zxid: i64,
         table: WatchTable,
         path: &str,
-    ) -> Option<(WatchKind, i64)> {
+    ) -> Option<(WatchKind, ChangeAt)> {
         self.txns
             .range(self.newer_than(as_of_zxid))
             .find_map(|txn| {
-                txn.triggers.iter().find_map(|trigger| {
-                    let (kind, changed, tables) = one_shot_reach(trigger);
-                    (changed == path && tables.contains(&table)).then_some((kind, txn.zxid))
-                })
+                txn.triggers
+                    .iter()
+                    .enumerate()
+                    .find_map(|(index, trigger)| {
+                        let (kind, changed, tables) = one_shot_reach(trigger);
+                        let at = ChangeAt {
+                            zxid: txn.zxid,
+                            trigger: index,
+                        };
+                        (changed == path && tables.contains(&table)).then_some((kind, at))
+                    })
             })
     }
 
-    /// The transactions after `as_of_zxid`, oldest first: each zxid with
-    /// the changes it made, in the order they fire watches.
+    /// The changes made after `as_of_zxid`, in the order they fire
+    /// watches, each with where it sits.
     pub(crate) fn triggers_after(
         &self,
         as_of_zxid: i64,
-    ) -> impl Iterator<Item = (i64, &[Trigger])> + '_ {
+    ) -> impl Iterator<Item = (ChangeAt, &Trigger)> + '_ {
         self.txns
             .range(self.newer_than(as_of_zxid))
-            .map(|txn| (txn.zxid, txn.triggers.as_slice()))
+            .flat_map(|txn| {
+                txn.triggers.iter().enumerate().map(|(index, trigger)| {
+                    let at = ChangeAt {
+                        zxid: txn.zxid,
+                        trigger: index,
+                    };
+                    (at, trigger)
+                })
+            })
     }
 
     /// The index range of the transactions after `as_of_zxid`.

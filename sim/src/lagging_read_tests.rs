@@ -3,8 +3,10 @@
 
 use zkdist_coord::{CreateMode, Reply, Request as Call, SessionId, WatchEvent, WatchKind};
 
+use crate::history::ChangeAt;
 use crate::request::Request;
 use crate::server::{Applied, Ending, Server};
+use crate::watches::ClientWatch;
 
 const A: SessionId = SessionId(1);
 const B: SessionId = SessionId(2);
@@ -165,7 +167,10 @@ fn a_watch_left_as_of_the_past_is_owed_the_first_change_since() {
                 kind: WatchKind::NodeCreated,
                 path: "/x".into()
             },
-            created
+            ChangeAt {
+                zxid: created,
+                trigger: 0
+            }
         ))
     );
     // Owed, so not kept: the next change tells B nothing more.
@@ -197,7 +202,17 @@ fn a_watch_left_as_of_the_past_is_owed_the_first_change_since() {
     };
     let read = server.read_as_of(B, &children, as_of);
     let (event, zxid) = read.owed_event.expect("the child watch is owed its event");
-    assert_eq!((event.kind, zxid), (WatchKind::NodeChildrenChanged, child));
+    assert_eq!(
+        (event.kind, zxid),
+        (
+            WatchKind::NodeChildrenChanged,
+            ChangeAt {
+                zxid: child,
+                // After the child's own NodeCreated.
+                trigger: 1
+            }
+        )
+    );
     server.check_invariants();
 }
 
@@ -307,4 +322,62 @@ fn a_read_before_the_history_is_refused() {
     create(&mut server, A, "/a", b"", CreateMode::Persistent);
     let current = set_data(&mut server, "/a", b"x");
     server.read_as_of(B, &get_data("/a", false), current - 2);
+}
+
+/// A session reconnects through a server as of zxid `as_of`: `SetWatches`
+/// is answered as of there, and the watches registered again fire, in the
+/// order of the changes, as that server applies what it is behind on.
+#[test]
+fn a_reconnect_through_a_lagging_server_fires_the_watches_registered_again_as_it_catches_up() {
+    let mut server = server_keeping(16);
+    create(&mut server, A, "/d", b"", CreateMode::Persistent);
+    let last_seen = create(&mut server, A, "/d/n", b"", CreateMode::Persistent);
+    server.detach(B);
+    let as_of = set_data(&mut server, "/d/n", b"changed");
+    let created = create(&mut server, A, "/d/m", b"", CreateMode::Persistent);
+    write(
+        &mut server,
+        A,
+        Call::Delete {
+            path: "/d/n".into(),
+            version: None,
+        },
+    );
+    let held: std::collections::BTreeSet<(ClientWatch, String)> = [
+        (ClientWatch::Data, "/d/n"),
+        (ClientWatch::Child, "/d"),
+        (ClientWatch::Persistent, "/d/m"),
+        (ClientWatch::Exist, "/d/never"),
+    ]
+    .into_iter()
+    .map(|(watch, path)| (watch, path.to_owned()))
+    .collect();
+    let reattached = server.reattach(B, &held, last_seen, as_of);
+
+    // As of `as_of`, /d/n changed after what B last saw: fired at once.
+    let now: Vec<_> = reattached
+        .fired_now
+        .iter()
+        .map(|e| (e.kind, e.path.as_str()))
+        .collect();
+    assert_eq!(now, [(WatchKind::NodeDataChanged, "/d/n")]);
+    // Then the create of /d/m fires the persistent watch on it and the
+    // child watch on /d, in the create's order; the delete of /d/n after
+    // it finds the child watch gone (one-shot) and the data watch fired.
+    let owed: Vec<_> = reattached
+        .owed
+        .iter()
+        .map(|(e, at)| (e.kind, e.path.as_str(), at.zxid, at.trigger))
+        .collect();
+    assert_eq!(
+        owed,
+        [
+            (WatchKind::NodeCreated, "/d/m", created, 0),
+            (WatchKind::NodeChildrenChanged, "/d", created, 1),
+        ]
+    );
+    // What did not fire is registered: the persistent watch and the exists
+    // watch on the node that never came.
+    assert_eq!(server.watch_count(), 2);
+    server.check_invariants();
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use zkdist_coord::{WatchEvent, ZkResult};
 
+use crate::history::ChangeAt;
 use crate::request::{Request, Response};
 use crate::schedule::Key;
 
@@ -60,11 +61,11 @@ pub(crate) struct Link {
     pub inbound_key: Option<Key>,
     pub heal_key: Option<Key>,
     pub timeout_key: Option<Key>,
-    /// Watch events the server this session talks to owes it, oldest
-    /// first, with the zxid of the change each reports: that server lags,
-    /// and sends each once it has applied that change (see
+    /// Watch events the server this session talks to owes it, in the order
+    /// of the changes they report (each with where its change sits): that
+    /// server lags, and sends each once it has applied that change (see
     /// `SimConfig::follower_lag_txns`). Empty unless reads lag.
-    pub owed: VecDeque<(WatchEvent, i64)>,
+    pub owed: VecDeque<(WatchEvent, ChangeAt)>,
     /// The agenda entry for the lagging server catching up (sending every
     /// owed event).
     pub catch_up_key: Option<Key>,
@@ -136,8 +137,8 @@ impl Link {
             self.owed
                 .iter()
                 .zip(self.owed.iter().skip(1))
-                .all(|(a, b)| a.1 <= b.1),
-            "owed events in zxid order"
+                .all(|(a, b)| a.1 < b.1),
+            "owed events in the order of their changes, each once"
         );
     }
 }

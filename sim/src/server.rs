@@ -8,7 +8,7 @@ use zkdist_coord::{
     Reply, Request as Call, SessionId, Stat, WatchEvent, WatchKind, ZkError, ZkResult,
 };
 
-use crate::history::History;
+use crate::history::{ChangeAt, History};
 use crate::multi::apply_multi;
 use crate::request::{Request, Response};
 use crate::tree::{Journal, Tree, Trigger};
@@ -59,8 +59,18 @@ pub(crate) struct LaggingRead {
     pub result: ZkResult<Reply>,
     /// The event the watch the read asked for already owes: the node
     /// changed after `as_of_zxid`, and a lagging server that applies the
-    /// change fires the watch at once. With the zxid of that change.
-    pub owed_event: Option<(WatchEvent, i64)>,
+    /// change fires the watch at once. With where that change sits.
+    pub owed_event: Option<(WatchEvent, ChangeAt)>,
+}
+
+/// What a session that reconnects through a server is told of its watches.
+#[derive(Debug, Default)]
+pub(crate) struct Reattached {
+    /// Fired by `SetWatches` itself, as of the server's zxid: sent at once.
+    pub fired_now: Vec<WatchEvent>,
+    /// Fired as a lagging server applies what it was behind on, in order,
+    /// each with where its change sits.
+    pub owed: Vec<(WatchEvent, ChangeAt)>,
 }
 
 impl Server {
@@ -269,12 +279,12 @@ impl Server {
         let mut owed_event = None;
         if let Some((table, path)) = watch_left(call, &result) {
             match history.first_firing_after(as_of_zxid, table, path) {
-                Some((kind, zxid)) => {
+                Some((kind, at)) => {
                     let event = WatchEvent {
                         kind,
                         path: path.to_owned(),
                     };
-                    owed_event = Some((event, zxid));
+                    owed_event = Some((event, at));
                 }
                 None => self.watches.add(table, path, session),
             }
@@ -300,15 +310,14 @@ impl Server {
     /// without firing: changes made while the session was away are not
     /// reported through them. A lagging server then applies the
     /// transactions after `as_of_zxid`, firing the watches just registered
-    /// as it goes. Returns the events, each with the zxid the server had
-    /// applied when it sent it.
+    /// as it goes.
     pub(crate) fn reattach(
         &mut self,
         session: SessionId,
         client_watches: &BTreeSet<(ClientWatch, String)>,
         last_zxid_seen: i64,
         as_of_zxid: i64,
-    ) -> Vec<(WatchEvent, i64)> {
+    ) -> Reattached {
         assert!(
             last_zxid_seen <= as_of_zxid && as_of_zxid <= self.tree.zxid(),
             "{session} reconnects through a server as of 0x{as_of_zxid:x}, behind what it saw \
@@ -328,12 +337,9 @@ impl Server {
         // The watches the server registers again, apart until it has
         // caught up: only this session's can fire on the way.
         let mut registered = Watches::default();
-        let event = |kind, path: &String| {
-            let event = WatchEvent {
-                kind,
-                path: path.clone(),
-            };
-            (event, as_of_zxid)
+        let event = |kind, path: &String| WatchEvent {
+            kind,
+            path: path.clone(),
         };
         for ((watch, path), stat) in client_watches.iter().zip(stats) {
             match (watch, stat) {
@@ -357,20 +363,22 @@ impl Server {
                 }
             }
         }
+        let mut owed = Vec::new();
         if let Some(history) = &self.history {
-            for (zxid, triggers) in history.triggers_after(as_of_zxid) {
-                for trigger in triggers {
-                    for (told, event) in registered.fire(trigger) {
-                        debug_assert_eq!(told, session, "only the session's own watches");
-                        events.push((event, zxid));
-                    }
+            for (at, trigger) in history.triggers_after(as_of_zxid) {
+                for (told, event) in registered.fire(trigger) {
+                    debug_assert_eq!(told, session, "only the session's own watches");
+                    owed.push((event, at));
                 }
             }
         }
         for (table, path) in registered.of_session(session) {
             self.watches.add(*table, path, session);
         }
-        events
+        Reattached {
+            fired_now: events,
+            owed,
+        }
     }
 
     /// Runs `look` on the tree as of `as_of_zxid`: the tree itself when that
@@ -390,6 +398,12 @@ impl Server {
             .iter()
             .flat_map(|trigger| self.watches.fire(trigger))
             .collect()
+    }
+
+    /// How many watches the server holds, all sessions together.
+    #[cfg(test)]
+    pub(crate) fn watch_count(&self) -> usize {
+        self.watches.count()
     }
 
     pub(crate) fn check_invariants(&self) {
@@ -698,11 +712,12 @@ mod tests {
         .map(|(w, p)| (w, p.to_owned()))
         .collect();
         let newest = server.tree().zxid();
-        let events = server.reattach(A, &held, last_seen, newest);
-        assert!(events.iter().all(|(_, zxid)| *zxid == newest));
-        let fired: Vec<_> = events
+        let reattached = server.reattach(A, &held, last_seen, newest);
+        assert!(reattached.owed.is_empty(), "{reattached:?}");
+        let fired: Vec<_> = reattached
+            .fired_now
             .iter()
-            .map(|(e, _)| (e.kind, e.path.as_str()))
+            .map(|e| (e.kind, e.path.as_str()))
             .collect();
         assert_eq!(
             fired,

@@ -99,8 +99,9 @@ fn without_a_lag_every_read_sees_the_newest_state() {
 
 #[test]
 fn a_session_reads_its_own_writes_and_never_goes_back() {
+    let mut lagging_reads = 0;
     for seed in 0..SEEDS {
-        run_seeded(seed, async move {
+        let lagged = run_seeded(seed, async move {
             let sim = SimZk::start(lagging(seed));
             let (other, _other_events) = sim.connect("other").await.unwrap();
             let (me, _my_events) = sim.connect("me").await.unwrap();
@@ -110,11 +111,14 @@ fn a_session_reads_its_own_writes_and_never_goes_back() {
                 .unwrap();
             let mut last_seen = -1;
             for round in 0..10 {
-                other.set_data("/o", b"", None).await.unwrap();
                 let path = me
                     .create("/mine-", b"", CreateMode::PersistentSequential)
                     .await
                     .unwrap();
+                // Writes after mine: my reads may lag behind them, never
+                // behind my own.
+                other.set_data("/o", b"", None).await.unwrap();
+                other.set_data("/o", b"", None).await.unwrap();
                 let (mine, _) = me.get_children("/", Watch::No).await.unwrap();
                 assert!(
                     mine.iter().any(|name| path == format!("/{name}")),
@@ -127,7 +131,29 @@ fn a_session_reads_its_own_writes_and_never_goes_back() {
                     last_seen = stat.version;
                 }
             }
+            sim.trace()
+                .await
+                .iter()
+                .filter(|line| line.starts_with_lagging_read_of("me"))
+                .count()
         });
+        lagging_reads += lagged;
+    }
+    // Not vacuous: many of those reads were answered as of the past.
+    assert!(
+        lagging_reads > SEEDS as usize,
+        "{lagging_reads} lagging reads"
+    );
+}
+
+/// Whether a trace line is a read of `session` answered as of the past.
+trait LaggingReadLine {
+    fn starts_with_lagging_read_of(&self, session: &str) -> bool;
+}
+
+impl LaggingReadLine for String {
+    fn starts_with_lagging_read_of(&self, session: &str) -> bool {
+        self.contains(&format!("] read {session} ")) && self.contains(" behind) -> ")
     }
 }
 
@@ -268,7 +294,7 @@ fn persistent_reports_after_a_cut(config: impl Fn(u64) -> SimConfig) -> Vec<usiz
                     .filter(|event| *event == watch(WatchKind::NodeDataChanged, "/p"))
                     .count();
                 // Each reported change is one the session's server applied
-                // after the reconnect: the last ones, never more than all.
+                // after the reconnect: never more than all of them.
                 let version = me.exists("/p", Watch::No).await.unwrap().unwrap().version;
                 assert!(reported <= version as usize, "seed {seed}");
                 reported
@@ -291,5 +317,115 @@ fn a_persistent_watch_registered_again_through_a_lagging_server_reports_what_it_
     assert!(
         with_lag.iter().any(|&n| n > 0) && with_lag.contains(&0),
         "{with_lag:?}"
+    );
+}
+
+/// How many times the reader was told of `/x`'s one change, and whether
+/// both its watching reads were answered as of before it.
+fn watch_twice_before_one_change(seed: u64) -> (usize, bool) {
+    run_seeded(seed, async move {
+        let sim = SimZk::start(lagging(seed));
+        let (writer, _writer_events) = sim.connect("writer").await.unwrap();
+        let (reader, _reader_events) = sim.connect("reader").await.unwrap();
+        writer
+            .create("/x", b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        for n in 0..WRITES {
+            writer
+                .create(&format!("/other-{n}"), b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+        }
+        writer.set_data("/x", b"once", None).await.unwrap();
+        let first = reader.get_data("/x", Watch::Yes).await;
+        let second = reader.get_data("/x", Watch::Yes).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let before_the_change = |read: &Result<(Vec<u8>, zkdist_coord::Stat), ZkError>| matches!(read, Ok((_, stat)) if stat.version == 0);
+        let told = sim
+            .trace()
+            .await
+            .iter()
+            .filter(|line| line.contains("deliver reader event NodeDataChanged /x"))
+            .count();
+        (
+            told,
+            before_the_change(&first) && before_the_change(&second),
+        )
+    })
+}
+
+/// A change fires a session's watches once. Two lagging reads that left a
+/// watch on one node before its only change owe the session one event,
+/// not two.
+#[test]
+fn two_watching_reads_before_one_change_are_told_of_it_once() {
+    let mut both_before = 0;
+    for seed in 0..SEEDS {
+        let (told, before) = watch_twice_before_one_change(seed);
+        assert!(told <= 1, "seed {seed}: told {told} times of one change");
+        if before {
+            assert_eq!(
+                told, 1,
+                "seed {seed}: the watch fires when the server catches up"
+            );
+            both_before += 1;
+        }
+    }
+    assert!(
+        both_before > 0,
+        "no seed answered both reads as of before the change"
+    );
+}
+
+/// A delete fires the node's watch, then its parent's child watch, in one
+/// transaction. A lagging server owes them in that order, whichever
+/// watching read came first.
+#[test]
+fn the_events_of_one_transaction_come_in_the_order_it_fired_them() {
+    let mut both_owed = 0;
+    for seed in 0..SEEDS {
+        both_owed += run_seeded(seed, async move {
+            let sim = SimZk::start(lagging(seed));
+            let (writer, _writer_events) = sim.connect("writer").await.unwrap();
+            let (reader, mut reader_events) = sim.connect("reader").await.unwrap();
+            next_event(&mut reader_events).await; // Connected.
+            writer
+                .create("/w", b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+            writer
+                .create("/w/e", b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+            writer.delete("/w/e", None).await.unwrap();
+            // The parent's child watch first, then the node's data watch.
+            let (children, _) = reader
+                .get_children("/w", Watch::Yes)
+                .await
+                .unwrap_or_default();
+            let data = reader.get_data("/w/e", Watch::Yes).await;
+            if children.is_empty() || data.is_err() {
+                // Not both as of before the delete: not this case.
+                return 0;
+            }
+            let events = [
+                next_event(&mut reader_events).await,
+                next_event(&mut reader_events).await,
+            ];
+            assert_eq!(
+                events,
+                [
+                    watch(WatchKind::NodeDeleted, "/w/e"),
+                    watch(WatchKind::NodeChildrenChanged, "/w")
+                ],
+                "seed {seed}"
+            );
+            1
+        });
+    }
+    assert!(
+        both_owed > 0,
+        "no seed answered both reads as of before the delete"
     );
 }
