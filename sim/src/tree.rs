@@ -551,10 +551,7 @@ impl Tree {
         for step in undo.into_iter().rev() {
             match step {
                 Undo::Remove { path, sequential } => {
-                    let node = self.nodes.remove(&path).expect("undo of a create");
-                    assert!(node.children.is_empty(), "undo of a create with children");
-                    self.unlink_child(&path);
-                    self.forget_ephemeral(&path, &node);
+                    self.take_out(&path);
                     #[cfg(debug_assertions)]
                     if sequential {
                         self.sequential_issued.remove(&path);
@@ -562,17 +559,7 @@ impl Tree {
                     #[cfg(not(debug_assertions))]
                     let _ = sequential;
                 }
-                Undo::Reinsert { path, node } => {
-                    if node.is_ephemeral() {
-                        self.ephemerals
-                            .entry(SessionId(node.stat.ephemeral_owner))
-                            .or_default()
-                            .insert(path.clone());
-                    }
-                    let previous = self.nodes.insert(path.clone(), node);
-                    assert!(previous.is_none(), "undo of a delete over a live node");
-                    self.link_child(&path);
-                }
+                Undo::Reinsert { path, node } => self.put_back(&path, node),
                 Undo::RestoreStat { path, stat } => {
                     self.nodes.get_mut(&path).expect("undo of a stat").stat = stat;
                 }
@@ -601,22 +588,11 @@ impl Tree {
                     path,
                     sequential: _,
                 } => {
-                    let node = self.nodes.remove(&path).expect("a node to take back");
-                    assert!(node.children.is_empty(), "taking back a node with children");
-                    self.unlink_child(&path);
-                    self.forget_ephemeral(&path, &node);
+                    let node = self.take_out(&path);
                     Undo::Reinsert { path, node }
                 }
                 Undo::Reinsert { path, node } => {
-                    if node.is_ephemeral() {
-                        self.ephemerals
-                            .entry(SessionId(node.stat.ephemeral_owner))
-                            .or_default()
-                            .insert(path.clone());
-                    }
-                    let previous = self.nodes.insert(path.clone(), node);
-                    assert!(previous.is_none(), "putting back a node over a live one");
-                    self.link_child(&path);
+                    self.put_back(&path, node);
                     Undo::Remove {
                         path,
                         sequential: false,
@@ -640,6 +616,29 @@ impl Tree {
             });
         }
         inverse
+    }
+
+    /// Takes a childless node out of the tree (undoing its create), and
+    /// returns it.
+    fn take_out(&mut self, path: &str) -> Node {
+        let node = self.nodes.remove(path).expect("a node to take out");
+        assert!(node.children.is_empty(), "taking out {path} with children");
+        self.unlink_child(path);
+        self.forget_ephemeral(path, &node);
+        node
+    }
+
+    /// Puts a node taken out back into the tree (undoing its delete).
+    fn put_back(&mut self, path: &str, node: Node) {
+        if node.is_ephemeral() {
+            self.ephemerals
+                .entry(SessionId(node.stat.ephemeral_owner))
+                .or_default()
+                .insert(path.to_owned());
+        }
+        let previous = self.nodes.insert(path.to_owned(), node);
+        assert!(previous.is_none(), "putting {path} back over a live node");
+        self.link_child(path);
     }
 
     /// Removes a childless node under `zxid`, updating its parent.

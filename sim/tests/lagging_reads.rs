@@ -10,9 +10,9 @@ mod common;
 use std::time::Duration;
 
 use zkdist_coord::{
-    AddWatchMode, Coordinator, CreateMode, SessionState, Watch, WatchKind, ZkError,
+    AddWatchMode, Coordinator, CreateMode, EventStream, SessionState, Watch, WatchKind, ZkError,
 };
-use zkdist_sim::{SimConfig, SimZk};
+use zkdist_sim::{SimConfig, SimSession, SimZk};
 
 use common::{drain, next_event, run_seeded, state, watch};
 
@@ -28,6 +28,18 @@ fn lagging(seed: u64) -> SimConfig {
     }
 }
 
+/// Connects a writer and a reader, and returns them with the reader's
+/// event stream past its `Connected`.
+async fn writer_and_reader(sim: &SimZk) -> (SimSession, SimSession, EventStream) {
+    let (writer, _writer_events) = sim.connect("writer").await.unwrap();
+    let (reader, mut reader_events) = sim.connect("reader").await.unwrap();
+    assert_eq!(
+        next_event(&mut reader_events).await,
+        state(SessionState::Connected)
+    );
+    (writer, reader, reader_events)
+}
+
 /// What one seed's reader saw of `/x`, whose version the writer took to
 /// `WRITES` before the reader looked.
 #[derive(Debug)]
@@ -40,8 +52,7 @@ struct Looks {
 fn look_at_another_sessions_writes(seed: u64, config: SimConfig) -> Looks {
     run_seeded(seed, async move {
         let sim = SimZk::start(config);
-        let (writer, _writer_events) = sim.connect("writer").await.unwrap();
-        let (reader, _reader_events) = sim.connect("reader").await.unwrap();
+        let (writer, reader, _reader_events) = writer_and_reader(&sim).await;
         writer
             .create("/x", b"", CreateMode::Persistent)
             .await
@@ -163,9 +174,7 @@ fn a_watch_left_by_a_lagging_read_reports_the_change_it_missed() {
     for seed in 0..SEEDS {
         owed += run_seeded(seed, async move {
             let sim = SimZk::start(lagging(seed));
-            let (writer, _writer_events) = sim.connect("writer").await.unwrap();
-            let (reader, mut reader_events) = sim.connect("reader").await.unwrap();
-            next_event(&mut reader_events).await; // Connected.
+            let (writer, reader, mut reader_events) = writer_and_reader(&sim).await;
             writer
                 .create("/x", b"", CreateMode::Persistent)
                 .await
@@ -194,7 +203,7 @@ fn a_watch_left_by_a_lagging_read_reports_the_change_it_missed() {
 }
 
 /// Waits for the session to come back after a cut.
-async fn reconnected(events: &mut zkdist_coord::EventStream) {
+async fn reconnected(events: &mut EventStream) {
     loop {
         if next_event(events).await == state(SessionState::Connected) {
             return;
@@ -325,8 +334,7 @@ fn a_persistent_watch_registered_again_through_a_lagging_server_reports_what_it_
 fn watch_twice_before_one_change(seed: u64) -> (usize, bool) {
     run_seeded(seed, async move {
         let sim = SimZk::start(lagging(seed));
-        let (writer, _writer_events) = sim.connect("writer").await.unwrap();
-        let (reader, _reader_events) = sim.connect("reader").await.unwrap();
+        let (writer, reader, _reader_events) = writer_and_reader(&sim).await;
         writer
             .create("/x", b"", CreateMode::Persistent)
             .await
@@ -387,9 +395,7 @@ fn the_events_of_one_transaction_come_in_the_order_it_fired_them() {
     for seed in 0..SEEDS {
         both_owed += run_seeded(seed, async move {
             let sim = SimZk::start(lagging(seed));
-            let (writer, _writer_events) = sim.connect("writer").await.unwrap();
-            let (reader, mut reader_events) = sim.connect("reader").await.unwrap();
-            next_event(&mut reader_events).await; // Connected.
+            let (writer, reader, mut reader_events) = writer_and_reader(&sim).await;
             writer
                 .create("/w", b"", CreateMode::Persistent)
                 .await
