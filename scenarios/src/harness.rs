@@ -515,6 +515,13 @@ impl Harness {
         self.sim.cut(session, duration).await;
     }
 
+    /// Stalls the server `session` talks to (see [`SimZk::stall`]). Not a
+    /// failure: a follower behind the leader is ZooKeeper working as
+    /// documented.
+    pub async fn stall(&self, session: SessionId, duration: Duration) {
+        self.sim.stall(session, duration).await;
+    }
+
     /// Expires a session (see [`SimZk::expire`]).
     pub async fn expire(&self, session: SessionId) {
         self.failure(&format!("expire {session}"));

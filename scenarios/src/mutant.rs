@@ -77,10 +77,22 @@ pub enum Mutant {
     /// submits the task again. Needs faults (the cut) and reads that lag
     /// (`SimConfig::follower_lag_txns`, drawn by the explorer's plans).
     ClientSkipsSyncs,
+    /// The master's `sync` calls are answered as done and never sent: the
+    /// read-back of an assignment create whose reply a cut lost, the
+    /// election's read-back of its claim, and the resync after a
+    /// reconnection. Caught by a scripted scenario that stalls the
+    /// master's server (the explorer's seeded lag seldom hits a master
+    /// read that matters).
+    MasterSkipsSyncs,
+    /// The worker's `sync` calls are answered as done and never sent: the
+    /// read-back of its assignment after a completion or release whose
+    /// reply a cut lost. As [`Mutant::MasterSkipsSyncs`], caught by a
+    /// scripted scenario.
+    WorkerSkipsSyncs,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 13] = [
+    pub const ALL: [Mutant; 15] = [
         Mutant::MasterAssignsBusyWorkers,
         Mutant::MasterSkipsTasksDiff,
         Mutant::MasterListsIdsAsWorkers,
@@ -94,6 +106,8 @@ impl Mutant {
         Mutant::WorkerWritesPreviousResult,
         Mutant::MasterDropsTheNewestWorker,
         Mutant::ClientSkipsSyncs,
+        Mutant::MasterSkipsSyncs,
+        Mutant::WorkerSkipsSyncs,
     ];
 
     /// Whether the master carries the bug (else every worker does).
@@ -108,6 +122,7 @@ impl Mutant {
                 | Mutant::MasterTruncatesInlinePayloads
                 | Mutant::MasterIgnoresWorkerFormats
                 | Mutant::MasterDropsTheNewestWorker
+                | Mutant::MasterSkipsSyncs
         )
     }
 
@@ -128,7 +143,15 @@ impl Mutant {
     /// Whether the bug shows only when processes fail (the explorer's
     /// `--faults all`).
     pub fn needs_faults(self) -> bool {
-        matches!(self, Mutant::MasterFakesReclaims | Mutant::ClientSkipsSyncs)
+        matches!(self, Mutant::MasterFakesReclaims) || self.skips_syncs()
+    }
+
+    /// Whether the bug is a `sync` answered and never sent.
+    pub fn skips_syncs(self) -> bool {
+        matches!(
+            self,
+            Mutant::ClientSkipsSyncs | Mutant::MasterSkipsSyncs | Mutant::WorkerSkipsSyncs
+        )
     }
 
     /// The invariant the bug characteristically breaks (on some seeds
@@ -152,6 +175,8 @@ impl Mutant {
             Mutant::WorkerWritesPreviousResult => Invariant::ResultMatchesTask,
             Mutant::MasterDropsTheNewestWorker => Invariant::TaskAssignedTwice,
             Mutant::ClientSkipsSyncs => Invariant::SubmittedOnce,
+            Mutant::MasterSkipsSyncs => Invariant::FinishedExactlyOnce,
+            Mutant::WorkerSkipsSyncs => Invariant::FinishedExactlyOnce,
         }
     }
 }
@@ -396,8 +421,7 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
     /// every other request, and every request of a session without a
     /// mutant, is sent at once, as the trait says.
     fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {
-        if self.mutant == Some(Mutant::ClientSkipsSyncs) && matches!(request, Request::Sync { .. })
-        {
+        if self.mutant.is_some_and(Mutant::skips_syncs) && matches!(request, Request::Sync { .. }) {
             return Either::Right(Either::Left(std::future::ready(Ok(Reply::Synced))));
         }
         let changes = self.mutant.is_some()

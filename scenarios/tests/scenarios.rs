@@ -148,6 +148,16 @@ fn connection_loss_on_reclaim_not_applied() {
 }
 
 #[test]
+fn lost_assignment_create_read_back_through_a_stalled_server() {
+    holds("lost_assignment_create_read_back_through_a_stalled_server");
+}
+
+#[test]
+fn lost_completion_read_back_through_a_stalled_server() {
+    holds("lost_completion_read_back_through_a_stalled_server");
+}
+
+#[test]
 fn watch_reconcile_after_disconnection() {
     holds("watch_reconcile_after_disconnection");
 }

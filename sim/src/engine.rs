@@ -51,6 +51,9 @@ pub(crate) struct Peer {
     /// the session talks to has applied at least that much, so none of its
     /// reads may be answered as of an older zxid.
     pub view_zxid: i64,
+    /// Until when the server the session talks to applies nothing new on
+    /// its own (`SimZk::stall`); 0 when it never was stalled.
+    pub stalled_until_us: u64,
 }
 
 /// Every session the simulation made, by id. Ids are handed out 1, 2, 3...
@@ -210,6 +213,14 @@ impl Engine {
                 self.cut(session, duration_us);
                 let _ = done.send(());
             }
+            Command::Stall {
+                session,
+                duration_us,
+                done,
+            } => {
+                self.stall(session, duration_us);
+                let _ = done.send(());
+            }
             Command::Crash { session, done } => {
                 self.crash(session);
                 let _ = done.send(());
@@ -340,6 +351,7 @@ impl Engine {
                 client: Client::new(name, reply),
                 link: Link::new(),
                 view_zxid: 0,
+                stalled_until_us: 0,
             },
         );
         let request_id = self.take_request_id();
@@ -595,7 +607,14 @@ impl Engine {
         }
         owed.insert(index, (event, at));
         if peer.link.catch_up_key.is_none() {
-            let due_us = self.now_us + self.rng.random_range(0..=CATCH_UP_MAX_US);
+            // A stalled server catches up when the stall ends, and not at
+            // a seeded moment (nothing is drawn: unstalled runs keep their
+            // schedules).
+            let due_us = if self.is_stalled(session) {
+                self.peers[&session].stalled_until_us
+            } else {
+                self.now_us + self.rng.random_range(0..=CATCH_UP_MAX_US)
+            };
             self.schedule_timer(session, due_us, Item::CatchUp(session));
         }
     }

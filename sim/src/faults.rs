@@ -254,7 +254,7 @@ impl Engine {
         let client = &self.peers[&session].client;
         let held = client.watches.clone();
         let last_zxid_seen = client.last_zxid_seen;
-        let as_of_zxid = self.reconnecting_server_zxid(last_zxid_seen);
+        let as_of_zxid = self.reconnecting_server_zxid(session, last_zxid_seen);
         let fired = self
             .server
             .reattach(session, &held, last_zxid_seen, as_of_zxid);
@@ -298,14 +298,20 @@ impl Engine {
     /// the client connect to: one that has applied at least what the client
     /// last heard of in a reply (a server behind that refuses it), as far
     /// back as the history reaches. Hence the `sync` before reading what a
-    /// write whose reply was lost did.
-    fn reconnecting_server_zxid(&mut self, last_zxid_seen: i64) -> i64 {
+    /// write whose reply was lost did. A stalled session (`SimZk::stall`)
+    /// reconnects through the oldest such server.
+    fn reconnecting_server_zxid(&mut self, session: SessionId, last_zxid_seen: i64) -> i64 {
         let newest = self.server.tree().zxid();
-        if self.follower_lag_txns == 0 {
+        let stalled = self.is_stalled(session);
+        if self.follower_lag_txns == 0 && !stalled {
             return newest;
         }
         let oldest = last_zxid_seen.max(self.server.oldest_readable_zxid());
-        self.rng.random_range(oldest..=newest)
+        if stalled {
+            oldest
+        } else {
+            self.rng.random_range(oldest..=newest)
+        }
     }
 
     /// The session timeout passed with the link down: the server expires the

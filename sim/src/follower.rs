@@ -13,7 +13,13 @@ use crate::digits::{decimal, hex};
 use crate::engine::Engine;
 use crate::link::Delivery;
 use crate::request::{Response, write_outcome};
+use crate::schedule::Item;
 use crate::server::{LaggingRead, is_lagging_read};
+
+/// How many transactions a stalled server can be behind, when reads do not
+/// lag otherwise (with `SimConfig::follower_lag_txns`, its history is
+/// used): far more than a scripted scenario applies during a stall.
+const STALL_HISTORY_TXNS: usize = 4_096;
 
 impl Engine {
     /// The zxid the seed answers `session`'s read as of, when that is older
@@ -21,8 +27,10 @@ impl Engine {
     /// (a session never sees an older state after a newer one) and the
     /// newest applied, at most the configured lag behind. `None` when the
     /// read is answered from the newest state.
+    /// A stalled session's read is answered as of the oldest of those.
     pub(crate) fn lagging_read_zxid(&mut self, session: SessionId, call: &Call) -> Option<i64> {
-        if self.follower_lag_txns == 0 || !is_lagging_read(call) {
+        let stalled = self.is_stalled(session);
+        if self.follower_lag_txns == 0 && !stalled || !is_lagging_read(call) {
             return None;
         }
         let newest = self.server.tree().zxid();
@@ -36,8 +44,49 @@ impl Engine {
         if oldest == newest {
             return None;
         }
-        let as_of_zxid = self.rng.random_range(oldest..=newest);
+        let as_of_zxid = if stalled {
+            oldest
+        } else {
+            self.rng.random_range(oldest..=newest)
+        };
         (as_of_zxid < newest).then_some(as_of_zxid)
+    }
+
+    /// Whether the server `session` talks to is stalled now.
+    pub(crate) fn is_stalled(&self, session: SessionId) -> bool {
+        self.now_us < self.peers[&session].stalled_until_us
+    }
+
+    /// `SimZk::stall`: for `duration_us` from now, the server the session
+    /// talks to applies nothing new on its own. It answers reads as of the
+    /// newest state the session has been shown, a reconnect goes through
+    /// the server furthest behind that ZooKeeper allows, and events it
+    /// owes wait for the stall's end. A `sync` or a write of the session's
+    /// own still brings it up to date as of then (their replies show the
+    /// newest state), as they do on a real follower.
+    pub(crate) fn stall(&mut self, session: SessionId, duration_us: u64) {
+        if !self.known(session, "stall") {
+            return;
+        }
+        let name = self.name(session);
+        self.record(format!(
+            "control stall {name}'s server for {}.{:03}ms",
+            duration_us / 1000,
+            duration_us % 1000
+        ));
+        if !self.server.keeps_history() {
+            // From now on: a stalled server is behind only by what is
+            // applied after the stall began.
+            self.server.keep_history(STALL_HISTORY_TXNS);
+        }
+        let until_us = self.now_us.saturating_add(duration_us);
+        let peer = self.peer_mut(session);
+        peer.stalled_until_us = peer.stalled_until_us.max(until_us);
+        let until_us = peer.stalled_until_us;
+        if peer.link.catch_up_key.is_some() {
+            // Events already owed wait for the stall's end too.
+            self.schedule_timer(session, until_us, Item::CatchUp(session));
+        }
     }
 
     /// Answers a read as of `as_of_zxid`: the reply shows the tree as it

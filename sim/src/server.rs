@@ -78,11 +78,15 @@ impl Server {
         &self.tree
     }
 
-    /// Keeps the last `capacity_txns` transactions, so that reads can be
-    /// answered as of any zxid since ([`Server::read_as_of`]).
+    /// Keeps the last `capacity_txns` transactions from now on, so that
+    /// reads can be answered as of any zxid since ([`Server::read_as_of`]).
     pub(crate) fn keep_history(&mut self, capacity_txns: usize) {
-        assert!(self.history.is_none(), "the history is kept from the start");
+        assert!(self.history.is_none(), "the history is kept once");
         self.history = Some(History::new(capacity_txns));
+    }
+
+    pub(crate) fn keeps_history(&self) -> bool {
+        self.history.is_some()
     }
 
     /// The oldest zxid a read can be answered as of: the current one when

@@ -94,6 +94,35 @@ impl SimZk {
         .await
     }
 
+    /// Stalls the server the session talks to for `duration`, as a
+    /// follower that falls behind the leader: until then it answers the
+    /// session's reads as of the newest state the session has already
+    /// been shown (the oldest a read may show), a reconnect of the session
+    /// goes through the server furthest behind that ZooKeeper lets it
+    /// reconnect to (one that has applied what its last reply showed), and
+    /// the watch events such a server owes wait for the stall's end. A
+    /// `sync` or a write of the session's own brings the server up to
+    /// date as of its reply. Events of newer changes the session watches
+    /// still come at once (a limit of the model).
+    ///
+    /// The server keeps the transactions applied from the first stall on
+    /// (unless [`SimConfig::follower_lag_txns`] keeps them from the start),
+    /// so a stall reaches back only to them: stall a session before the
+    /// write it must not see.
+    ///
+    /// Scripted scenarios use it to show where a `sync` is needed: after a
+    /// write whose reply a cut lost, a stalled session reads the state
+    /// from before the write until it syncs.
+    pub async fn stall(&self, session: SessionId, duration: Duration) {
+        let duration_us = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+        self.control(|done| Command::Stall {
+            session,
+            duration_us,
+            done,
+        })
+        .await
+    }
+
     /// The session's process dies: its link drops silently and for good,
     /// its stream ends, and the server expires the session after the
     /// session timeout. Handles of the session dropped afterwards (the dead

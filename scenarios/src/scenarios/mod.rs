@@ -19,6 +19,7 @@ mod lost_wakeup;
 mod register_during_round;
 mod script;
 mod stale_listing;
+pub mod stalled_server;
 mod watch_reconcile;
 mod worker_expires;
 
@@ -57,7 +58,7 @@ impl Scenario {
     }
 }
 
-pub const ALL: [Scenario; 23] = [
+pub const ALL: [Scenario; 25] = [
     Scenario {
         name: "finish_then_task_arrive_while_master_held",
         seed: 101,
@@ -195,6 +196,20 @@ pub const ALL: [Scenario; 23] = [
         seed: 4,
         about: "the master's reclaim of a dead worker's assignment is lost on the way",
         run: |seed| connection_loss::run_write(seed, Write::Reclaim, false),
+    },
+    Scenario {
+        name: "lost_assignment_create_read_back_through_a_stalled_server",
+        seed: 1,
+        about: "the master's assignment create is applied, its reply lost, and the master reconnects through a server that has not applied it",
+        run: |seed| {
+            stalled_server::run_write(seed, stalled_server::Write::AssignmentCreate, |_| {})
+        },
+    },
+    Scenario {
+        name: "lost_completion_read_back_through_a_stalled_server",
+        seed: 1,
+        about: "the worker's completion is applied, its reply lost, and the worker reconnects through a server that has not applied it",
+        run: |seed| stalled_server::run_write(seed, stalled_server::Write::Completion, |_| {}),
     },
 ];
 

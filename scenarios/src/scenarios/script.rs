@@ -40,9 +40,22 @@ pub(crate) fn run_with<F>(seed: u64, discovery: TaskDiscovery, script: F) -> Run
 where
     F: AsyncFnOnce(&Harness) -> RunReport,
 {
+    run_configured(seed, |config| config.discovery = discovery, script)
+}
+
+/// [`run`], with the harness configured by `configure` (which may plant a
+/// mutant, for the tests that show a scenario catches it).
+pub(crate) fn run_configured<F>(
+    seed: u64,
+    configure: impl FnOnce(&mut HarnessConfig),
+    script: F,
+) -> RunReport
+where
+    F: AsyncFnOnce(&Harness) -> RunReport,
+{
     zkdist_sim::runtime::block_on(seed, async move {
         let mut config = HarnessConfig::new(seed, LATENCY);
-        config.discovery = discovery;
+        configure(&mut config);
         let h = Harness::start(config).await;
         script(&h).await
     })

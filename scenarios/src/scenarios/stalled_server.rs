@@ -1,0 +1,134 @@
+//! A write whose reply a cut lost, read back through a server that has not
+//! applied it: the master's assignment create, and the worker's
+//! completion.
+//!
+//! How it is forced: the actor's server is stalled first (see
+//! `SimZk::stall`: it applies nothing new on its own for a while), and
+//! what the actor hears is held back; the write is sent and applied, and
+//! the actor's link is cut, which loses the write's reply. The actor
+//! reconnects through its stalled server, which has applied only what the
+//! actor last heard of, from before the write. A read there says the write
+//! did not happen; a `sync` first makes that server catch up. Neither the
+//! seed nor the timing decides any of it: every seed gives the case.
+//!
+//! What must hold: no rule breaks, and every task finishes exactly once.
+//! With the actor's syncs left out (the mutant tests'
+//! `MasterSkipsSyncs` and `WorkerSkipsSyncs`), the scenario shows what
+//! each sync prevents.
+
+use std::time::Duration;
+
+use zkdist_coord::SessionId;
+use zkdist_master::TaskDiscovery;
+
+use super::script::{assignment_exists, find, run_configured, settle, step_until, until};
+use crate::harness::{Harness, HarnessConfig, RunReport};
+
+/// The kind of write whose reply is lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// The master's assignment create.
+    AssignmentCreate,
+    /// The worker's completion (result create and assignment delete).
+    Completion,
+}
+
+impl Write {
+    /// How the masters discover tasks. The master's case runs the founding
+    /// listing loop: its listing of `tasks/` comes back in a reply, so the
+    /// server it reconnects through has applied the task's create, and
+    /// only the assignment create is missing there. With the recursive
+    /// watch the master hears of the task by an event, which tells a
+    /// reconnect nothing: the server it comes back through may then lack
+    /// the task too, and a read there finds nothing to assign again.
+    fn discovery(self) -> TaskDiscovery {
+        match self {
+            Write::AssignmentCreate => TaskDiscovery::Listing,
+            Write::Completion => TaskDiscovery::default(),
+        }
+    }
+}
+
+/// How long the actor's server stays behind: well past the outage, the
+/// reconnect and the read-back that follows.
+const STALL: Duration = Duration::from_millis(500);
+/// A short outage: far below the session timeout.
+const OUTAGE: Duration = Duration::from_millis(50);
+/// The work of the task the worker is in the middle of when its server
+/// stalls, in microseconds: long enough to stall the server meanwhile.
+const LONG_TASK_US: u64 = 20_000;
+const FINISH_LIMIT: Duration = Duration::from_secs(60);
+
+/// With the simulation paused, steps until the write (the line with
+/// `applied`) is applied, then cuts `session`'s link, which loses the
+/// write's reply still on its way, and resumes.
+async fn lose_the_reply(h: &Harness, session: SessionId, what: &str, applied: &str) {
+    h.sim().pause().await;
+    step_until(h, applied).await;
+    h.note(format!("cut the link: the {what}'s reply is lost"));
+    h.cut(session, OUTAGE).await;
+    h.sim().resume().await;
+}
+
+/// Runs the scenario for `write`, on a harness `configure` may change
+/// further (the mutant tests plant a mutant there).
+pub fn run_write(seed: u64, write: Write, configure: impl FnOnce(&mut HarnessConfig)) -> RunReport {
+    let configure = |config: &mut HarnessConfig| {
+        config.discovery = write.discovery();
+        configure(config);
+    };
+    run_configured(seed, configure, async move |h| {
+        h.start_master().await;
+        h.start_worker().await;
+        let worker = h.registered(1).await;
+        h.start_worker().await;
+        h.registered(2).await;
+        settle().await;
+
+        let (name, request) = match write {
+            Write::AssignmentCreate => {
+                let m1 = h.master_session(1);
+                // Stalled before the write: its server never applies it
+                // on its own while the master looks.
+                h.note("stall the master's server");
+                h.stall(m1, STALL).await;
+                let request = "multi [check /zkdist/epoch v1, create /zkdist/assignments/";
+                let applied = format!("m1 {request}");
+                tokio::join!(
+                    h.submit(1_000),
+                    lose_the_reply(h, m1, "assignment create", &applied)
+                );
+                ("m1", request)
+            }
+            Write::Completion => {
+                let w1 = h.worker_session(1);
+                h.submit(LONG_TASK_US).await;
+                until(h, "the task is assigned", assignment_exists(h, &worker)).await;
+                h.note("stall the first worker's server while it runs its task");
+                h.stall(w1, STALL).await;
+                let request = "multi [create /zkdist/tasks/";
+                lose_the_reply(h, w1, "completion", &format!("w1 {request}")).await;
+                ("w1", request)
+            }
+        };
+        // One more task after the loss, so that later rounds run too.
+        h.submit(1_000).await;
+        let finished = h.guard(h.all_finished(FINISH_LIMIT)).await;
+        assert_ne!(finished, Some(false), "every task finishes");
+        let report = h.finish().await;
+        assert_interleaving(&report.trace, name, request);
+        report
+    })
+}
+
+/// Asserts from the trace that the write's reply was lost at the cut, and
+/// that the session reconnected through a server behind the write.
+fn assert_interleaving(trace: &[String], name: &str, request: &str) {
+    let cut = find(trace, 0, &format!("control cut {name} "));
+    find(trace, cut, &format!("lost {name} reply {request}"));
+    find(
+        trace,
+        cut,
+        &format!("heal {name}: reconnected, through a server as of"),
+    );
+}
