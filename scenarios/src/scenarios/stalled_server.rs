@@ -3,9 +3,9 @@
 //! completion.
 //!
 //! How it is forced: the actor's server is stalled first (see
-//! `SimZk::stall`: it applies nothing new on its own for a while), and
-//! what the actor hears is held back; the write is sent and applied, and
-//! the actor's link is cut, which loses the write's reply. The actor
+//! `SimZk::stall`: it applies nothing new on its own for a while); the
+//! simulation is paused and stepped until the write is applied, and the
+//! actor's link is cut before the reply reaches it. The actor
 //! reconnects through its stalled server, which has applied only what the
 //! actor last heard of, from before the write. A read there says the write
 //! did not happen; a `sync` first makes that server catch up. Neither the
