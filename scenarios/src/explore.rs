@@ -42,7 +42,9 @@ pub enum Faults {
     /// random times on the elected master or a worker: link cuts (short,
     /// or past the session timeout), session expiries, and process crashes
     /// (the process restarts after a random delay); or a short cut of the
-    /// client's link, which its submits must survive. Then the liveness
+    /// client's link, which its submits must survive. When the plan's reads
+    /// lag, half the short cuts also stall the session's server past the
+    /// heal (`SimZk::stall`). Then the liveness
     /// phase: once the faults are over and every link healed, every task
     /// must finish; the client then deletes some finished tasks, and the
     /// master's view must match the tree.
@@ -330,6 +332,10 @@ async fn inject(h: &Harness, fault: &PlannedFault) -> Option<(String, u64)> {
     };
     match fault.kind {
         FaultKind::CutShort { ms } | FaultKind::CutLong { ms } => {
+            if fault.server_stall_ms > 0 {
+                h.stall(session, Duration::from_millis(fault.server_stall_ms))
+                    .await;
+            }
             h.cut(session, Duration::from_millis(ms)).await;
             None
         }

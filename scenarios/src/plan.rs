@@ -17,6 +17,9 @@ pub(crate) const MAX_FAULTS: usize = 4;
 /// transactions: a follower some milliseconds behind a busy leader.
 const MAX_FOLLOWER_LAG_TXNS: u32 = 32;
 
+/// The longest a short cut's server stays behind after the link heals.
+const MAX_STALL_AFTER_HEAL_MS: u64 = 200;
+
 /// Separates the plan's generator from the simulator's (same seed).
 const PLAN_STREAM: u64 = 0x5ce0_a210_0e5a_c0de;
 
@@ -58,6 +61,12 @@ pub(crate) struct PlannedFault {
     pub at_us: u64,
     pub target: Target,
     pub kind: FaultKind,
+    /// For a short cut in a plan whose reads lag: how long the session's
+    /// server stays behind from the cut on (0: it does not), so that the
+    /// session comes back through a server that has not applied the writes
+    /// whose replies the cut lost, and reads there until it syncs or
+    /// writes (see `SimZk::stall`).
+    pub server_stall_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,6 +133,20 @@ impl Plan {
                 _ => rng.random_range(1..=MAX_FOLLOWER_LAG_TXNS),
             },
         };
+        // Drawn after the lag, for the same reason: half the short cuts of
+        // a lagging plan bring their session back through a stalled
+        // server, where the seeded lag of each read seldom meets the one
+        // read-back that a sync protects.
+        let mut faults = faults;
+        if follower_lag_txns > 0 {
+            for fault in &mut faults {
+                if let FaultKind::CutShort { ms } = fault.kind
+                    && rng.random_range(0..2) == 1
+                {
+                    fault.server_stall_ms = ms + rng.random_range(1..=MAX_STALL_AFTER_HEAL_MS);
+                }
+            }
+        }
         Plan {
             latency,
             workers_before_master,
@@ -187,6 +210,7 @@ fn draw_faults(
                 at_us: rng.random_range(0..=80_000),
                 target,
                 kind,
+                server_stall_ms: 0,
             }
         })
         .collect();
@@ -233,6 +257,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn about_half_the_short_cuts_of_lagging_plans_stall_their_server() {
+        let all = ExploreConfig {
+            faults: Faults::All,
+            ..ExploreConfig::default()
+        };
+        let (mut short_cuts, mut stalled) = (0, 0);
+        for seed in 0..200 {
+            let plan = Plan::draw(seed, &all);
+            for fault in &plan.faults {
+                match fault.kind {
+                    FaultKind::CutShort { ms } if plan.follower_lag_txns > 0 => {
+                        short_cuts += 1;
+                        if fault.server_stall_ms > 0 {
+                            stalled += 1;
+                            // Past the heal: the reconnect meets it.
+                            assert!(fault.server_stall_ms > ms, "{fault:?}");
+                            assert!(fault.server_stall_ms <= ms + MAX_STALL_AFTER_HEAL_MS);
+                        }
+                    }
+                    // Only where a history lets a server be behind.
+                    _ => assert_eq!(fault.server_stall_ms, 0, "{fault:?}"),
+                }
+            }
+        }
+        assert!(
+            short_cuts > 20 && (short_cuts / 4..=3 * short_cuts / 4).contains(&stalled),
+            "{stalled} of {short_cuts} short cuts stalled"
+        );
     }
 
     #[test]

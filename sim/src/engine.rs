@@ -607,9 +607,9 @@ impl Engine {
         }
         owed.insert(index, (event, at));
         if peer.link.catch_up_key.is_none() {
-            // A stalled server catches up when the stall ends, and not at
-            // a seeded moment (nothing is drawn: unstalled runs keep their
-            // schedules).
+            // A stalled server catches up when the stall ends, not at a
+            // seeded moment (no delay is drawn for it, so runs without a
+            // stall draw as they always did).
             let due_us = if self.is_stalled(session) {
                 self.peers[&session].stalled_until_us
             } else {

@@ -23,7 +23,7 @@ pub(crate) enum DownCause {
 
 impl Engine {
     /// Whether the session's handle is finished for good.
-    fn finished(&self, session: SessionId) -> Option<ClientState> {
+    pub(crate) fn finished(&self, session: SessionId) -> Option<ClientState> {
         let state = self.peers[&session].client.state;
         matches!(
             state,
@@ -306,7 +306,7 @@ impl Engine {
         if self.follower_lag_txns == 0 && !stalled {
             return newest;
         }
-        let oldest = last_zxid_seen.max(self.server.oldest_readable_zxid());
+        let oldest = last_zxid_seen.max(self.oldest_lagging_zxid(stalled));
         if stalled {
             oldest
         } else {

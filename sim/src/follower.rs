@@ -16,9 +16,8 @@ use crate::request::{Response, write_outcome};
 use crate::schedule::Item;
 use crate::server::{LaggingRead, is_lagging_read};
 
-/// How many transactions a stalled server can be behind, when reads do not
-/// lag otherwise (with `SimConfig::follower_lag_txns`, its history is
-/// used): far more than a scripted scenario applies during a stall.
+/// How many transactions a stalled server can be behind: far more than a
+/// scenario or an explorer run applies during a stall.
 const STALL_HISTORY_TXNS: usize = 4_096;
 
 impl Engine {
@@ -36,7 +35,7 @@ impl Engine {
         let newest = self.server.tree().zxid();
         let oldest = self.peers[&session]
             .view_zxid
-            .max(self.server.oldest_readable_zxid());
+            .max(self.oldest_lagging_zxid(stalled));
         assert!(
             oldest <= newest,
             "session {session} has heard of zxid 0x{oldest:x}, past the newest 0x{newest:x}"
@@ -52,6 +51,19 @@ impl Engine {
         (as_of_zxid < newest).then_some(as_of_zxid)
     }
 
+    /// The oldest zxid a server may be at: as far back as the history
+    /// reaches for a stalled one, at most `follower_lag_txns` behind the
+    /// newest for any other (a stall may have grown the history past it).
+    pub(crate) fn oldest_lagging_zxid(&self, stalled: bool) -> i64 {
+        let oldest_readable = self.server.oldest_readable_zxid();
+        if stalled {
+            oldest_readable
+        } else {
+            let newest = self.server.tree().zxid();
+            oldest_readable.max(newest - i64::from(self.follower_lag_txns))
+        }
+    }
+
     /// Whether the server `session` talks to is stalled now.
     pub(crate) fn is_stalled(&self, session: SessionId) -> bool {
         self.now_us < self.peers[&session].stalled_until_us
@@ -61,30 +73,43 @@ impl Engine {
     /// talks to applies nothing new on its own. It answers reads as of the
     /// newest state the session has been shown, a reconnect goes through
     /// the server furthest behind that ZooKeeper allows, and events it
-    /// owes wait for the stall's end. A `sync` or a write of the session's
-    /// own still brings it up to date as of then (their replies show the
-    /// newest state), as they do on a real follower.
+    /// owes wait for the stall's end. Whatever shows the session a newer
+    /// state brings that server up to date as of then: the reply of a
+    /// `sync` or of its own write, as on a real follower, and (a limit of
+    /// the model) an event of a newer change it watches.
     pub(crate) fn stall(&mut self, session: SessionId, duration_us: u64) {
         if !self.known(session, "stall") {
             return;
         }
         let name = self.name(session);
+        if let Some(state) = self.finished(session) {
+            self.record(format!(
+                "control stall {name}: ignored, the handle is {state:?}"
+            ));
+            return;
+        }
         self.record(format!(
             "control stall {name}'s server for {}.{:03}ms",
             duration_us / 1000,
             duration_us % 1000
         ));
-        if !self.server.keeps_history() {
-            // From now on: a stalled server is behind only by what is
-            // applied after the stall began.
-            self.server.keep_history(STALL_HISTORY_TXNS);
-        }
+        // From now on: a stalled server is behind only by what is applied
+        // after the history began (the stall, or the start with lagging
+        // reads, whose history may be shorter than a stall needs).
+        self.server.keep_history_of_at_least(STALL_HISTORY_TXNS);
         let until_us = self.now_us.saturating_add(duration_us);
         let peer = self.peer_mut(session);
-        peer.stalled_until_us = peer.stalled_until_us.max(until_us);
-        let until_us = peer.stalled_until_us;
-        if peer.link.catch_up_key.is_some() {
-            // Events already owed wait for the stall's end too.
+        if until_us <= peer.stalled_until_us {
+            return;
+        }
+        peer.stalled_until_us = until_us;
+        // Events already owed wait for the stall's end too (a catch-up due
+        // later stays as it is).
+        if peer
+            .link
+            .catch_up_key
+            .is_some_and(|key| key.due_us < until_us)
+        {
             self.schedule_timer(session, until_us, Item::CatchUp(session));
         }
     }

@@ -54,6 +54,12 @@ impl History {
         }
     }
 
+    /// Keeps at least `capacity_txns` transactions from now on (a stalled
+    /// server may fall further behind than reads lag).
+    pub(crate) fn keep_at_least(&mut self, capacity_txns: usize) {
+        self.capacity_txns = self.capacity_txns.max(capacity_txns);
+    }
+
     /// Keeps transaction `zxid`'s journal (built with its undo steps),
     /// forgetting the oldest transaction past the capacity.
     pub(crate) fn record(&mut self, zxid: i64, journal: Journal) {

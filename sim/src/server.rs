@@ -85,8 +85,13 @@ impl Server {
         self.history = Some(History::new(capacity_txns));
     }
 
-    pub(crate) fn keeps_history(&self) -> bool {
-        self.history.is_some()
+    /// Keeps at least the last `capacity_txns` transactions from now on:
+    /// starts the history, or lets the one kept grow.
+    pub(crate) fn keep_history_of_at_least(&mut self, capacity_txns: usize) {
+        match &mut self.history {
+            Some(history) => history.keep_at_least(capacity_txns),
+            None => self.keep_history(capacity_txns),
+        }
     }
 
     /// The oldest zxid a read can be answered as of: the current one when

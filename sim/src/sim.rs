@@ -103,12 +103,14 @@ impl SimZk {
     /// the watch events such a server owes wait for the stall's end. A
     /// `sync` or a write of the session's own brings the server up to
     /// date as of its reply. Events of newer changes the session watches
-    /// still come at once (a limit of the model).
+    /// still come at once (a limit of the model), and they too bring the
+    /// server up to date as of their change. A stall on a session that
+    /// has ended is ignored.
     ///
     /// The server keeps the transactions applied from the first stall on
-    /// (unless [`SimConfig::follower_lag_txns`] keeps them from the start),
-    /// so a stall reaches back only to them: stall a session before the
-    /// write it must not see.
+    /// (or from the start, with [`SimConfig::follower_lag_txns`]), so a
+    /// stall reaches back only to them: stall a session before the write
+    /// it must not see. [`SimZk::set_sequence_counter`] forgets them.
     ///
     /// Scripted scenarios use it to show where a `sync` is needed: after a
     /// write whose reply a cut lost, a stalled session reads the state

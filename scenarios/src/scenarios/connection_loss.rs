@@ -20,7 +20,9 @@
 
 use std::time::Duration;
 
-use super::script::{assignment_exists, find, run, settle, step_until, until};
+use super::script::{
+    FINISH_LIMIT, OUTAGE, applied_at_cut, assignment_exists, run, settle, step_until, until,
+};
 use crate::harness::{Harness, RunReport};
 use zkdist_coord::SessionId;
 
@@ -35,9 +37,6 @@ pub enum Write {
 
 /// How long the actors get to react to the delivery just stepped.
 const REACT: Duration = Duration::from_millis(5);
-/// A short outage: far below the session timeout.
-const OUTAGE: Duration = Duration::from_millis(50);
-const FINISH_LIMIT: Duration = Duration::from_secs(60);
 
 /// Lets the actors react to the delivery just stepped (the sim stays
 /// paused, so what they send stays in flight), cuts `session`'s link, and
@@ -50,23 +49,6 @@ async fn cut_in_flight(h: &Harness, session: SessionId, what: &str) {
     h.note(format!("cut the link with the {what} in flight"));
     h.cut(session, OUTAGE).await;
     h.sim().resume().await;
-}
-
-/// Whether the trace shows the write (the first request of `session_name`
-/// whose summary starts with `request` lost at the cut) applied before the
-/// link failed: its reply was lost, rather than the request itself.
-///
-/// # Panics
-/// If no such request was in flight at the cut.
-fn applied_at_cut(trace: &[String], session_name: &str, request: &str) -> bool {
-    let cut = find(trace, 0, &format!("control cut {session_name} "));
-    let lost_request = format!("lost {session_name} {request}");
-    let lost_reply = format!("lost {session_name} reply {request}");
-    let line = trace[cut..]
-        .iter()
-        .find(|line| line.contains(&lost_request) || line.contains(&lost_reply))
-        .unwrap_or_else(|| panic!("no {request} of {session_name} was in flight at the cut"));
-    line.contains(&lost_reply)
 }
 
 pub fn run_write(seed: u64, write: Write, applied: bool) -> RunReport {

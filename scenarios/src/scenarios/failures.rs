@@ -12,11 +12,10 @@ use std::time::Duration;
 
 use zkdist_coord::SessionId;
 
-use super::script::{assignment_exists, find, run, settle, step_until, until};
+use super::script::{FINISH_LIMIT, assignment_exists, find, run, settle, step_until, until};
 use crate::harness::RunReport;
 
 /// Far more than any task of these scenarios takes.
-const FINISH_LIMIT: Duration = Duration::from_secs(60);
 /// Past the harness's session timeout (2 s).
 const PAST_TIMEOUT: Duration = Duration::from_millis(3_000);
 

@@ -16,6 +16,12 @@ pub(crate) const LATENCY: Latency = Latency::Fixed { ms: 1 };
 /// Far more simulated time than any step of a scenario takes.
 const STEP_LIMIT: Duration = Duration::from_secs(60);
 
+/// Far more simulated time than the tasks of a scenario take to finish.
+pub(crate) const FINISH_LIMIT: Duration = Duration::from_secs(60);
+
+/// A short outage: far below the session timeout.
+pub(crate) const OUTAGE: Duration = Duration::from_millis(50);
+
 /// Runs a scenario's script on a fresh simulation runtime seeded with
 /// `seed`: starts the harness, runs the script to its end, and returns the
 /// report the script ends with (usually [`Harness::finish`]'s).
@@ -180,4 +186,21 @@ pub(crate) fn rounds_assigning(trace: &[String], task: &TaskId) -> usize {
         .iter()
         .filter(|assigned| assigned.as_str() == task.as_str())
         .count()
+}
+
+/// Whether the trace shows the write (the first request of `session_name`
+/// whose summary starts with `request` lost at the cut) applied before the
+/// link failed: its reply was lost, rather than the request itself.
+///
+/// # Panics
+/// If no such request was in flight at the cut.
+pub(crate) fn applied_at_cut(trace: &[String], session_name: &str, request: &str) -> bool {
+    let cut = find(trace, 0, &format!("control cut {session_name} "));
+    let lost_request = format!("lost {session_name} {request}");
+    let lost_reply = format!("lost {session_name} reply {request}");
+    let line = trace[cut..]
+        .iter()
+        .find(|line| line.contains(&lost_request) || line.contains(&lost_reply))
+        .unwrap_or_else(|| panic!("no {request} of {session_name} was in flight at the cut"));
+    line.contains(&lost_reply)
 }

@@ -21,7 +21,10 @@ use std::time::Duration;
 use zkdist_coord::SessionId;
 use zkdist_master::TaskDiscovery;
 
-use super::script::{assignment_exists, find, run_configured, settle, step_until, until};
+use super::script::{
+    FINISH_LIMIT, OUTAGE, applied_at_cut, assignment_exists, find, run_configured, settle,
+    step_until, until,
+};
 use crate::harness::{Harness, HarnessConfig, RunReport};
 
 /// The kind of write whose reply is lost.
@@ -52,12 +55,9 @@ impl Write {
 /// How long the actor's server stays behind: well past the outage, the
 /// reconnect and the read-back that follows.
 const STALL: Duration = Duration::from_millis(500);
-/// A short outage: far below the session timeout.
-const OUTAGE: Duration = Duration::from_millis(50);
 /// The work of the task the worker is in the middle of when its server
 /// stalls, in microseconds: long enough to stall the server meanwhile.
 const LONG_TASK_US: u64 = 20_000;
-const FINISH_LIMIT: Duration = Duration::from_secs(60);
 
 /// With the simulation paused, steps until the write (the line with
 /// `applied`) is applied, then cuts `session`'s link, which loses the
@@ -124,8 +124,11 @@ pub fn run_write(seed: u64, write: Write, configure: impl FnOnce(&mut HarnessCon
 /// Asserts from the trace that the write's reply was lost at the cut, and
 /// that the session reconnected through a server behind the write.
 fn assert_interleaving(trace: &[String], name: &str, request: &str) {
+    assert!(
+        applied_at_cut(trace, name, request),
+        "the write was applied and its reply lost"
+    );
     let cut = find(trace, 0, &format!("control cut {name} "));
-    find(trace, cut, &format!("lost {name} reply {request}"));
     find(
         trace,
         cut,
