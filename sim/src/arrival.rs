@@ -122,8 +122,9 @@ impl Engine {
                 None
             }
         };
-        for (target, event) in applied.events {
-            self.send_to_client(target, Delivery::Event(event));
+        match applied.zxid {
+            Some(zxid) => self.send_txn_events(zxid, applied.events),
+            None => assert!(applied.events.is_empty(), "a read fires no watch"),
         }
         // The observers see a transaction's error; the reply takes the
         // result itself.
@@ -176,9 +177,7 @@ impl Engine {
             deleted_list(&applied.triggers)
         ));
         let line = self.trace.len() - 1;
-        for (target, event) in applied.events {
-            self.send_to_client(target, Delivery::Event(event));
-        }
+        self.send_txn_events(zxid, applied.events);
         debug_assert!(applied.result.is_ok(), "ending a session cannot fail");
         let triggers = applied.triggers;
         self.after_txn(zxid, |engine| AppliedOp {

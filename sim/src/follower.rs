@@ -6,11 +6,12 @@
 
 use rand::Rng;
 use rand::seq::SliceRandom;
-use zkdist_coord::{Reply, Request as Call, SessionId};
+use zkdist_coord::{Reply, Request as Call, SessionId, WatchEvent};
 
 use crate::arrival::push_words;
 use crate::digits::{decimal, hex};
 use crate::engine::Engine;
+use crate::history::ChangeAt;
 use crate::link::Delivery;
 use crate::request::{Response, write_outcome};
 use crate::schedule::Item;
@@ -64,6 +65,29 @@ impl Engine {
         }
     }
 
+    /// Sends the watch events transaction `zxid` fired, in the order it
+    /// fired them. A stalled server has not applied the transaction: it
+    /// owes its session the events, and sends them when the stall ends or
+    /// before the reply of a `sync` or write that catches it up.
+    pub(crate) fn send_txn_events(&mut self, zxid: i64, events: Vec<(SessionId, WatchEvent)>) {
+        for (place, (target, event)) in events.into_iter().enumerate() {
+            if self.is_stalled(target) && self.peers[&target].link.up {
+                // `place` keeps the transaction's order among the events
+                // owed to one session.
+                self.owe_event(
+                    target,
+                    event,
+                    ChangeAt {
+                        zxid,
+                        trigger: place,
+                    },
+                );
+            } else {
+                self.send_to_client(target, Delivery::Event(event));
+            }
+        }
+    }
+
     /// Whether the server `session` talks to is stalled now.
     pub(crate) fn is_stalled(&self, session: SessionId) -> bool {
         self.now_us < self.peers[&session].stalled_until_us
@@ -73,10 +97,10 @@ impl Engine {
     /// talks to applies nothing new on its own. It answers reads as of the
     /// newest state the session has been shown, a reconnect goes through
     /// the server furthest behind that ZooKeeper allows, and events it
-    /// owes wait for the stall's end. Whatever shows the session a newer
-    /// state brings that server up to date as of then: the reply of a
-    /// `sync` or of its own write, as on a real follower, and (a limit of
-    /// the model) an event of a newer change it watches.
+    /// owes wait for the stall's end, those of newer changes too
+    /// ([`Engine::send_txn_events`]). The reply of a `sync` or of a write
+    /// of the session's own brings that server up to date as of then, as
+    /// on a real follower, and is preceded by the events it owed.
     pub(crate) fn stall(&mut self, session: SessionId, duration_us: u64) {
         if !self.known(session, "stall") {
             return;

@@ -102,10 +102,10 @@ impl SimZk {
     /// reconnect to (one that has applied what its last reply showed), and
     /// the watch events such a server owes wait for the stall's end. A
     /// `sync` or a write of the session's own brings the server up to
-    /// date as of its reply. Events of newer changes the session watches
-    /// still come at once (a limit of the model), and they too bring the
-    /// server up to date as of their change. A stall on a session that
-    /// has ended is ignored.
+    /// date as of its reply. The events of changes made meanwhile are owed
+    /// too: the session hears of them when the stall ends, or before the
+    /// reply of such a `sync` or write. A stall on a session that has
+    /// ended is ignored.
     ///
     /// The server keeps the transactions applied from the first stall on
     /// (or from the start, with [`SimConfig::follower_lag_txns`]), so a

@@ -251,3 +251,80 @@ fn a_stall_of_an_ended_session_is_ignored() {
         );
     });
 }
+
+/// A stalled server applies nothing new, so it fires no watch for a change
+/// made meanwhile: the session hears of it when the stall ends, or just
+/// before the reply of a sync that catches the server up. Until then its
+/// reads show the state before the change.
+#[test]
+fn a_stalled_session_hears_of_a_newer_change_at_the_stalls_end_or_its_sync() {
+    for seed in 0..SEEDS {
+        for syncs in [false, true] {
+            run_seeded(seed, async move {
+                let sim = SimZk::start(fresh(seed));
+                let (writer, _writer_events) = sim.connect("writer").await.unwrap();
+                let (reader, mut reader_events) = sim.connect("reader").await.unwrap();
+                assert_eq!(
+                    next_event(&mut reader_events).await,
+                    state(SessionState::Connected)
+                );
+                writer
+                    .create("/x", b"", CreateMode::Persistent)
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    reader.get_data("/x", Watch::Yes).await.unwrap().1.version,
+                    0
+                );
+                let stalled_at = Instant::now();
+                sim.stall(reader.session_id(), STALL).await;
+                writer.set_data("/x", b"v", None).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                assert_eq!(
+                    drain(&mut reader_events),
+                    Vec::<Event>::new(),
+                    "owed, not sent"
+                );
+                assert_eq!(
+                    reader
+                        .exists("/x", Watch::No)
+                        .await
+                        .unwrap()
+                        .unwrap()
+                        .version,
+                    0,
+                    "seed {seed}: the stalled server has not applied the change"
+                );
+                if syncs {
+                    reader.sync("/x").await.unwrap();
+                    assert_eq!(
+                        drain(&mut reader_events),
+                        vec![watch(WatchKind::NodeDataChanged, "/x")],
+                        "seed {seed}: the event came before the sync's reply"
+                    );
+                } else {
+                    assert_eq!(
+                        next_event(&mut reader_events).await,
+                        watch(WatchKind::NodeDataChanged, "/x")
+                    );
+                    // Within a millisecond: see the owed-event test above.
+                    assert!(
+                        stalled_at.elapsed() >= STALL - Duration::from_millis(1),
+                        "seed {seed}: the event came {:?} after the stall began",
+                        stalled_at.elapsed()
+                    );
+                }
+                assert_eq!(
+                    reader
+                        .exists("/x", Watch::No)
+                        .await
+                        .unwrap()
+                        .unwrap()
+                        .version,
+                    1,
+                    "seed {seed}: caught up"
+                );
+            });
+        }
+    }
+}

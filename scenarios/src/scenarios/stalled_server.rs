@@ -56,14 +56,19 @@ impl Write {
 /// reconnect and the read-back that follows.
 const STALL: Duration = Duration::from_millis(500);
 /// The work of the task the worker is in the middle of when its server
-/// stalls, in microseconds: long enough to stall the server meanwhile.
+/// stalls, in microseconds: long enough to pause and stall meanwhile.
 const LONG_TASK_US: u64 = 20_000;
 
-/// With the simulation paused, steps until the write (the line with
-/// `applied`) is applied, then cuts `session`'s link, which loses the
-/// write's reply still on its way, and resumes.
+/// With the simulation paused, stalls `session`'s server before the write
+/// reaches it (so that server never applies the write on its own while
+/// the actor looks), steps until the write (the line with `applied`) is
+/// applied, then cuts `session`'s link, which loses the write's reply
+/// still on its way, and resumes.
 async fn lose_the_reply(h: &Harness, session: SessionId, what: &str, applied: &str) {
-    h.sim().pause().await;
+    h.note(format!(
+        "stall the server of the session about to send the {what}"
+    ));
+    h.stall(session, STALL).await;
     step_until(h, applied).await;
     h.note(format!("cut the link: the {what}'s reply is lost"));
     h.cut(session, OUTAGE).await;
@@ -88,24 +93,23 @@ pub fn run_write(seed: u64, write: Write, configure: impl FnOnce(&mut HarnessCon
         let (name, request) = match write {
             Write::AssignmentCreate => {
                 let m1 = h.master_session(1);
-                // Stalled before the write: its server never applies it
-                // on its own while the master looks.
-                h.note("stall the master's server");
-                h.stall(m1, STALL).await;
                 let request = "multi [check /zkdist/epoch v1, create /zkdist/assignments/";
                 let applied = format!("m1 {request}");
-                tokio::join!(
-                    h.submit(1_000),
-                    lose_the_reply(h, m1, "assignment create", &applied)
-                );
+                h.sim().pause().await;
+                tokio::join!(h.submit(1_000), async {
+                    // The listing that shows the master the task: it sends
+                    // the assignment create in reaction.
+                    step_until(h, "deliver m1 reply get_children /zkdist/tasks watch -> 1").await;
+                    lose_the_reply(h, m1, "assignment create", &applied).await;
+                });
                 ("m1", request)
             }
             Write::Completion => {
                 let w1 = h.worker_session(1);
                 h.submit(LONG_TASK_US).await;
                 until(h, "the task is assigned", assignment_exists(h, &worker)).await;
-                h.note("stall the first worker's server while it runs its task");
-                h.stall(w1, STALL).await;
+                // The worker runs its task meanwhile.
+                h.sim().pause().await;
                 let request = "multi [create /zkdist/tasks/";
                 lose_the_reply(h, w1, "completion", &format!("w1 {request}")).await;
                 ("w1", request)
