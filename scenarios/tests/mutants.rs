@@ -278,6 +278,35 @@ fn mutant_worker_skips_syncs_is_caught() {
     caught_by_script(Mutant::WorkerSkipsSyncs, Write::Completion);
 }
 
+/// The election reads back a claim whose reply was lost after a `sync`
+/// too, but that sync only saves a round trip: without it the read through
+/// the stalled server finds no `master` node, the candidate claims again,
+/// its claim fails on its own node, and that failed write brings its
+/// server up to date, so the next read-back finds the claim. No rule
+/// breaks either way.
+#[test]
+fn the_claims_sync_only_saves_a_round_trip() {
+    for seed in 0..SCRIPT_SEEDS {
+        let report = stalled_server::run_write(seed, Write::Claim, |config| {
+            config.mutant = Some(Mutant::MasterSkipsSyncs);
+        });
+        assert_eq!(report.violation, None, "seed {seed}");
+        let claims_again = report.trace.iter().position(|line| {
+            line.contains("zxid=")
+                && line.contains(" m1 multi [create /zkdist/master ephemeral")
+                && line.ends_with("-> Multi[0] NodeExists")
+        });
+        let elected = report
+            .trace
+            .iter()
+            .position(|line| line.ends_with("decide m1: elected epoch=1"));
+        assert!(
+            matches!((claims_again, elected), (Some(again), Some(elected)) if again < elected),
+            "seed {seed}: the second claim was refused before the candidate took its first"
+        );
+    }
+}
+
 #[test]
 fn mutant_list_is_covered_by_tests() {
     let this_file = include_str!("mutants.rs");

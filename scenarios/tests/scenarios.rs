@@ -158,6 +158,11 @@ fn lost_completion_read_back_through_a_stalled_server() {
 }
 
 #[test]
+fn lost_claim_read_back_through_a_stalled_server() {
+    holds("lost_claim_read_back_through_a_stalled_server");
+}
+
+#[test]
 fn watch_reconcile_after_disconnection() {
     holds("watch_reconcile_after_disconnection");
 }

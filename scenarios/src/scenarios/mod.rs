@@ -58,7 +58,7 @@ impl Scenario {
     }
 }
 
-pub const ALL: [Scenario; 25] = [
+pub const ALL: [Scenario; 26] = [
     Scenario {
         name: "finish_then_task_arrive_while_master_held",
         seed: 101,
@@ -210,6 +210,12 @@ pub const ALL: [Scenario; 25] = [
         seed: 1,
         about: "the worker's completion is applied, its reply lost, and the worker reconnects through a server that has not applied it",
         run: |seed| stalled_server::run_write(seed, stalled_server::Write::Completion, |_| {}),
+    },
+    Scenario {
+        name: "lost_claim_read_back_through_a_stalled_server",
+        seed: 1,
+        about: "the master candidate's claim is applied, its reply lost, and the candidate reconnects through a server that has not applied it",
+        run: |seed| stalled_server::run_write(seed, stalled_server::Write::Claim, |_| {}),
     },
 ];
 

@@ -1,6 +1,6 @@
 //! A write whose reply a cut lost, read back through a server that has not
-//! applied it: the master's assignment create, and the worker's
-//! completion.
+//! applied it: the master's assignment create, the worker's completion,
+//! and the master candidate's claim.
 //!
 //! How it is forced: the actor's server is stalled first (see
 //! `SimZk::stall`: it applies nothing new on its own for a while); the
@@ -14,7 +14,10 @@
 //! What must hold: no rule breaks, and every task finishes exactly once.
 //! With the actor's syncs left out (the mutant tests'
 //! `MasterSkipsSyncs` and `WorkerSkipsSyncs`), the scenario shows what
-//! each sync prevents.
+//! each sync prevents: a task run twice after the assignment create or the
+//! completion. The claim's sync only saves a round trip: claiming again
+//! fails on the candidate's own node, and that failed write brings its
+//! server up to date.
 
 use std::time::Duration;
 
@@ -34,6 +37,8 @@ pub enum Write {
     AssignmentCreate,
     /// The worker's completion (result create and assignment delete).
     Completion,
+    /// The master candidate's claim (`master` create and epoch bump).
+    Claim,
 }
 
 impl Write {
@@ -47,7 +52,7 @@ impl Write {
     fn discovery(self) -> TaskDiscovery {
         match self {
             Write::AssignmentCreate => TaskDiscovery::Listing,
-            Write::Completion => TaskDiscovery::default(),
+            Write::Completion | Write::Claim => TaskDiscovery::default(),
         }
     }
 }
@@ -83,7 +88,17 @@ pub fn run_write(seed: u64, write: Write, configure: impl FnOnce(&mut HarnessCon
         configure(config);
     };
     run_configured(seed, configure, async move |h| {
-        h.start_master().await;
+        if write == Write::Claim {
+            h.sim().pause().await;
+            let applied = "m1 multi [create /zkdist/master ephemeral";
+            tokio::join!(h.start_master(), async {
+                // The candidate has laid the tree out; its claim is next.
+                step_until(h, "deliver m1 reply create /zkdist/epoch").await;
+                lose_the_reply(h, h.master_session(1), "claim", applied).await;
+            });
+        } else {
+            h.start_master().await;
+        }
         h.start_worker().await;
         let worker = h.registered(1).await;
         h.start_worker().await;
@@ -91,6 +106,10 @@ pub fn run_write(seed: u64, write: Write, configure: impl FnOnce(&mut HarnessCon
         settle().await;
 
         let (name, request) = match write {
+            Write::Claim => {
+                h.submit(1_000).await;
+                ("m1", "multi [create /zkdist/master ephemeral")
+            }
             Write::AssignmentCreate => {
                 let m1 = h.master_session(1);
                 let request = "multi [check /zkdist/epoch v1, create /zkdist/assignments/";
