@@ -113,7 +113,7 @@ impl MasterState {
                         // Its worker is dead: the id is never given work.
                         // The reclaim reads the task's status after its
                         // delete, which settles a delete already seen.
-                        self.left_workers.insert(worker.clone());
+                        self.left_workers.insert(&worker);
                         self.step.commands.push(Command::Reclaim {
                             worker: worker.clone(),
                             task: task.clone(),

@@ -59,7 +59,7 @@ impl MasterState {
                 self.deleted_before_reply.remove(&worker);
             }
             self.blocked.remove(&worker);
-            self.left_workers.insert(worker.clone());
+            self.left_workers.insert(&worker);
             self.decide(MasterDecision::WorkerLeft {
                 worker: worker.clone(),
                 held_task: slot.as_ref().map(|assignment| assignment.task.clone()),

@@ -56,6 +56,7 @@ mod departed;
 mod in_doubt;
 mod init;
 mod invariants;
+mod left_workers;
 mod listings;
 mod outcomes;
 mod read_ahead;
@@ -81,6 +82,7 @@ use crate::election::Epoch;
 use crate::listing::ListingLoop;
 use departed::{Departed, DepartedStage};
 use init::Initialisation;
+use left_workers::LeftWorkers;
 pub use outcomes::{
     Assignment, AssignmentData, AssignmentFound, ReclaimOutcome, Step, TaskStatus, WriteOutcome,
 };
@@ -140,8 +142,9 @@ pub struct MasterState {
     /// zkdist's workers take a new id per session, and a registration that
     /// reappears under an old id (a foreign one, or a stale listing) is
     /// ignored. Ids are not ordered across id counters, so no high-water
-    /// mark can replace the set; it grows by one short name per departure.
-    left_workers: BTreeSet<WorkerId>,
+    /// mark can replace the set; zkdist's numbered ids are kept as ranges,
+    /// so that it grows with the gaps among them, not with the departures.
+    left_workers: LeftWorkers,
     /// Set when a write was fenced off: the core then asks for nothing.
     deposed: bool,
     /// Whether a queued task's number was reported near the end of
@@ -183,7 +186,7 @@ impl MasterState {
             in_doubt: BTreeSet::new(),
             departed: BTreeMap::new(),
             blocked: BTreeSet::new(),
-            left_workers: BTreeSet::new(),
+            left_workers: LeftWorkers::default(),
             deposed: false,
             sequence_near_limit_reported: false,
             sequence_limit_reached_reported: false,

@@ -1043,6 +1043,33 @@ fn a_worker_id_that_left_is_never_given_work_again() {
     assert_eq!(pending(&master), [t(1)]);
 }
 
+/// A long term in which 2,000 workers come and go, four registered at a
+/// time: every id that left stays refused, and the master keeps a few
+/// ranges of them, not one name per departure.
+#[test]
+fn a_long_term_of_departures_keeps_every_id_out_in_little_memory() {
+    const WORKERS: u32 = 2_000;
+    const REGISTERED: u32 = 4;
+    let mut master = initialised(&[]);
+    for newest in 0..WORKERS {
+        let oldest = newest.saturating_sub(REGISTERED - 1);
+        let registered: Vec<u32> = (oldest..=newest).collect();
+        relist(&mut master, Directory::Workers, worker_names(&registered));
+    }
+    assert!(
+        master.left_workers.entries() <= 1,
+        "{} entries",
+        master.left_workers.entries()
+    );
+    // The first id reappears: refused still.
+    let last: Vec<u32> = (WORKERS - REGISTERED..WORKERS).chain([0]).collect();
+    let step = relist(&mut master, Directory::Workers, worker_names(&last));
+    assert!(matches!(
+        &step.decisions[..],
+        [MasterDecision::IgnoredNode { dir: Directory::Workers, name, .. }] if *name == w(0).to_string()
+    ));
+}
+
 #[test]
 fn a_resent_listing_lists_again_once_it_is_handled() {
     let mut master = initialised(&[]);
