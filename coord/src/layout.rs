@@ -42,6 +42,9 @@ const IDS: &str = "ids";
 const REFUSED: &str = "refused";
 const RESULT: &str = "result";
 
+/// The names zkdist gives the nodes right under its root.
+const ROOT_CHILDREN: [&str; 7] = [MASTER, EPOCH, WORKERS, TASKS, ASSIGNMENTS, IDS, REFUSED];
+
 /// The longest root a layout takes. Every request names a path under it,
 /// and a worker's completion (its result and the release of its
 /// assignment, in one request) names two, within the room the result
@@ -263,7 +266,12 @@ impl Layout {
     /// number of processes: each create that loses a race sees `NodeExists`,
     /// which is success here. Reads first, so a fully laid-out tree costs no
     /// write (a read-only identity can run it).
+    ///
+    /// A root inside another deployment's nodes is refused before anything
+    /// is created ([`ZkError::InvalidPath`]): see
+    /// [`Layout::refuse_nested_root`].
     pub async fn ensure_layout<C: Coordinator>(&self, zk: &C) -> ZkResult<()> {
+        self.refuse_nested_root(zk).await?;
         for dir in self.directories() {
             if zk.exists(&dir, Watch::No).await?.is_some() {
                 continue;
@@ -272,6 +280,34 @@ impl Layout {
                 Ok(_) | Err(ZkError::NodeExists { .. }) => {}
                 Err(error) => return Err(error),
             }
+        }
+        Ok(())
+    }
+
+    /// Refuses a root that lies under one of the nodes another zkdist
+    /// deployment keeps under its root (`--root /zkdist/workers`, say).
+    /// There, the other deployment's master would take the directories
+    /// laid out here for registrations of its own: workers that hold its
+    /// oldest tasks and never run them, and never leave. A deployment's
+    /// root is a node with an `epoch` and a `tasks` child. Reads only, one
+    /// or two per such ancestor (none for a root like the default).
+    async fn refuse_nested_root<C: Coordinator>(&self, zk: &C) -> ZkResult<()> {
+        let mut path = self.root.as_str();
+        while let Some((parent, name)) = path.rsplit_once('/') {
+            if parent.is_empty() {
+                return Ok(());
+            }
+            if ROOT_CHILDREN.contains(&name) && is_deployment_root(zk, parent).await? {
+                return Err(ZkError::InvalidPath {
+                    path: self.root.clone(),
+                    reason: format!(
+                        "not usable as the zkdist root: it lies under `{name}` of the zkdist \
+                         deployment at {parent}, whose master would take what zkdist lays out \
+                         here for its own; choose a root outside {parent}/{name}"
+                    ),
+                });
+            }
+            path = parent;
         }
         Ok(())
     }
@@ -287,6 +323,21 @@ impl Layout {
     pub fn directory(&self, dir: Directory) -> String {
         self.under(&[dir.name()])
     }
+}
+
+/// Whether `path` is a zkdist deployment's root: it has an `epoch` and a
+/// `tasks` child.
+async fn is_deployment_root<C: Coordinator>(zk: &C, path: &str) -> ZkResult<bool> {
+    for child in [EPOCH, TASKS] {
+        if zk
+            .exists(&format!("{path}/{child}"), Watch::No)
+            .await?
+            .is_none()
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The three directories whose children the master lists and watches.

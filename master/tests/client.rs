@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use zkdist_coord::{
     ClientError, Coordinator, CreateMode, Event, Layout, MAX_DATA_BYTES, TaskId, TaskResult, Watch,
-    WorkerId,
+    WorkerId, ZkError,
 };
 use zkdist_sim::{SimConfig, SimZk};
 
@@ -606,5 +606,72 @@ fn status_skips_and_counts_nodes_that_are_not_zkdists() {
             status.ignored_nodes, 3,
             "a stray task name and two assignments without a task name"
         );
+    });
+}
+
+/// A root under one of the nodes another deployment keeps under its root is
+/// refused with an error naming that deployment, before anything is
+/// created: under `workers/`, its directories would be taken for workers
+/// that hold tasks and never run them.
+#[test]
+fn a_root_inside_another_deployment_is_refused_before_anything_is_laid_out() {
+    run_sim(0, async {
+        let sim = SimZk::start(SimConfig::default());
+        let (zk, _events) = sim.connect("setup").await.unwrap();
+        Layout::default().ensure_layout(&zk).await.unwrap();
+        for nested in [
+            "/zkdist/workers",
+            "/zkdist/tasks/inner",
+            "/zkdist/assignments/a/b",
+        ] {
+            let layout = Layout::new(nested).unwrap();
+            match layout.ensure_layout(&zk).await {
+                Err(ZkError::InvalidPath { path, reason }) => {
+                    assert_eq!(path, nested);
+                    assert!(
+                        reason.contains("zkdist deployment at /zkdist"),
+                        "{nested}: {reason}"
+                    );
+                }
+                other => panic!("{nested}: expected InvalidPath, got {other:?}"),
+            }
+        }
+        // Nothing was created: the deployment still has no worker.
+        let (workers, _) = zk.get_children("/zkdist/workers", Watch::No).await.unwrap();
+        assert_eq!(workers, Vec::<String>::new());
+        assert_eq!(
+            zk.exists("/zkdist/tasks/inner", Watch::No).await.unwrap(),
+            None
+        );
+        // A client on such a root says so on its first submit.
+        let nested_client = client(&sim, &Layout::new("/zkdist/workers").unwrap()).await;
+        let refused = nested_client.submit(&payload("echo", 1, 0)).await;
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|error| error.to_string().contains("zkdist deployment at /zkdist")),
+            "{refused:?}"
+        );
+    });
+}
+
+/// Beside another deployment's nodes, or under a path that is no
+/// deployment, a root is laid out as usual.
+#[test]
+fn a_root_beside_another_deployment_is_laid_out() {
+    run_sim(0, async {
+        let sim = SimZk::start(SimConfig::default());
+        let (zk, _events) = sim.connect("setup").await.unwrap();
+        Layout::default().ensure_layout(&zk).await.unwrap();
+        for root in ["/zkdist/staging", "/elsewhere/workers", "/zkdist-2"] {
+            Layout::new(root).unwrap().ensure_layout(&zk).await.unwrap();
+            assert!(
+                zk.exists(&format!("{root}/epoch"), Watch::No)
+                    .await
+                    .unwrap()
+                    .is_some(),
+                "{root} laid out"
+            );
+        }
     });
 }
