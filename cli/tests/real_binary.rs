@@ -47,6 +47,10 @@ fn main() {
             a_deployment_under_a_chroot_runs_its_tasks,
         ),
         server_trial(
+            "a_root_inside_a_deployment_is_refused_and_a_stray_registration_named",
+            a_root_inside_a_deployment_is_refused_and_a_stray_registration_named,
+        ),
+        server_trial(
             "exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task",
             exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task,
         ),
@@ -406,6 +410,56 @@ fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: S
 /// deployment under it: the master hears of tasks through its recursive
 /// watch, whose event paths the client gives relative to the chroot, and
 /// the tree lands under the chroot on the server.
+/// A root under another deployment's `workers/` is refused, naming that
+/// deployment, and nothing is laid out there; a stray persistent node under
+/// `workers/` is named by `status` as no live worker's.
+fn a_root_inside_a_deployment_is_refused_and_a_stray_registration_named(connect: String) {
+    let target = Target {
+        connect: connect.clone(),
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    // The first submit lays the deployment out.
+    target
+        .run(&["submit", r#"{"kind":"pi","samples":10}"#])
+        .expect_code(0);
+    let workers_dir = format!("{}/workers", target.root);
+    let nested = Target {
+        connect: connect.clone(),
+        root: workers_dir.clone(),
+    };
+    let refused = nested.run(&["submit", r#"{"kind":"pi","samples":10}"#]);
+    refused.expect_code(1);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("zkdist deployment at {}", target.root)),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(target.children(&workers_dir), Vec::<String>::new());
+
+    target.read(async |zk| {
+        zk.create(
+            &format!("{workers_dir}/x"),
+            b"",
+            zkdist_coord::CreateMode::Persistent,
+        )
+        .await
+        .expect("the stray node is made");
+    });
+    let status = target.run(&["status"]);
+    status.expect_code(0);
+    assert!(
+        status
+            .stdout
+            .contains("  x idle: not ephemeral, so no live worker's registration"),
+        "{}",
+        status.stdout
+    );
+    assert_eq!(target.status()["not_ephemeral"], serde_json::json!(["x"]));
+    target.delete_root();
+}
+
 fn a_deployment_under_a_chroot_runs_its_tasks(connect: String) {
     let scratch = Scratch::new("chroot");
     let chroot = testing::unique_root(ROOT_PREFIX);

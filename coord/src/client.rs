@@ -105,6 +105,12 @@ pub struct Status {
     pub master_present: bool,
     /// Registered workers, sorted.
     pub workers: Vec<WorkerId>,
+    /// Registrations that are not ephemeral nodes, so no live worker's: a
+    /// worker registers with an ephemeral node, which goes with its
+    /// session. The master takes such a node for an idle worker, and the
+    /// tasks it gives it never run: a stray node an operator made, most
+    /// likely, to be deleted.
+    pub not_ephemeral: BTreeSet<WorkerId>,
     /// Current assignments (worker -> task).
     pub assignments: BTreeMap<WorkerId, TaskId>,
     /// Tasks with neither a result nor an assignment nor a refusal mark
@@ -861,6 +867,24 @@ impl<C: Coordinator> Client<C> {
         self.status_listing_at_most(STATUS_MAX_LISTED_TASKS).await
     }
 
+    /// The registrations among `workers` that are not ephemeral nodes. One
+    /// stat each, all in flight together; a worker that left between the
+    /// listing and its read is not counted.
+    async fn not_ephemeral(&self, workers: &[WorkerId]) -> Result<BTreeSet<WorkerId>, ClientError> {
+        let reads = workers.iter().map(|worker| {
+            let registration = self.layout.worker(worker);
+            async move { until_known(|| self.zk.exists(&registration, Watch::No)).await }
+        });
+        let stats = futures::future::join_all(reads).await;
+        let mut not_ephemeral = BTreeSet::new();
+        for (worker, stat) in workers.iter().zip(stats) {
+            if stat?.is_some_and(|stat| stat.ephemeral_owner == 0) {
+                not_ephemeral.insert(worker.clone());
+            }
+        }
+        Ok(not_ephemeral)
+    }
+
     /// [`Client::status`], listing `tasks/` only while it holds at most
     /// `max_listed_tasks` nodes: 0 never lists it; a session with a larger
     /// reply limit can afford a longer listing (some 36 bytes a task name).
@@ -891,6 +915,7 @@ impl<C: Coordinator> Client<C> {
                 Err(_) => status.ignored_nodes += 1,
             }
         }
+        status.not_ephemeral = self.not_ephemeral(&status.workers).await?;
 
         // Before the assignments: a task is marked in the multi that
         // releases its assignment, so read in this order it is never both.

@@ -299,12 +299,27 @@ fn status_counts_workers_assignments_and_tasks() {
         assert_eq!(status.workers, vec![worker.clone()]);
         assert_eq!(
             status.assignments.into_iter().collect::<Vec<_>>(),
-            vec![(worker, tasks[1].clone())]
+            vec![(worker.clone(), tasks[1].clone())]
         );
         assert_eq!(status.finished_tasks, 1);
         assert_eq!(status.assigned_tasks, 1);
         assert_eq!(status.pending_tasks, 2);
         assert_eq!(status.ignored_nodes, 0);
+        assert_eq!(status.not_ephemeral, Default::default());
+
+        // A stray persistent node under workers/: taken for a worker by the
+        // master, and named as no live worker's by the status.
+        let stray = WorkerId::parse("x").unwrap();
+        actor
+            .create(&layout.worker(&stray), b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        let status = client.status().await.unwrap();
+        assert_eq!(status.workers, vec![worker, stray.clone()]);
+        assert_eq!(
+            status.not_ephemeral.into_iter().collect::<Vec<_>>(),
+            vec![stray]
+        );
     });
 }
 

@@ -23,6 +23,7 @@ pub async fn status(args: &StatusArgs) -> anyhow::Result<()> {
             "root": args.connect.root,
             "master_present": status.master_present,
             "workers": status.workers.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "not_ephemeral": status.not_ephemeral.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "assignments": assignments,
             "pending_tasks": status.pending_tasks,
             "assigned_tasks": status.assigned_tasks,
@@ -45,9 +46,17 @@ pub async fn status(args: &StatusArgs) -> anyhow::Result<()> {
     )?;
     outln!("workers {}", status.workers.len())?;
     for worker in &status.workers {
-        match status.assignments.get(worker) {
-            Some(task) => outln!("  {worker} busy with {task}")?,
-            None => outln!("  {worker} idle")?,
+        let state = match status.assignments.get(worker) {
+            Some(task) => format!("busy with {task}"),
+            None => "idle".to_owned(),
+        };
+        if status.not_ephemeral.contains(worker) {
+            outln!(
+                "  {worker} {state}: not ephemeral, so no live worker's registration; \
+                 the tasks the master gives it never run (delete it)"
+            )?;
+        } else {
+            outln!("  {worker} {state}")?;
         }
     }
     outln!(
