@@ -42,8 +42,10 @@ const IDS: &str = "ids";
 const REFUSED: &str = "refused";
 const RESULT: &str = "result";
 
-/// The names zkdist gives the nodes right under its root.
-const ROOT_CHILDREN: [&str; 7] = [MASTER, EPOCH, WORKERS, TASKS, ASSIGNMENTS, IDS, REFUSED];
+/// The nodes under a deployment's root whose children its master or its
+/// `status` takes for its own (registrations, tasks, assignments, marks):
+/// no other deployment's root may lie under them.
+const NODES_OF_RECORDS: [&str; 4] = [WORKERS, TASKS, ASSIGNMENTS, REFUSED];
 
 /// The longest root a layout takes. Every request names a path under it,
 /// and a worker's completion (its result and the release of its
@@ -284,26 +286,33 @@ impl Layout {
         Ok(())
     }
 
-    /// Refuses a root that lies under one of the nodes another zkdist
-    /// deployment keeps under its root (`--root /zkdist/workers`, say).
-    /// There, the other deployment's master would take the directories
-    /// laid out here for registrations of its own: workers that hold its
-    /// oldest tasks and never run them, and never leave. A deployment's
-    /// root is a node with an `epoch` and a `tasks` child. Reads only, one
-    /// or two per such ancestor (none for a root like the default).
+    /// Refuses a root that lies under the `workers/`, `tasks/`,
+    /// `assignments/` or `refused/` of another zkdist deployment
+    /// (`--root /zkdist/workers`, say). There, that deployment's master
+    /// would take the directories laid out here for records of its own:
+    /// under `workers/`, for workers that hold its oldest tasks and never
+    /// run them, and never leave. A deployment's root is a node with
+    /// `epoch`, `tasks`, `workers` and `assignments` children. Reads only,
+    /// up to four per such ancestor (none for a root like the default).
+    ///
+    /// It looks up from the root only: a deployment laid out after a tree
+    /// nested in it, or a nested tree made before this check, is not seen
+    /// here; the outer deployment's `status` then names the nested
+    /// directories as registrations that are not ephemeral. Under a
+    /// chroot, only the ancestors inside it are seen.
     async fn refuse_nested_root<C: Coordinator>(&self, zk: &C) -> ZkResult<()> {
         let mut path = self.root.as_str();
         while let Some((parent, name)) = path.rsplit_once('/') {
             if parent.is_empty() {
                 return Ok(());
             }
-            if ROOT_CHILDREN.contains(&name) && is_deployment_root(zk, parent).await? {
+            if NODES_OF_RECORDS.contains(&name) && is_deployment_root(zk, parent).await? {
                 return Err(ZkError::InvalidPath {
                     path: self.root.clone(),
                     reason: format!(
-                        "not usable as the zkdist root: it lies under `{name}` of the zkdist \
-                         deployment at {parent}, whose master would take what zkdist lays out \
-                         here for its own; choose a root outside {parent}/{name}"
+                        "not usable as the zkdist root: it lies under `{name}/` of the zkdist \
+                         deployment at {parent}, which would take what is laid out here for \
+                         records of its own; choose a root outside {parent}/{name}"
                     ),
                 });
             }
@@ -325,10 +334,10 @@ impl Layout {
     }
 }
 
-/// Whether `path` is a zkdist deployment's root: it has an `epoch` and a
-/// `tasks` child.
+/// Whether `path` is a zkdist deployment's root: it has the `epoch`,
+/// `tasks`, `workers` and `assignments` children every deployment has.
 async fn is_deployment_root<C: Coordinator>(zk: &C, path: &str) -> ZkResult<bool> {
-    for child in [EPOCH, TASKS] {
+    for child in [EPOCH, TASKS, WORKERS, ASSIGNMENTS] {
         if zk
             .exists(&format!("{path}/{child}"), Watch::No)
             .await?

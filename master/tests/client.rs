@@ -638,6 +638,7 @@ fn a_root_inside_another_deployment_is_refused_before_anything_is_laid_out() {
             "/zkdist/workers",
             "/zkdist/tasks/inner",
             "/zkdist/assignments/a/b",
+            "/zkdist/refused/r",
         ] {
             let layout = Layout::new(nested).unwrap();
             match layout.ensure_layout(&zk).await {
@@ -670,7 +671,7 @@ fn a_root_inside_another_deployment_is_refused_before_anything_is_laid_out() {
     });
 }
 
-/// Beside another deployment's nodes, or under a path that is no
+/// Beside another deployment's records, or under a path that is no
 /// deployment, a root is laid out as usual.
 #[test]
 fn a_root_beside_another_deployment_is_laid_out() {
@@ -678,7 +679,17 @@ fn a_root_beside_another_deployment_is_laid_out() {
         let sim = SimZk::start(SimConfig::default());
         let (zk, _events) = sim.connect("setup").await.unwrap();
         Layout::default().ensure_layout(&zk).await.unwrap();
-        for root in ["/zkdist/staging", "/elsewhere/workers", "/zkdist-2"] {
+        // `/app` has an `epoch` and a `tasks` node, but it is no deployment.
+        for node in ["/app", "/app/epoch", "/app/tasks"] {
+            zk.create(node, b"", CreateMode::Persistent).await.unwrap();
+        }
+        for root in [
+            "/zkdist/staging",
+            "/zkdist/ids/inner",
+            "/elsewhere/workers",
+            "/zkdist-2",
+            "/app/tasks/inner",
+        ] {
             Layout::new(root).unwrap().ensure_layout(&zk).await.unwrap();
             assert!(
                 zk.exists(&format!("{root}/epoch"), Watch::No)

@@ -6,9 +6,12 @@
 //! departure a minute). zkdist's own workers are named `worker-NNNNNNNNNN`
 //! from one sequence counter, and the ids of the workers that left are
 //! mostly runs of consecutive numbers: kept as ranges, they cost memory
-//! in proportion to the gaps among them (the workers still registered,
-//! and those that never registered), not to the departures. Other names
-//! (foreign registrations) are kept one by one.
+//! in proportion to the gaps among them, not to the departures. A gap is
+//! a worker still registered, or a number this master never saw leave:
+//! taken by a worker that died before it registered, or that joined and
+//! left between two listings, or by an id create sent again after a lost
+//! reply. Other names (foreign registrations, and the negative numbers
+//! ZooKeeper writes once its 32-bit counter wraps) are kept one by one.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -130,6 +133,12 @@ mod tests {
         assert!(left.contains(&worker("worker-8")));
         assert!(left.contains(&worker("gpu-box")));
         // Near misses are other ids.
+        // Past the 32-bit counter's wrap, ZooKeeper writes a sign: names.
+        for wrapped in ["worker--000000001", "worker--2147483648"] {
+            assert!(left.insert(&worker(wrapped)));
+            assert!(left.contains(&worker(wrapped)), "{wrapped}");
+        }
+        assert!(!left.contains(&worker("worker--000000002")));
         for other in [
             "worker-7",
             "worker-0000000008",
