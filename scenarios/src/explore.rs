@@ -13,11 +13,12 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use zkdist_coord::SessionId;
 use zkdist_master::TaskDiscovery;
 
 use crate::checker::Violation;
 use crate::harness::{Harness, HarnessConfig, RunReport};
-use crate::plan::{FaultKind, Plan, PlannedFault, Target};
+use crate::plan::{FaultKind, Plan, PlannedFault, PlannedStall, Target};
 
 /// The session timeout of every explorer run. Short, so that a cut past it
 /// (and a crash) ends a session soon; simulated time costs nothing anyway.
@@ -37,6 +38,9 @@ pub enum Faults {
     #[default]
     None,
     /// Random latency distributions too (uniform, fixed, heavy-tailed).
+    /// In about half the seeds reads lag (`SimConfig::follower_lag_txns`),
+    /// and up to three servers fall behind for a while at random times
+    /// (`SimZk::stall`): no failure, so FIFO order is still required.
     Latency,
     /// Random latency, two master candidates, and one to four faults at
     /// random times on the elected master or a worker: link cuts (short,
@@ -44,7 +48,8 @@ pub enum Faults {
     /// (the process restarts after a random delay); or a short cut of the
     /// client's link, which its submits must survive. When the plan's reads
     /// lag, half the short cuts also stall the session's server past the
-    /// heal (`SimZk::stall`). Then the liveness
+    /// heal (`SimZk::stall`), beside the stalls of [`Faults::Latency`].
+    /// Then the liveness
     /// phase: once the faults are over and every link healed, every task
     /// must finish; the client then deletes some finished tasks, and the
     /// master's view must match the tree.
@@ -242,7 +247,8 @@ async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan) -> RunReport {
                 }
             };
             let faults = run_faults(&h, &plan.faults, master_started);
-            tokio::join!(workers, tasks, faults);
+            let stalls = run_stalls(&h, &plan.stalls, master_started);
+            tokio::join!(workers, tasks, faults, stalls);
             if !plan.faults.is_empty() {
                 h.liveness_phase();
             }
@@ -308,28 +314,45 @@ async fn run_faults(h: &Harness, faults: &[PlannedFault], start: Instant) {
     tokio::time::sleep_until(healed_by).await;
 }
 
+/// Stalls the planned servers at their times (after `start`).
+async fn run_stalls(h: &Harness, stalls: &[PlannedStall], start: Instant) {
+    for stall in stalls {
+        tokio::time::sleep_until(start + Duration::from_micros(stall.at_us)).await;
+        if let Some(session) = session_of(h, stall.target, "stall").await {
+            h.stall(session, Duration::from_millis(stall.ms)).await;
+        }
+    }
+}
+
+/// The session `target` names now; `None`, noted in the trace, when no
+/// master leads or the worker has not started (`what` names what is not
+/// done to it).
+async fn session_of(h: &Harness, target: Target, what: &str) -> Option<SessionId> {
+    match target {
+        Target::Master => {
+            let leader = h.current_leader().await;
+            if leader.is_none() {
+                h.sim()
+                    .note(format!("harness: no {what} on the master: none leads now"));
+            }
+            leader
+        }
+        Target::Client => Some(h.client_session()),
+        Target::Worker(n) => {
+            let session = h.current_session(&format!("w{n}"));
+            if session.is_none() {
+                h.sim()
+                    .note(format!("harness: no {what} on w{n}, which has not started"));
+            }
+            session
+        }
+    }
+}
+
 /// Injects one fault. For a crash that killed a process, returns the actor
 /// to restart and after how long.
 async fn inject(h: &Harness, fault: &PlannedFault) -> Option<(String, u64)> {
-    let session = match fault.target {
-        Target::Master => match h.current_leader().await {
-            Some(session) => session,
-            None => {
-                h.sim()
-                    .note("harness: no fault on the master: none leads now");
-                return None;
-            }
-        },
-        Target::Client => h.client_session(),
-        Target::Worker(n) => match h.current_session(&format!("w{n}")) {
-            Some(session) => session,
-            None => {
-                h.sim()
-                    .note(format!("harness: no fault on w{n}, which has not started"));
-                return None;
-            }
-        },
-    };
+    let session = session_of(h, fault.target, "fault").await?;
     match fault.kind {
         FaultKind::CutShort { ms } | FaultKind::CutLong { ms } => {
             if fault.server_stall_ms > 0 {

@@ -20,6 +20,11 @@ const MAX_FOLLOWER_LAG_TXNS: u32 = 32;
 /// The longest a short cut's server stays behind after the link heals.
 const MAX_STALL_AFTER_HEAL_MS: u64 = 200;
 
+/// The most stalls (beside those of short cuts) one lagging plan draws.
+const MAX_STALLS: usize = 3;
+/// The longest such stall.
+const MAX_STALL_MS: u64 = 200;
+
 /// Separates the plan's generator from the simulator's (same seed).
 const PLAN_STREAM: u64 = 0x5ce0_a210_0e5a_c0de;
 
@@ -69,6 +74,16 @@ pub(crate) struct PlannedFault {
     pub server_stall_ms: u64,
 }
 
+/// A stall of the server a session talks to (see `SimZk::stall`): not a
+/// failure, a follower that falls behind for a while, as ZooKeeper allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PlannedStall {
+    /// When, after the master started.
+    pub at_us: u64,
+    pub target: Target,
+    pub ms: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Plan {
     pub latency: Latency,
@@ -89,6 +104,8 @@ pub(crate) struct Plan {
     /// How far reads may lag behind the newest write, in transactions:
     /// sessions talk to followers that have not applied everything yet.
     pub follower_lag_txns: u32,
+    /// Servers that fall behind for a while, in a plan whose reads lag.
+    pub stalls: Vec<PlannedStall>,
 }
 
 impl Plan {
@@ -147,6 +164,14 @@ impl Plan {
                 }
             }
         }
+        // Drawn last too: servers that fall behind at random times, with
+        // or without faults (a slow follower is no failure: FIFO order is
+        // still required through it).
+        let stalls = if follower_lag_txns > 0 {
+            draw_stalls(&mut rng, config)
+        } else {
+            Vec::new()
+        };
         Plan {
             latency,
             workers_before_master,
@@ -158,8 +183,32 @@ impl Plan {
             masters,
             cleanups,
             follower_lag_txns,
+            stalls,
         }
     }
+}
+
+/// Whom a fault or a stall hits: the master, among the workers + 1
+/// processes, or the client.
+fn draw_target(rng: &mut ChaCha8Rng, config: &ExploreConfig) -> Target {
+    match rng.random_range(0..=config.workers + 1) {
+        0 => Target::Master,
+        n if n <= config.workers => Target::Worker(n),
+        _ => Target::Client,
+    }
+}
+
+fn draw_stalls(rng: &mut ChaCha8Rng, config: &ExploreConfig) -> Vec<PlannedStall> {
+    let count = rng.random_range(0..=MAX_STALLS);
+    let mut stalls: Vec<PlannedStall> = (0..count)
+        .map(|_| PlannedStall {
+            target: draw_target(rng, config),
+            at_us: rng.random_range(0..=80_000),
+            ms: rng.random_range(1..=MAX_STALL_MS),
+        })
+        .collect();
+    stalls.sort_by_key(|stall| stall.at_us);
+    stalls
 }
 
 fn draw_latency(rng: &mut ChaCha8Rng) -> Latency {
@@ -187,12 +236,7 @@ fn draw_faults(
     let count = rng.random_range(1..=MAX_FAULTS);
     let mut faults: Vec<PlannedFault> = (0..count)
         .map(|_| {
-            // The master is one process among workers + 1, then the client.
-            let target = match rng.random_range(0..=config.workers + 1) {
-                0 => Target::Master,
-                n if n <= config.workers => Target::Worker(n),
-                _ => Target::Client,
-            };
+            let target = draw_target(rng, config);
             let kinds = if target == Target::Client { 1 } else { 4 };
             let kind = match rng.random_range(0..kinds) {
                 0 => FaultKind::CutShort {
@@ -288,6 +332,34 @@ mod tests {
             short_cuts > 20 && (short_cuts / 4..=3 * short_cuts / 4).contains(&stalled),
             "{stalled} of {short_cuts} short cuts stalled"
         );
+    }
+
+    #[test]
+    fn only_lagging_plans_stall_servers_and_some_do() {
+        for faults in [Faults::Latency, Faults::All] {
+            let config = ExploreConfig {
+                faults,
+                ..ExploreConfig::default()
+            };
+            let mut stalled_plans = 0;
+            for seed in 0..100 {
+                let plan = Plan::draw(seed, &config);
+                if plan.follower_lag_txns == 0 {
+                    assert_eq!(plan.stalls, [], "{faults:?} seed {seed}");
+                    continue;
+                }
+                assert!(plan.stalls.len() <= MAX_STALLS);
+                assert!(plan.stalls.windows(2).all(|w| w[0].at_us <= w[1].at_us));
+                for stall in &plan.stalls {
+                    assert!((1..=MAX_STALL_MS).contains(&stall.ms), "{stall:?}");
+                }
+                stalled_plans += usize::from(!plan.stalls.is_empty());
+            }
+            assert!(
+                (10..=60).contains(&stalled_plans),
+                "{faults:?}: {stalled_plans}"
+            );
+        }
     }
 
     #[test]

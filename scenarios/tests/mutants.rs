@@ -18,7 +18,10 @@ const SEEDS: u64 = 40;
 /// The seeds a mutant is explored over: [`SEEDS`], but for two.
 /// - `ClientSkipsSyncs` shows only when three draws meet: a cut that loses
 ///   the reply of an applied task create, a plan whose reads lag, and a
-///   reconnect through a server that has not applied the create.
+///   reconnect through a server that has not applied the create. Since
+///   plans stall servers it comes on 1 of the first 200 seeds on tokio
+///   (seed 132; 11 of 400) and on 5 on madsim (the first at 11): 300
+///   leaves room for the next change to the plans.
 /// - `MasterDropsTheNewestWorker` mostly drops an idle worker, and then
 ///   only the end-of-run view catches it. Its characteristic violation (a
 ///   reclaim from a live worker) came on 4 of 160 seeds on tokio (the first
@@ -28,7 +31,7 @@ const SEEDS: u64 = 40;
 /// explorer's own tests.
 fn seeds_for(mutant: Mutant) -> u64 {
     match mutant {
-        Mutant::ClientSkipsSyncs => 120,
+        Mutant::ClientSkipsSyncs => 300,
         Mutant::MasterDropsTheNewestWorker => 160,
         _ => SEEDS,
     }
