@@ -406,10 +406,6 @@ fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: S
     target.delete_root();
 }
 
-/// A connect string with a chroot (`host:port/chroot`) puts the whole
-/// deployment under it: the master hears of tasks through its recursive
-/// watch, whose event paths the client gives relative to the chroot, and
-/// the tree lands under the chroot on the server.
 /// A root under another deployment's `workers/` is refused, naming that
 /// deployment, and nothing is laid out there; a stray persistent node under
 /// `workers/` is named by `status` as no live worker's.
@@ -460,6 +456,10 @@ fn a_root_inside_a_deployment_is_refused_and_a_stray_registration_named(connect:
     target.delete_root();
 }
 
+/// A connect string with a chroot (`host:port/chroot`) puts the whole
+/// deployment under it: the master hears of tasks through its recursive
+/// watch, whose event paths the client gives relative to the chroot, and
+/// the tree lands under the chroot on the server.
 fn a_deployment_under_a_chroot_runs_its_tasks(connect: String) {
     let scratch = Scratch::new("chroot");
     let chroot = testing::unique_root(ROOT_PREFIX);

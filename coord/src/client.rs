@@ -863,6 +863,11 @@ impl<C: Coordinator> Client<C> {
     /// short by the tasks submitted during the reads, and is never raised
     /// by them. A result written between the count and the read of its
     /// assigned task shows that task as pending.
+    ///
+    /// Each registration's stat is read too (all at once), to name the
+    /// ones that are not ephemeral ([`Status::not_ephemeral`]): those reads
+    /// grow with the workers. A container or TTL node there (which zkdist
+    /// never makes) is not told from a live worker's.
     pub async fn status(&self) -> Result<Status, ClientError> {
         self.status_listing_at_most(STATUS_MAX_LISTED_TASKS).await
     }

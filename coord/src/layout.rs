@@ -297,9 +297,9 @@ impl Layout {
     ///
     /// It looks up from the root only: a deployment laid out after a tree
     /// nested in it, or a nested tree made before this check, is not seen
-    /// here; the outer deployment's `status` then names the nested
-    /// directories as registrations that are not ephemeral. Under a
-    /// chroot, only the ancestors inside it are seen.
+    /// here; under `workers/`, the outer deployment's `status` then names
+    /// the nested directories as registrations that are not ephemeral.
+    /// Under a chroot, only the ancestors inside it are seen.
     async fn refuse_nested_root<C: Coordinator>(&self, zk: &C) -> ZkResult<()> {
         let mut path = self.root.as_str();
         while let Some((parent, name)) = path.rsplit_once('/') {

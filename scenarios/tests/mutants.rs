@@ -20,8 +20,8 @@ const SEEDS: u64 = 40;
 ///   the reply of an applied task create, a plan whose reads lag, and a
 ///   reconnect through a server that has not applied the create. Since
 ///   plans stall servers it comes on 1 of the first 200 seeds on tokio
-///   (seed 132; 11 of 400) and on 5 on madsim (the first at 11): 300
-///   leaves room for the next change to the plans.
+///   (seed 132; 12 of 400) and on 5 on madsim (the first at 11; 13 of
+///   400): 300 leaves room for the next change to the plans.
 /// - `MasterDropsTheNewestWorker` mostly drops an idle worker, and then
 ///   only the end-of-run view catches it. Its characteristic violation (a
 ///   reclaim from a live worker) came on 4 of 160 seeds on tokio (the first
