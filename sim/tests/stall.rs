@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use zkdist_coord::{
     Coordinator, CreateMode, Event, EventStream, SessionState, Watch, WatchKind, ZkError,
 };
-use zkdist_sim::{SimConfig, SimZk};
+use zkdist_sim::{SimConfig, SimSession, SimZk};
 
 use common::{drain, next_event, run_seeded, state, watch};
 
@@ -33,6 +33,40 @@ async fn reconnected(events: &mut EventStream) {
     loop {
         if next_event(events).await == state(SessionState::Connected) {
             return;
+        }
+    }
+}
+
+/// Asserts that `owed`, an event the stalled server of a session owes it,
+/// comes just before the reply of a `sync` on `path` when `catch_up` is
+/// that session, and else when the stall (begun at `stalled_at`) ends.
+async fn owed_event_comes(
+    catch_up: Option<&SimSession>,
+    path: &str,
+    events: &mut EventStream,
+    owed: Event,
+    stalled_at: Instant,
+    seed: u64,
+) {
+    match catch_up {
+        Some(session) => {
+            session.sync(path).await.unwrap();
+            assert_eq!(
+                drain(events),
+                vec![owed],
+                "seed {seed}: the event came before the sync's reply"
+            );
+        }
+        None => {
+            assert_eq!(next_event(events).await, owed);
+            // Within a millisecond: madsim's clock runs a little ahead of
+            // the simulator's stamps. A lagging server's catch-up would
+            // have come within 5 ms of the reconnect.
+            assert!(
+                stalled_at.elapsed() >= STALL - Duration::from_millis(1),
+                "seed {seed}: the event came {:?} after the stall began",
+                stalled_at.elapsed()
+            );
         }
     }
 }
@@ -163,27 +197,9 @@ fn events_a_stalled_server_owes_come_at_the_stalls_end_or_before_a_sync() {
                 // the reconnect), well within the stall.
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 assert_eq!(drain(&mut my_events), Vec::<Event>::new(), "owed, not sent");
-                if syncs {
-                    me.sync("/y").await.unwrap();
-                    assert_eq!(
-                        drain(&mut my_events),
-                        vec![watch(WatchKind::NodeCreated, "/y")],
-                        "seed {seed}: the event came before the sync's reply"
-                    );
-                } else {
-                    assert_eq!(
-                        next_event(&mut my_events).await,
-                        watch(WatchKind::NodeCreated, "/y")
-                    );
-                    // Within a millisecond: madsim's clock runs a little
-                    // ahead of the simulator's stamps. A lagging server's
-                    // catch-up would have come within 5 ms of the reconnect.
-                    assert!(
-                        stalled_at.elapsed() >= STALL - Duration::from_millis(1),
-                        "seed {seed}: the event came {:?} after the stall began",
-                        stalled_at.elapsed()
-                    );
-                }
+                let owed = watch(WatchKind::NodeCreated, "/y");
+                let catch_up = syncs.then_some(&me);
+                owed_event_comes(catch_up, "/y", &mut my_events, owed, stalled_at, seed).await;
             });
         }
     }
@@ -295,25 +311,9 @@ fn a_stalled_session_hears_of_a_newer_change_at_the_stalls_end_or_its_sync() {
                     0,
                     "seed {seed}: the stalled server has not applied the change"
                 );
-                if syncs {
-                    reader.sync("/x").await.unwrap();
-                    assert_eq!(
-                        drain(&mut reader_events),
-                        vec![watch(WatchKind::NodeDataChanged, "/x")],
-                        "seed {seed}: the event came before the sync's reply"
-                    );
-                } else {
-                    assert_eq!(
-                        next_event(&mut reader_events).await,
-                        watch(WatchKind::NodeDataChanged, "/x")
-                    );
-                    // Within a millisecond: see the owed-event test above.
-                    assert!(
-                        stalled_at.elapsed() >= STALL - Duration::from_millis(1),
-                        "seed {seed}: the event came {:?} after the stall began",
-                        stalled_at.elapsed()
-                    );
-                }
+                let owed = watch(WatchKind::NodeDataChanged, "/x");
+                let catch_up = syncs.then_some(&reader);
+                owed_event_comes(catch_up, "/x", &mut reader_events, owed, stalled_at, seed).await;
                 assert_eq!(
                     reader
                         .exists("/x", Watch::No)
