@@ -83,7 +83,7 @@ use zookeeper_client as zkc;
 
 use super::ops::{self, Outcome};
 use super::persistent::{OneShotPlan, PersistentWatches};
-use super::watches::{WatchClass, WatchId, WatchTable};
+use super::watches::{RequestNumber, WatchClass, WatchId, WatchTable};
 use crate::error::{ZkError, ZkResult};
 use crate::event::{Event, EventSender, SessionState, WatchEvent, WatchKind};
 use crate::request::{Reply, Request};
@@ -104,6 +104,8 @@ enum Completion {
     Replied {
         outcome: Box<Outcome>,
         reply: oneshot::Sender<ZkResult<Reply>>,
+        /// The request's number in the watch table's count of requests.
+        number: RequestNumber,
         /// The node and mode of an `add_watch`.
         add_watch: Option<(String, AddWatchMode)>,
     },
@@ -139,8 +141,6 @@ pub(crate) struct Pump {
     /// `None` once the session ended, which ends the stream.
     events: Option<EventSender>,
     inflight: FuturesUnordered<BoxFuture<'static, Completion>>,
-    /// Requests sent whose reply this actor has not handled yet.
-    requests_in_flight: usize,
     watches: WatchTable,
     persistent: PersistentWatches,
     /// Commands waiting, in order, for an `add_watch` reply (see
@@ -281,7 +281,6 @@ impl Pump {
             max_reply_bytes,
             events: Some(events),
             inflight: FuturesUnordered::new(),
-            requests_in_flight: 0,
             watches: WatchTable::new(),
             persistent: PersistentWatches::new(),
             held: VecDeque::new(),
@@ -507,7 +506,7 @@ impl Pump {
         };
         let acls = self.acls;
         let max_reply_bytes = self.max_reply_bytes;
-        self.requests_in_flight += 1;
+        let number = self.watches.request_sent();
         // Lazy: the request is sent on the first poll, after this future
         // is in the ready queue; and its reply is taken from a later poll
         // only (see the module docs).
@@ -517,6 +516,7 @@ impl Pump {
             Completion::Replied {
                 outcome,
                 reply,
+                number,
                 add_watch,
             }
         };
@@ -566,6 +566,7 @@ impl Pump {
             Completion::Replied {
                 outcome,
                 reply,
+                number,
                 add_watch,
             } => {
                 let Outcome {
@@ -582,12 +583,9 @@ impl Pump {
                 if let Some((path, mode)) = add_watch {
                     self.watch_added(&path, mode, persistent);
                 }
-                assert!(self.requests_in_flight > 0, "a reply nobody waited for");
-                self.requests_in_flight -= 1;
-                if self.requests_in_flight == 0 {
-                    // No reply sent before a firing can still come.
-                    self.watches.forget_firings();
-                }
+                // After the watcher is armed: a firing it finds was
+                // recorded while this request was in flight.
+                self.watches.reply_handled(number);
             }
             Completion::Fired { id, event } => {
                 self.abort_handles.remove(&id);

@@ -28,15 +28,25 @@
 //! is what each read saw: a read answered before the change saw the node as
 //! the earlier read did, while a read answered after it saw the change
 //! (a new `mzxid`, `pzxid` or `czxid`, or the node appearing or going). So
-//! the table remembers each path's last firing with what its read saw, for
-//! as long as replies sent before it may still be unhandled (the caller
-//! calls [`WatchTable::forget_firings`] when none is), and a firing at arm
-//! time of the same kind, on a read that saw the same, is that firing again.
+//! the table remembers each path's last firing with what its read saw, and
+//! a firing at arm time of the same kind, on a read that saw the same, is
+//! that firing again.
+//!
+//! A firing is remembered for as long as a reply to a request sent before
+//! it is recorded may still be handled: only such a request can have left a
+//! watcher that the same notification fired (a request sent later reached
+//! the server after the notification left it). The caller tells the table
+//! of every request it sends ([`WatchTable::request_sent`]) and every reply
+//! it has handled ([`WatchTable::reply_handled`]); a firing is forgotten
+//! once every request sent before it is answered. A session that always has
+//! a request in flight (a client waiting on thousands of tasks, say) thus
+//! keeps the firings of its few oldest outstanding requests, not one per
+//! path it ever watched.
 //! The one case this cannot tell: two `exists` on a missing node with a
 //! create and a delete between them both see "missing", so a second create
 //! in the same burst is taken for the first.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::{Stat, WatchEvent, WatchKind};
 
@@ -68,6 +78,9 @@ impl WatchClass {
 /// A watcher's identity within one session.
 pub(crate) type WatchId = u64;
 
+/// A request's place in the order the session sent its requests, from 1.
+pub(crate) type RequestNumber = u64;
+
 /// What the read that left a watcher saw of its node: the node's stat (for
 /// a child watch, the stat of the node whose children were listed), or
 /// `None` when `exists` found the node missing.
@@ -87,6 +100,9 @@ struct LastFiring {
     class: WatchClass,
     kind: WatchKind,
     seen: Seen,
+    /// The newest request sent when the firing was recorded: replies to it
+    /// and to the requests before it may bring the same notification again.
+    sent_before: RequestNumber,
 }
 
 impl LastFiring {
@@ -146,6 +162,15 @@ pub(crate) struct WatchTable {
     by_path: BTreeMap<String, Slots>,
     live: BTreeMap<WatchId, LiveWatch>,
     last_fired: BTreeMap<String, LastFiring>,
+    /// The paths of `last_fired` in the order their firings were recorded,
+    /// with the firing's `sent_before`: nondecreasing, so the firings to
+    /// forget are at the front. A path recorded again keeps its older
+    /// entry here, which is skipped when reached.
+    firing_order: VecDeque<(RequestNumber, String)>,
+    /// How many requests the session has sent.
+    requests_sent: RequestNumber,
+    /// The requests sent whose reply the caller has not handled yet.
+    unanswered: BTreeSet<RequestNumber>,
 }
 
 impl WatchTable {
@@ -205,10 +230,49 @@ impl WatchTable {
         self.fired(id, kind)
     }
 
-    /// No reply sent before the recorded firings can still arrive: forgets
-    /// them, so that the table stays as small as the live watches.
-    pub(crate) fn forget_firings(&mut self) {
-        self.last_fired.clear();
+    /// The caller sent a request: returns its number, to give back to
+    /// [`WatchTable::reply_handled`] once its reply is handled.
+    pub(crate) fn request_sent(&mut self) -> RequestNumber {
+        self.requests_sent += 1;
+        self.unanswered.insert(self.requests_sent);
+        self.requests_sent
+    }
+
+    /// The caller handled the reply to request `number` (and armed the
+    /// watcher it brought, if any): forgets the firings that no reply still
+    /// outstanding can bring again, so that the table stays as small as the
+    /// live watches and the firings of the oldest requests in flight.
+    pub(crate) fn reply_handled(&mut self, number: RequestNumber) {
+        let was_unanswered = self.unanswered.remove(&number);
+        assert!(
+            was_unanswered,
+            "a reply to request {number}, which is not in flight"
+        );
+        // Replies to requests numbered `oldest` and later are still to
+        // come; a firing recorded before any of them was sent is done.
+        let oldest = self
+            .unanswered
+            .first()
+            .copied()
+            .unwrap_or(self.requests_sent + 1);
+        while let Some((sent_before, _)) = self.firing_order.front()
+            && *sent_before < oldest
+        {
+            let (sent_before, path) = self.firing_order.pop_front().expect("front exists");
+            if self
+                .last_fired
+                .get(&path)
+                .is_some_and(|last| last.sent_before == sent_before)
+            {
+                self.last_fired.remove(&path);
+            }
+        }
+        if self.unanswered.is_empty() {
+            assert!(
+                self.last_fired.is_empty(),
+                "a firing kept with no reply to come"
+            );
+        }
     }
 
     /// A watcher fired with a change of `kind`. Firings must be fed in the
@@ -244,8 +308,27 @@ impl WatchTable {
         if slots.is_empty() {
             self.by_path.remove(&path);
         }
-        self.last_fired
-            .insert(path.clone(), LastFiring { class, kind, seen });
+        let sent_before = self.requests_sent;
+        debug_assert!(
+            self.firing_order
+                .back()
+                .is_none_or(|(last, _)| *last <= sent_before),
+            "firings are recorded in the order requests were sent"
+        );
+        // With nothing in flight, no reply can bring this notification
+        // again: there is nothing to remember.
+        if !self.unanswered.is_empty() {
+            self.last_fired.insert(
+                path.clone(),
+                LastFiring {
+                    class,
+                    kind,
+                    seen,
+                    sent_before,
+                },
+            );
+            self.firing_order.push_back((sent_before, path.clone()));
+        }
         self.check_invariants();
         Fired {
             event: Some(WatchEvent { kind, path }),
@@ -294,12 +377,18 @@ impl WatchTable {
     pub(crate) fn clear(&mut self) -> Vec<WatchId> {
         self.by_path.clear();
         self.last_fired.clear();
+        self.firing_order.clear();
         std::mem::take(&mut self.live).into_keys().collect()
     }
 
     #[cfg(test)]
     pub(crate) fn live_count(&self) -> usize {
         self.live.len()
+    }
+
+    #[cfg(test)]
+    fn remembered_firings(&self) -> usize {
+        self.last_fired.len()
     }
 
     fn check_invariants(&self) {
@@ -314,6 +403,16 @@ impl WatchTable {
                 self.by_path.values().all(|s| !s.is_empty()),
                 "no empty slots kept"
             );
+            assert!(
+                self.firing_order.len() >= self.last_fired.len(),
+                "every remembered firing is in the order queue"
+            );
+            assert!(
+                self.last_fired
+                    .values()
+                    .all(|last| last.sent_before <= self.requests_sent),
+                "a firing stamped with a request not yet sent"
+            );
         }
     }
 }
@@ -321,6 +420,16 @@ impl WatchTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether a firing of watcher `id` makes an event.
+    fn reports(table: &mut WatchTable, id: WatchId, kind: WatchKind) -> bool {
+        table.fired(id, kind).event.is_some()
+    }
+
+    /// Whether a firing found when watcher `id` is armed makes an event.
+    fn reports_at_arm(table: &mut WatchTable, id: WatchId, kind: WatchKind) -> bool {
+        table.fired_at_arm(id, kind).event.is_some()
+    }
 
     fn event(kind: WatchKind, path: &str) -> Option<WatchEvent> {
         Some(WatchEvent {
@@ -396,20 +505,10 @@ mod tests {
     fn a_watch_registered_after_a_firing_reports_again() {
         let mut table = WatchTable::new();
         let first = table.register("/a", WatchClass::Data, None);
-        assert!(
-            table
-                .fired(first.id, WatchKind::NodeDataChanged)
-                .event
-                .is_some()
-        );
+        assert!(reports(&mut table, first.id, WatchKind::NodeDataChanged));
         let again = table.register("/a", WatchClass::Data, None);
         assert_eq!(again.superseded, None);
-        assert!(
-            table
-                .fired(again.id, WatchKind::NodeDataChanged)
-                .event
-                .is_some()
-        );
+        assert!(reports(&mut table, again.id, WatchKind::NodeDataChanged));
     }
 
     #[test]
@@ -459,18 +558,22 @@ mod tests {
         // was reported; the second watcher, found fired when its reply was
         // handled, saw the same node and fired with the same kind.
         let mut table = WatchTable::new();
+        let reads = [table.request_sent(), table.request_sent()];
         let first = table.register("/a", WatchClass::Data, seen(5));
-        assert!(
-            table
-                .fired_at_arm(first.id, WatchKind::NodeDataChanged)
-                .event
-                .is_some()
-        );
+        assert!(reports_at_arm(
+            &mut table,
+            first.id,
+            WatchKind::NodeDataChanged
+        ));
         let second = table.register("/a", WatchClass::Data, seen(5));
         assert_eq!(second.superseded, None);
         let fired = table.fired_at_arm(second.id, WatchKind::NodeDataChanged);
         assert_eq!(fired.event, None);
         assert_eq!(table.live_count(), 0);
+        for read in reads {
+            table.reply_handled(read);
+        }
+        assert_eq!(table.remembered_firings(), 0);
     }
 
     #[test]
@@ -478,13 +581,9 @@ mod tests {
         // The second read was answered after the first change (it saw a
         // new mzxid): its watcher fired on a second change.
         let mut table = WatchTable::new();
+        table.request_sent();
         let first = table.register("/a", WatchClass::Data, seen(5));
-        assert!(
-            table
-                .fired(first.id, WatchKind::NodeDataChanged)
-                .event
-                .is_some()
-        );
+        assert!(reports(&mut table, first.id, WatchKind::NodeDataChanged));
         let second = table.register("/a", WatchClass::Data, seen(6));
         assert_eq!(
             table
@@ -503,13 +602,9 @@ mod tests {
     #[test]
     fn one_deletion_seen_through_both_classes_at_arm_reports_once() {
         let mut table = WatchTable::new();
+        table.request_sent();
         let data = table.register("/a", WatchClass::Data, seen(5));
-        assert!(
-            table
-                .fired_at_arm(data.id, WatchKind::NodeDeleted)
-                .event
-                .is_some()
-        );
+        assert!(reports_at_arm(&mut table, data.id, WatchKind::NodeDeleted));
         let child = table.register("/a", WatchClass::Child, seen(5));
         assert_eq!(
             table.fired_at_arm(child.id, WatchKind::NodeDeleted).event,
@@ -517,38 +612,92 @@ mod tests {
         );
         // A child change is never taken for a data change.
         let data = table.register("/b", WatchClass::Data, seen(5));
-        assert!(
-            table
-                .fired(data.id, WatchKind::NodeDataChanged)
-                .event
-                .is_some()
-        );
+        assert!(reports(&mut table, data.id, WatchKind::NodeDataChanged));
         let child = table.register("/b", WatchClass::Child, seen(5));
-        assert!(
-            table
-                .fired_at_arm(child.id, WatchKind::NodeChildrenChanged)
-                .event
-                .is_some()
-        );
+        assert!(reports_at_arm(
+            &mut table,
+            child.id,
+            WatchKind::NodeChildrenChanged
+        ));
     }
 
     #[test]
     fn firings_are_forgotten_once_no_reply_is_outstanding() {
         let mut table = WatchTable::new();
+        let read = table.request_sent();
         let first = table.register("/a", WatchClass::Data, seen(5));
-        assert!(
-            table
-                .fired(first.id, WatchKind::NodeDataChanged)
-                .event
-                .is_some()
-        );
-        table.forget_firings();
+        assert!(reports(&mut table, first.id, WatchKind::NodeDataChanged));
+        assert_eq!(table.remembered_firings(), 1);
+        table.reply_handled(read);
+        assert_eq!(table.remembered_firings(), 0);
         let second = table.register("/a", WatchClass::Data, seen(5));
-        assert!(
+        assert!(reports_at_arm(
+            &mut table,
+            second.id,
+            WatchKind::NodeDataChanged
+        ));
+    }
+
+    #[test]
+    fn a_firing_is_kept_while_a_request_sent_before_it_is_outstanding() {
+        let mut table = WatchTable::new();
+        let older = table.request_sent();
+        let watch = table.register("/a", WatchClass::Data, seen(5));
+        assert!(reports(&mut table, watch.id, WatchKind::NodeDataChanged));
+        // Requests sent after the firing, answered first, do not end it:
+        // `older`'s reply may still bring a watcher the same change fired.
+        let later = table.request_sent();
+        table.reply_handled(later);
+        assert_eq!(table.remembered_firings(), 1);
+        let again = table.register("/a", WatchClass::Data, seen(5));
+        assert_eq!(
             table
-                .fired_at_arm(second.id, WatchKind::NodeDataChanged)
-                .event
-                .is_some()
+                .fired_at_arm(again.id, WatchKind::NodeDataChanged)
+                .event,
+            None
         );
+        table.reply_handled(older);
+        assert_eq!(table.remembered_firings(), 0);
+    }
+
+    #[test]
+    fn a_session_never_idle_remembers_only_the_firings_of_its_outstanding_requests() {
+        // A client waiting on many tasks: a read of each task leaves a
+        // child watch that fires when the task's result is written, and a
+        // newer read is always in flight, so the session never has nothing
+        // outstanding. One remembered firing per task would grow without
+        // bound.
+        let mut table = WatchTable::new();
+        let mut in_flight = std::collections::VecDeque::from([table.request_sent()]);
+        let mut most_remembered = 0;
+        for task in 0..10_000 {
+            in_flight.push_back(table.request_sent());
+            let answered = in_flight.pop_front().expect("a read in flight");
+            let path = format!("/tasks/task-{task:010}");
+            let watch = table.register(&path, WatchClass::Child, seen(task));
+            table.reply_handled(answered);
+            assert!(reports(
+                &mut table,
+                watch.id,
+                WatchKind::NodeChildrenChanged
+            ));
+            most_remembered = most_remembered.max(table.remembered_firings());
+        }
+        assert!(
+            most_remembered <= 2,
+            "remembered up to {most_remembered} firings"
+        );
+        for read in in_flight {
+            table.reply_handled(read);
+        }
+        assert_eq!(table.remembered_firings(), 0);
+    }
+
+    #[test]
+    fn a_firing_with_nothing_in_flight_is_not_remembered() {
+        let mut table = WatchTable::new();
+        let watch = table.register("/a", WatchClass::Data, seen(5));
+        assert!(reports(&mut table, watch.id, WatchKind::NodeDataChanged));
+        assert_eq!(table.remembered_firings(), 0);
     }
 }
