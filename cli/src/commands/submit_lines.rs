@@ -30,7 +30,8 @@ const CREATES_IN_FLIGHT: usize = 256;
 /// per this many tasks.
 const BATCH_TASKS: usize = 10_000;
 
-/// How many refused lines an error names before it only counts the rest.
+/// How many failed or refused lines an error names before it only counts
+/// the rest; lines in doubt are named however many there are (see `report`).
 const NAMED_LINES: usize = 20;
 
 /// One payload and the line of the input it came from (1-based).
@@ -460,11 +461,16 @@ fn report(lines: &[Line<'_>], queued: &[Queued], mut printer: Printer) -> anyhow
     }
     let mut message = parts.join("; ");
     message.push(':');
+    // Every `?` line is named, however many there are: its token, in the
+    // error's text, is the only way to learn its fate (`zkdist find`), and
+    // stdout shows a bare `?`. A `-` line was not queued, which stdout
+    // already says at its place, so those are named up to the limit only.
     name_lines(
         &mut message,
-        failures
-            .iter()
-            .map(|(number, error)| (*number, error.to_string())),
+        failures.iter().map(|(number, error)| {
+            let in_doubt = matches!(error, ClientError::SubmitInDoubt { .. });
+            (*number, error.to_string(), in_doubt)
+        }),
     );
     // The first failure goes in the chain, where the binary's edge can
     // explain an ACL's refusal (`--auth`).
@@ -511,7 +517,12 @@ fn checked_lines<'a>(
             message.push_str(" (pass --no-check to submit kinds this binary does not know)");
         }
         message.push(':');
-        name_lines(&mut message, refused.into_iter());
+        name_lines(
+            &mut message,
+            refused
+                .into_iter()
+                .map(|(number, reason)| (number, reason, false)),
+        );
         bail!(message);
     }
     if lines.is_empty() {
@@ -531,15 +542,23 @@ fn check_payload(payload: &[u8], layout: &Layout, no_check: bool) -> anyhow::Res
     Ok(())
 }
 
-/// Appends `line N: reason` for the first [`NAMED_LINES`] lines, then how
-/// many more there are.
-fn name_lines(message: &mut String, lines: impl ExactSizeIterator<Item = (usize, String)>) {
-    let more = lines.len().saturating_sub(NAMED_LINES);
-    for (number, reason) in lines.take(NAMED_LINES) {
-        write!(message, "\n  line {number}: {reason}").expect("writing to a String cannot fail");
+/// Appends `line N: reason` for each of `lines` (line number, reason, and
+/// whether it must be named), in order: every line that must be named, and
+/// the others up to [`NAMED_LINES`] in all; then how many were left out.
+fn name_lines(message: &mut String, lines: impl Iterator<Item = (usize, String, bool)>) {
+    let mut named = 0;
+    let mut left_out = 0;
+    for (number, reason, must_name) in lines {
+        if must_name || named < NAMED_LINES {
+            named += 1;
+            write!(message, "\n  line {number}: {reason}")
+                .expect("writing to a String cannot fail");
+        } else {
+            left_out += 1;
+        }
     }
-    if more > 0 {
-        write!(message, "\n  and {more} more").expect("writing to a String cannot fail");
+    if left_out > 0 {
+        write!(message, "\n  and {left_out} more").expect("writing to a String cannot fail");
     }
 }
 
@@ -685,6 +704,49 @@ mod tests {
 
     /// Without faults, each batch's ids are released as soon as it is
     /// queued, not all at the end.
+    #[test]
+    fn every_line_in_doubt_is_named_with_its_token_however_many() {
+        // More lines in doubt than the limit on named lines, behind more
+        // lines not queued than it: each `?` line's token must reach the
+        // message, for it is the only way to look its task up.
+        let in_doubt = NAMED_LINES + 5;
+        let not_queued = NAMED_LINES + 3;
+        let payload: &[u8] = b"{}";
+        let lines: Vec<Line<'_>> = (1..=not_queued + in_doubt)
+            .map(|number| Line { number, payload })
+            .collect();
+        let ended = || ClientError::Zk(zkdist_coord::ZkError::SessionExpired);
+        let tokens: Vec<TaskToken> = (0..in_doubt as u64)
+            .map(|submission| TaskToken::for_submission(SessionId(7), submission))
+            .collect();
+        let queued: Vec<Queued> = (0..not_queued)
+            .map(|_| Queued::Failed(ended()))
+            .chain(tokens.iter().map(|&token| {
+                Queued::Failed(ClientError::SubmitInDoubt {
+                    token,
+                    cause: Box::new(ended()),
+                })
+            }))
+            .collect();
+        let error = report(&lines, &queued, Printer::default()).expect_err("lines failed");
+        let message = format!("{error:#}");
+        for (index, token) in tokens.iter().enumerate() {
+            let number = not_queued + index + 1;
+            assert!(
+                message.contains(&format!("line {number}: submission {token} is in doubt")),
+                "line {number} (token {token}) is not named in: {message}"
+            );
+        }
+        // The lines not queued are named up to the limit, with the lines
+        // in doubt counting towards it, and the rest counted.
+        assert!(message.contains("line 1: "), "{message}");
+        assert!(!message.contains(&format!("line {}: ", NAMED_LINES + 1)));
+        assert!(
+            message.contains(&format!("and {} more", not_queued - NAMED_LINES)),
+            "{message}"
+        );
+    }
+
     #[test]
     fn ids_are_released_batch_by_batch() {
         zkdist_sim::runtime::block_on(13, async {
