@@ -31,6 +31,7 @@ const ROOT_PREFIX: &str = "zkdist-binary";
 /// The signal numbers the tests send (Linux's).
 const SIGINT: i32 = 2;
 const SIGTERM: i32 = 15;
+const SIGKILL: i32 = 9;
 
 fn main() {
     let mut args = Arguments::from_args();
@@ -196,6 +197,12 @@ fn submit_gated_task(target: &Target, gate: &std::path::Path, then: &str) -> Str
         "while [ ! -e {} ]; do sleep 0.05; done; {then}",
         gate.display()
     );
+    submit_running_task(target, &script)
+}
+
+/// Submits an `exec` task running `script` with `sh -c`, and returns its
+/// id once a worker has started it.
+fn submit_running_task(target: &Target, script: &str) -> String {
     let payload = serde_json::json!({"kind": "exec", "argv": ["sh", "-c", script]}).to_string();
     let submit = target.run(&["submit", &payload]);
     submit.expect_code(0);
@@ -208,6 +215,20 @@ fn submit_gated_task(target: &Target, gate: &std::path::Path, then: &str) -> Str
         busy.then_some(())
     });
     task
+}
+
+/// Whether process `pid` runs: it exists and is not a zombie (a process
+/// that exited, whose parent has not reaped it yet).
+fn is_alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "PID (COMMAND) STATE ...": the command may hold spaces and
+    // parentheses, the state follows the last ')'.
+    let state = stat
+        .rfind(')')
+        .and_then(|end| stat[end + 1..].split_whitespace().next());
+    !matches!(state, None | Some("Z" | "X"))
 }
 
 /// The task id a `submit` printed on its first line.
@@ -627,6 +648,35 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
         !target.exists(&layout.result(&TaskId::parse(&unfinished).unwrap())),
         "the task was left unfinished"
     );
+
+    // A worker killed outright (SIGKILL, the OOM killer) runs no cleanup of
+    // its own: the kernel kills its task's program with it. Were the
+    // program left running, the task, given to another worker once the
+    // killed one's session expires, would run twice at once. The program
+    // writes its pid, then waits for a file that never comes (for a minute
+    // at most, so that a failure here leaves nothing running for long).
+    let mut killed = target.spawn("killed worker", &["worker", "--allow-exec"], &scratch);
+    let pid_file = scratch.path("command-pid");
+    let never_written = scratch.path("never-written");
+    submit_running_task(
+        &target,
+        &format!(
+            "echo $$ > {}; i=0; while [ ! -e {} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+            pid_file.display(),
+            never_written.display()
+        ),
+    );
+    let command: u32 = eventually("the command writes its pid", || {
+        let text = std::fs::read_to_string(&pid_file).ok()?;
+        text.trim().parse().ok()
+    });
+    assert!(is_alive(command), "the command runs until the worker dies");
+    killed.signal("KILL");
+    let status = killed.wait_exit();
+    assert_eq!(status.signal(), Some(SIGKILL), "{status}");
+    eventually("the killed worker's command dies with it", || {
+        (!is_alive(command)).then_some(())
+    });
 
     // The master stops: the standby takes over at once (the node goes with
     // the closed session), then stops too.

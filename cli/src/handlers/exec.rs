@@ -79,14 +79,23 @@ pub fn parse(payload: &[u8]) -> Result<ExecTask, HandlerError> {
 /// command exits (what it left running in the background would hold the
 /// output pipes open, and outlive the task), on the timeout, and when the
 /// task is abandoned (this future dropped).
+///
+/// A worker killed outright (SIGKILL, the OOM killer) runs none of that, and
+/// its task is then given to another worker when its session expires: the
+/// kernel kills the command when the worker dies
+/// ([`kill_when_the_worker_dies`]), so that the task does not run twice at
+/// once. Processes the command started itself are not reached that way.
 pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, HandlerError> {
-    let mut child = Command::new(&task.argv[0])
+    let mut command = Command::new(&task.argv[0]);
+    command
         .args(&task.argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    kill_when_the_worker_dies(&mut command);
+    let mut child = command
         .spawn()
         .map_err(|e| HandlerError::Failed(format!("cannot start {:?}: {e}", task.argv[0])))?;
     let group = ProcessGroup::led_by(&child);
@@ -129,6 +138,34 @@ pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, Hand
         truncated,
     })
 }
+
+/// Has the kernel SIGKILL the command when the thread that starts it ends:
+/// a runtime's worker thread, which lives as long as the worker process.
+#[cfg(target_os = "linux")]
+fn kill_when_the_worker_dies(command: &mut Command) {
+    let worker = libc::pid_t::try_from(std::process::id()).expect("a pid fits in pid_t");
+    // SAFETY: the closure runs in the child between fork and exec, where
+    // only async-signal-safe calls are allowed: prctl and getppid are
+    // plain system calls, and building an io::Error from a raw code
+    // allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The worker may have died before the request took effect:
+            // the command then belongs to another parent, and must not run.
+            if libc::getppid() != worker {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Elsewhere, a worker killed outright leaves its command running.
+#[cfg(not(target_os = "linux"))]
+fn kill_when_the_worker_dies(_command: &mut Command) {}
 
 /// A command's process group (its id is the command's pid). Killed on
 /// drop unless killed before, so an abandoned task leaves nothing running;
