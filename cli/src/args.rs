@@ -67,12 +67,15 @@ pub enum Command {
 }
 
 /// Where `zkdist bench` works unless told otherwise.
+/// The connect string used when neither `--zk` nor `ZKDIST_ZK` names one.
+pub const DEFAULT_ZK: &str = "127.0.0.1:2181";
+
 pub const BENCH_ROOT: &str = "/zkdist-bench";
 
 #[derive(Debug, Args, Clone)]
 pub struct ConnectArgs {
     /// ZooKeeper connect string: host:port[,host:port...][/chroot].
-    #[arg(long = "zk", env = "ZKDIST_ZK", default_value = "127.0.0.1:2181")]
+    #[arg(long = "zk", env = "ZKDIST_ZK", default_value = DEFAULT_ZK)]
     pub zk: String,
     /// The node under which zkdist keeps its state.
     #[arg(long, env = "ZKDIST_ROOT", default_value = zkdist_coord::DEFAULT_ROOT)]
@@ -109,6 +112,45 @@ pub struct ConnectArgs {
         value_parser = reply_limit_parser(),
     )]
     pub max_reply_bytes: usize,
+}
+
+impl ConnectArgs {
+    /// `zkdist WORDS` with what reaches the same deployment as this command
+    /// (`--zk` and `--root` unless they are the defaults), in backquotes, for
+    /// a message that tells the user what to run next: a lookup run without
+    /// them could look in another deployment and answer `none` for a task
+    /// that exists. Credentials are never printed; a note asks for the
+    /// same `--auth`.
+    pub fn command_line(&self, words: &str) -> String {
+        let mut line = format!("`zkdist {words}");
+        if self.zk != DEFAULT_ZK {
+            line.push_str(" --zk ");
+            line.push_str(&shell_word(&self.zk));
+        }
+        if self.root != zkdist_coord::DEFAULT_ROOT {
+            line.push_str(" --root ");
+            line.push_str(&shell_word(&self.root));
+        }
+        line.push('`');
+        if self.auth.is_some() {
+            line.push_str(" (with the same --auth)");
+        }
+        line
+    }
+}
+
+/// `text` as one word of a POSIX shell command line: as it is when it
+/// holds nothing a shell treats specially, else in single quotes.
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:,@+=%".contains(c));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 /// `--auth` (or `ZKDIST_AUTH`): `USER:PASSWORD`, neither part empty (an
@@ -356,4 +398,37 @@ fn parse_range_us(text: &str) -> Result<(u64, u64), String> {
         return Err(format!("MIN {min} is above MAX {max}"));
     }
     Ok((min, max))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connect_args(zk: &str, root: &str, auth: Option<&str>) -> ConnectArgs {
+        ConnectArgs {
+            zk: zk.into(),
+            root: root.into(),
+            session_timeout_ms: 10_000,
+            connect_timeout_ms: 10_000,
+            auth: auth.map(str::to_owned),
+            max_reply_bytes: zkdist_coord::LARGE_REPLY_BYTES,
+        }
+    }
+
+    #[test]
+    fn a_command_line_to_run_next_reaches_the_same_deployment() {
+        assert_eq!(
+            connect_args(DEFAULT_ZK, zkdist_coord::DEFAULT_ROOT, None).command_line("find abc"),
+            "`zkdist find abc`"
+        );
+        assert_eq!(
+            connect_args("10.0.0.1:2181,10.0.0.2:2181/apps", "/jobs", None)
+                .command_line("wait task-x"),
+            "`zkdist wait task-x --zk 10.0.0.1:2181,10.0.0.2:2181/apps --root /jobs`"
+        );
+        assert_eq!(
+            connect_args(DEFAULT_ZK, "/my jobs/it's", Some("ops:secret")).command_line("find abc"),
+            r"`zkdist find abc --root '/my jobs/it'\''s'` (with the same --auth)"
+        );
+    }
 }

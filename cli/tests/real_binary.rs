@@ -1161,13 +1161,18 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
         Some(SIGINT),
         "ended by SIGINT: {status}\n{log}"
     );
-    assert!(
-        log.contains(&format!(
-            "`zkdist find {token}` tells, before you submit it again"
-        )),
-        "told to look it up at once:\n{log}"
+    // The command to run next names the deployment: a `find` without it
+    // would look under the default root and answer `none`.
+    let find = format!(
+        "`zkdist find {token} --zk {} --root {}`",
+        through_proxy.connect, through_proxy.root
     );
-    let found = target.run(&["find", &token]);
+    assert!(
+        log.contains(&format!("{find} tells, before you submit it again")),
+        "told to look it up at once, with {find}:\n{log}"
+    );
+    let find_words: Vec<&str> = find.trim_matches('`').split(' ').skip(1).collect();
+    let found = run(&find_words);
     found.expect_code(0);
     let lines = found.stdout_lines();
     assert_eq!(lines.len(), 1, "{lines:?}");
@@ -1200,7 +1205,9 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
     );
     assert!(
         log.contains(&format!(
-            "interrupted while waiting for {task}: `zkdist wait {task}` waits again"
+            "interrupted while waiting for {task}: `zkdist wait {task} --zk {} --root {}` \
+             waits again",
+            target.connect, target.root
         )),
         "{log}"
     );

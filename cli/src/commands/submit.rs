@@ -68,7 +68,7 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
         .await;
     let task = match queued {
         Some(queued) => queued?,
-        None => return Err(interrupted_submission(&client, &attempt).await),
+        None => return Err(interrupted_submission(&args.connect, &client, &attempt).await),
     };
     // The task is queued: if its id cannot be printed, the error names it,
     // so that a script does not submit it again.
@@ -121,8 +121,9 @@ async fn queue_once(
         let in_doubt = || {
             format!(
                 "the session ended while submitting; cannot find out whether a task \
-                 task-{token}-NNNNNNNNNN was created (`zkdist find {token}` tells, once \
-                 session {ended_session} has ended, before you submit it again)"
+                 task-{token}-NNNNNNNNNN was created ({} tells, once \
+                 session {ended_session} has ended, before you submit it again)",
+                connect_args.command_line(&format!("find {token}"))
             )
         };
         // Said before anything else can go wrong: an interruption or a
@@ -171,13 +172,17 @@ pub(super) async fn settle_ended_session(ended: &ZkSession) -> anyhow::Result<()
 /// ended. On the way here that session is closed (or, if its client gave
 /// up on it, closed from a second client), so that `zkdist find` tells at
 /// once; when neither works, the user is told to wait out its timeout.
-async fn interrupted_submission(client: &Client<ZkSession>, attempt: &Attempt) -> anyhow::Error {
+async fn interrupted_submission(
+    connect_args: &ConnectArgs,
+    client: &Client<ZkSession>,
+    attempt: &Attempt,
+) -> anyhow::Error {
     let token = attempt.token;
     // Said first: closing the session waits for the ensemble, and a
     // second signal exits at once.
     errln!(
         "zkdist: interrupted: submission {token} may or may not have been queued; \
-         closing its session"
+         closing its session (a second Ctrl-C exits at once)"
     );
     let session = client.session();
     // A close reports success also when the client gave up on the
@@ -197,9 +202,10 @@ async fn interrupted_submission(client: &Client<ZkSession>, attempt: &Attempt) -
             session.granted_session_timeout_ms()
         )
     };
+    let find = connect_args.command_line(&format!("find {token}"));
     anyhow::anyhow!(
         "interrupted: submission {token} may or may not have been queued as \
-         task-{token}-NNNNNNNNNN: `zkdist find {token}` tells{when}, before you submit it again"
+         task-{token}-NNNNNNNNNN: {find} tells{when}, before you submit it again"
     )
 }
 
@@ -207,7 +213,7 @@ async fn interrupted_submission(client: &Client<ZkSession>, attempt: &Attempt) -
 /// close waits for the ensemble, and a second signal exits at once), and
 /// returns the error the command ends with.
 async fn close_after_interruption(client: &Client<ZkSession>, stopped: String) -> anyhow::Error {
-    errln!("zkdist: interrupted; closing the session");
+    errln!("zkdist: interrupted; closing the session (a second Ctrl-C exits at once)");
     client.session().close().await.ok();
     anyhow::anyhow!(stopped)
 }
@@ -296,8 +302,10 @@ async fn wait_and_print(
         .unless_requested(wait_for_result(connect_args, client, task))
         .await;
     let Some(result) = waited else {
-        let stopped =
-            format!("interrupted while waiting for {task}: `zkdist wait {task}` waits again");
+        let stopped = format!(
+            "interrupted while waiting for {task}: {} waits again",
+            connect_args.command_line(&format!("wait {task}"))
+        );
         return Err(close_after_interruption(client, stopped).await);
     };
     let outcome = print_result(task, &result?)?;

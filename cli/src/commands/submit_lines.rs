@@ -129,7 +129,8 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
     )
     .await;
     bar.finish_and_clear();
-    report(&lines, &queue.queued, printer)
+    let find = args.connect.command_line("find TOKEN");
+    report(&lines, &queue.queued, printer, &find)
 }
 
 /// Prints the ids of a run's payloads in order, as they settle: each line
@@ -401,7 +402,13 @@ fn give_up_on_new_session(queued: &mut [Queued], interrupted: bool) {
 /// Prints the lines `printer` has not printed yet (one per payload, in
 /// order: its task id, `?` if it may or may not have been queued, `-` if
 /// it was not); then fails naming the lines of the last two kinds, if any.
-fn report(lines: &[Line<'_>], queued: &[Queued], mut printer: Printer) -> anyhow::Result<Outcome> {
+/// `find` is the command line that looks a token up (in backquotes).
+fn report(
+    lines: &[Line<'_>],
+    queued: &[Queued],
+    mut printer: Printer,
+    find: &str,
+) -> anyhow::Result<Outcome> {
     assert_eq!(lines.len(), queued.len(), "one entry per payload line");
     let rest = printer.newly_settled(queued);
     printer.print(&rest);
@@ -455,7 +462,7 @@ fn report(lines: &[Line<'_>], queued: &[Queued], mut printer: Printer) -> anyhow
     if in_doubt > 0 {
         parts.push(format!(
             "{in_doubt} of {total} may or may not have been queued (printed as ?: look each \
-             up with `zkdist find TOKEN` before submitting it again, once the session that \
+             up with {find} before submitting it again, once the session that \
              sent it has ended: this process's sessions end at their timeout at the latest)"
         ));
     }
@@ -572,6 +579,9 @@ mod tests {
     use zkdist_sim::{Latency, SimConfig, SimZk};
 
     use super::*;
+
+    /// What the report names as the command that looks a token up.
+    const FIND: &str = "`zkdist find TOKEN`";
 
     /// A simulation whose submitter's link can be cut midway: 1 ms links
     /// and a 2 s session timeout.
@@ -728,7 +738,7 @@ mod tests {
                 })
             }))
             .collect();
-        let error = report(&lines, &queued, Printer::default()).expect_err("lines failed");
+        let error = report(&lines, &queued, Printer::default(), FIND).expect_err("lines failed");
         let message = format!("{error:#}");
         for (index, token) in tokens.iter().enumerate() {
             let number = not_queued + index + 1;
@@ -849,7 +859,7 @@ mod tests {
                 other => panic!("{other:?}"),
             };
             let queued = [first, Queued::Interrupted, Queued::Interrupted];
-            let error = report(&lines, &queued, Printer::default()).unwrap_err();
+            let error = report(&lines, &queued, Printer::default(), FIND).unwrap_err();
             assert_eq!(
                 error.to_string(),
                 "interrupted: 2 of 3 tasks were not sent (printed as -)"
