@@ -42,10 +42,13 @@ const IDS: &str = "ids";
 const REFUSED: &str = "refused";
 const RESULT: &str = "result";
 
-/// The nodes under a deployment's root whose children its master or its
-/// `status` takes for its own (registrations, tasks, assignments, marks):
-/// no other deployment's root may lie under them.
-const NODES_OF_RECORDS: [&str; 4] = [WORKERS, TASKS, ASSIGNMENTS, REFUSED];
+/// The nodes under a deployment's root that no other deployment's root may
+/// be or lie under: those whose children its master or its `status` takes
+/// for its own (registrations, tasks, assignments, marks), and `master`,
+/// the elected master's ephemeral claim. Laid out while no master runs, a
+/// root there would make `master` a persistent node, a claim no session
+/// holds and none can take over: no master would be elected again.
+const NODES_NOT_TO_NEST_IN: [&str; 5] = [WORKERS, TASKS, ASSIGNMENTS, REFUSED, MASTER];
 
 /// The longest root a layout takes. Every request names a path under it,
 /// and a worker's completion (its result and the release of its
@@ -286,12 +289,13 @@ impl Layout {
         Ok(())
     }
 
-    /// Refuses a root that lies under the `workers/`, `tasks/`,
-    /// `assignments/` or `refused/` of another zkdist deployment
-    /// (`--root /zkdist/workers`, say). There, that deployment's master
-    /// would take the directories laid out here for records of its own:
-    /// under `workers/`, for workers that hold its oldest tasks and never
-    /// run them, and never leave. A deployment's root is a node with
+    /// Refuses a root that is or lies under the `workers`, `tasks`,
+    /// `assignments`, `refused` or `master` node of another zkdist
+    /// deployment (`--root /zkdist/workers`, say). There, that deployment's
+    /// master would take the directories laid out here for records of its
+    /// own: under `workers/`, for workers that hold its oldest tasks and
+    /// never run them, and never leave. As its `master`, the root would be
+    /// a persistent claim that stops every election. A deployment's root is a node with
     /// `epoch`, `tasks`, `workers` and `assignments` children. Reads only,
     /// up to four per such ancestor (none for a root like the default).
     ///
@@ -306,13 +310,18 @@ impl Layout {
             if parent.is_empty() {
                 return Ok(());
             }
-            if NODES_OF_RECORDS.contains(&name) && is_deployment_root(zk, parent).await? {
+            if NODES_NOT_TO_NEST_IN.contains(&name) && is_deployment_root(zk, parent).await? {
+                let harm = if name == MASTER {
+                    "whose master claim it would make a node no master can take over"
+                } else {
+                    "which would take what is laid out here for records of its own"
+                };
                 return Err(ZkError::InvalidPath {
                     path: self.root.clone(),
                     reason: format!(
-                        "not usable as the zkdist root: it lies under `{name}/` of the zkdist \
-                         deployment at {parent}, which would take what is laid out here for \
-                         records of its own; choose a root outside {parent}/{name}"
+                        "not usable as the zkdist root: it is or lies under `{name}` of the \
+                         zkdist deployment at {parent}, {harm}; choose a root outside \
+                         {parent}/{name}"
                     ),
                 });
             }

@@ -627,7 +627,8 @@ fn status_skips_and_counts_nodes_that_are_not_zkdists() {
 /// A root under one of the nodes another deployment keeps under its root is
 /// refused with an error naming that deployment, before anything is
 /// created: under `workers/`, its directories would be taken for workers
-/// that hold tasks and never run them.
+/// that hold tasks and never run them; as its `master`, for a master's
+/// claim nobody holds, which no candidate could ever take over.
 #[test]
 fn a_root_inside_another_deployment_is_refused_before_anything_is_laid_out() {
     run_sim(0, async {
@@ -639,6 +640,8 @@ fn a_root_inside_another_deployment_is_refused_before_anything_is_laid_out() {
             "/zkdist/tasks/inner",
             "/zkdist/assignments/a/b",
             "/zkdist/refused/r",
+            "/zkdist/master",
+            "/zkdist/master/inner",
         ] {
             let layout = Layout::new(nested).unwrap();
             match layout.ensure_layout(&zk).await {
@@ -655,10 +658,9 @@ fn a_root_inside_another_deployment_is_refused_before_anything_is_laid_out() {
         // Nothing was created: the deployment still has no worker.
         let (workers, _) = zk.get_children("/zkdist/workers", Watch::No).await.unwrap();
         assert_eq!(workers, Vec::<String>::new());
-        assert_eq!(
-            zk.exists("/zkdist/tasks/inner", Watch::No).await.unwrap(),
-            None
-        );
+        for never_made in ["/zkdist/tasks/inner", "/zkdist/master"] {
+            assert_eq!(zk.exists(never_made, Watch::No).await.unwrap(), None);
+        }
         // A client on such a root says so on its first submit.
         let nested_client = client(&sim, &Layout::new("/zkdist/workers").unwrap()).await;
         let refused = nested_client.submit(&payload("echo", 1, 0)).await;
