@@ -429,8 +429,12 @@ fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: S
 
 /// A root under another deployment's `workers/` is refused, naming that
 /// deployment, and nothing is laid out there; a stray persistent node under
-/// `workers/` is named by `status` as no live worker's.
+/// `workers/` is named by `status` as no live worker's. A deployment nested
+/// under `workers/` through a chroot, where the refusal cannot see, lays
+/// out nodes the outer master takes for workers that joined: it drops them,
+/// as it drops the stray, and the outer deployment's tasks run.
 fn a_root_inside_a_deployment_is_refused_and_a_stray_registration_named(connect: String) {
+    let scratch = Scratch::new("nested");
     let target = Target {
         connect: connect.clone(),
         root: testing::unique_root(ROOT_PREFIX),
@@ -474,6 +478,39 @@ fn a_root_inside_a_deployment_is_refused_and_a_stray_registration_named(connect:
         status.stdout
     );
     assert_eq!(target.status()["not_ephemeral"], serde_json::json!(["x"]));
+
+    // Through a chroot at the outer root, `/workers` looks like any root.
+    let through_chroot = Target {
+        connect: format!("{connect}{}", target.root),
+        root: "/workers".to_owned(),
+    };
+    through_chroot
+        .run(&["submit", r#"{"kind":"pi","samples":10}"#])
+        .expect_code(0);
+    let nested_nodes = target.children(&workers_dir);
+    assert!(
+        nested_nodes.len() > 1 && nested_nodes.contains(&"tasks".to_owned()),
+        "the nested deployment is laid out among the registrations: {nested_nodes:?}"
+    );
+    let mut roles = vec![
+        target.spawn("master", &["master"], &scratch),
+        target.spawn("worker", &["worker"], &scratch),
+    ];
+    let submit = target.run(&["submit", "--wait", r#"{"kind":"pi","samples":1000}"#]);
+    submit.expect_code(0);
+    check_pi(submit.stdout_lines()[1], 1000);
+    eventually("the master names every stray registration", || {
+        let log = roles[0].log();
+        nested_nodes
+            .iter()
+            .all(|node| {
+                log.contains(&format!(
+                    "ignored-node workers/{node}: not an ephemeral node"
+                ))
+            })
+            .then_some(())
+    });
+    terminate_all(&mut roles);
     target.delete_root();
 }
 

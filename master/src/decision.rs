@@ -82,7 +82,8 @@ pub enum Command {
     ReadPayload(TaskId),
     /// `get_data(workers/<worker>)` of a worker that just joined, once,
     /// answered by [`crate::MasterState::on_registration_read`]: whether
-    /// it reads inline payloads. Only with a payload read-ahead.
+    /// the node is ephemeral (a live worker's registration), and whether
+    /// the worker reads inline payloads. Only with a payload read-ahead.
     ReadRegistration(WorkerId),
     /// After a create whose outcome is unknown: `get_data(assignments/
     /// <worker>)`, and if it is absent, the task's status (see

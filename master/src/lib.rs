@@ -45,6 +45,6 @@ pub use election::{Epoch, claim_master};
 pub use role::{SESSION_RETRY_DELAY_MS, run_master_role, run_master_role_for_state};
 pub use shell::{Master, MasterError};
 pub use state::{
-    Assignment, AssignmentData, AssignmentFound, MasterState, ReclaimOutcome, Step, TaskStatus,
-    WriteOutcome,
+    Assignment, AssignmentData, AssignmentFound, MasterState, ReclaimOutcome, RegistrationRead,
+    Step, TaskStatus, WriteOutcome,
 };

@@ -22,7 +22,8 @@ use crate::election::Epoch;
 use crate::fenced::{FencedOps, FencedReply};
 use crate::in_flight::InFlight;
 use crate::state::{
-    AssignmentData, AssignmentFound, MasterState, ReclaimOutcome, Step, TaskStatus, WriteOutcome,
+    AssignmentData, AssignmentFound, MasterState, ReclaimOutcome, RegistrationRead, Step,
+    TaskStatus, WriteOutcome,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,7 +91,7 @@ enum Reply {
     },
     RegistrationRead {
         worker: WorkerId,
-        result: ZkResult<Vec<u8>>,
+        result: ZkResult<(Vec<u8>, Stat)>,
     },
 }
 
@@ -528,7 +529,14 @@ impl<C: Coordinator> Master<C> {
             }
             Reply::PayloadRead { task, payload } => Ok(state.on_payload_read(task, payload)),
             Reply::RegistrationRead { worker, result } => match result {
-                Ok(data) => Ok(state.on_registration_read(worker, Some(data))),
+                Ok((data, stat)) => {
+                    let read = if stat.ephemeral_owner == 0 {
+                        RegistrationRead::NotEphemeral
+                    } else {
+                        RegistrationRead::Live { data }
+                    };
+                    Ok(state.on_registration_read(worker, read))
+                }
                 // The session is gone: as for every other reply.
                 Err(error) if error.is_session_fatal() => Err(failed(
                     format!("reading {}", self.layout.worker(&worker)),
@@ -536,7 +544,7 @@ impl<C: Coordinator> Master<C> {
                 )),
                 // The worker left (or its node cannot be read): it is
                 // given names, which every worker reads.
-                Err(_) => Ok(state.on_registration_read(worker, None)),
+                Err(_) => Ok(state.on_registration_read(worker, RegistrationRead::Unreadable)),
             },
         }
     }
@@ -676,10 +684,7 @@ impl<C: Coordinator> Master<C> {
                     // answer is lost would go without inline payloads for
                     // its whole session.
                     let result = until_known(|| zk.get_data(&path, Watch::No)).await;
-                    Reply::RegistrationRead {
-                        worker,
-                        result: result.map(|(data, _)| data),
-                    }
+                    Reply::RegistrationRead { worker, result }
                 });
             }
             Command::RecoverAssignment { worker, task } => {

@@ -271,3 +271,86 @@ fn a_master_starts_on_a_backlog_over_the_default_reply_limit_once_it_is_raised()
         assert_eq!(state.pending_tasks().last(), queued.last());
     });
 }
+
+/// A persistent node under `workers/` (an operator's stray create, or the
+/// tree of another deployment laid out there) is no live worker's. The
+/// master, which reads each registration as its worker joins, drops it
+/// for good: every task finishes on the live worker, the one the stray was
+/// given before its registration was read included, and the stray is left
+/// holding nothing.
+#[test]
+fn a_registration_that_is_not_ephemeral_is_dropped_and_loses_no_task() {
+    run_sim(3, async {
+        let sim = SimZk::start(sim_config(3, Latency::Fixed { ms: 1 }));
+        let layout = Layout::default();
+        let master = start_master(&sim, "m1", &layout).await;
+        // Queued while no worker is registered.
+        let mut client = client(&sim, &layout).await;
+        let mut tasks = Vec::new();
+        for n in 0..4 {
+            tasks.push(client.submit(&payload("echo", n, 0)).await.unwrap());
+        }
+        let last = tasks.last().unwrap().clone();
+        let (master, _) = wait_for(
+            master,
+            "the tasks queued",
+            |decision| matches!(decision, MasterDecision::TaskQueued { task } if *task == last),
+        )
+        .await;
+        // The stray appears: the master hears of it as of a worker that
+        // joined, and gives it the oldest task at once, in the step that
+        // asks for its registration.
+        let (operator, _events) = sim.connect("operator").await.unwrap();
+        let stray = zkdist_coord::WorkerId::parse("x").unwrap();
+        operator
+            .create(&layout.worker(&stray), b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        let (master, before) = wait_for(
+            master,
+            "the stray dropped",
+            |decision| matches!(decision, MasterDecision::IgnoredNode { name, .. } if name == "x"),
+        )
+        .await;
+        assert!(
+            before.iter().any(|decision| decision
+                .assigned()
+                .iter()
+                .any(|(worker, _)| *worker == stray)),
+            "the stray was given a task before its registration was read: {before:?}"
+        );
+        let worker = start_worker(&sim, "w1", &layout, TestHandler).await;
+        for (n, task) in (0..).zip(&tasks) {
+            let result = tokio::time::timeout(HANG_GUARD, client.wait(task))
+                .await
+                .unwrap_or_else(|_| panic!("{task} never finished"))
+                .unwrap();
+            assert_eq!(result, expected_result("echo", n), "{task}");
+        }
+        let (_, decisions) = master.stop().await;
+        let (stopped, _) = worker.stop().await;
+        stopped.expect("the worker stops cleanly");
+        assert!(
+            !decisions
+                .iter()
+                .any(|decision| matches!(decision, MasterDecision::IgnoredNode { .. })),
+            "the stray is named once: {decisions:?}"
+        );
+        assert_eq!(
+            operator
+                .exists(&layout.assignment(&stray), Watch::No)
+                .await
+                .unwrap(),
+            None,
+            "the stray holds no assignment"
+        );
+        // The node itself is the operator's to delete: still there.
+        assert!(
+            operator
+                .exists(&layout.worker(&stray), Watch::No)
+                .await
+                .unwrap()
+                .is_some()
+        );
+    });
+}

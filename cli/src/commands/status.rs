@@ -53,7 +53,8 @@ pub async fn status(args: &StatusArgs) -> anyhow::Result<()> {
         if status.not_ephemeral.contains(worker) {
             outln!(
                 "  {worker} {state}: not ephemeral, so no live worker's registration; \
-                 the tasks the master gives it never run (delete it)"
+                 the master gives it no work, but with --discovery listing the tasks it \
+                 gives it never run (delete it)"
             )?;
         } else {
             outln!("  {worker} {state}")?;

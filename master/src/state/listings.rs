@@ -48,42 +48,10 @@ impl MasterState {
             .cloned()
             .collect();
         for worker in left {
-            let slot = self.workers.remove(&worker).expect("listed from the map");
-            self.inline_readers.remove(&worker);
-            let in_doubt = self.in_doubt.remove(&worker);
-            // A departed worker's assignment is settled by its reclaim,
-            // which reads the tree after deleting: an earlier delete needs
-            // no remembering. (A start-up assignment not read yet keeps
-            // its delete for the read, which finds the worker gone.)
-            if slot.is_some() {
-                self.deleted_before_reply.remove(&worker);
-            }
-            self.blocked.remove(&worker);
-            self.left_workers.insert(&worker);
-            self.decide(MasterDecision::WorkerLeft {
-                worker: worker.clone(),
-                held_task: slot.as_ref().map(|assignment| assignment.task.clone()),
-            });
-            let Some(assignment) = slot else { continue };
-            let stage = if assignment.confirmed {
-                self.step.commands.push(Command::Reclaim {
-                    worker: worker.clone(),
-                    task: assignment.task.clone(),
-                });
-                DepartedStage::Reclaiming
-            } else if in_doubt {
-                DepartedStage::Recovering
-            } else {
-                DepartedStage::Creating
-            };
-            let previous = self.departed.insert(
+            self.depart(worker, |worker, held_task| MasterDecision::WorkerLeft {
                 worker,
-                Departed {
-                    task: assignment.task,
-                    stage,
-                },
-            );
-            assert!(previous.is_none(), "a worker departs once");
+                held_task,
+            });
         }
         let mut joined = false;
         for worker in present {
@@ -105,7 +73,7 @@ impl MasterState {
             assert!(!self.departed.contains_key(&worker), "a departed id left");
             if !self.workers.contains_key(&worker) {
                 self.workers.insert(worker.clone(), None);
-                self.ask_reads_inline(&worker);
+                self.read_registration(&worker);
                 self.decide(MasterDecision::WorkerJoined { worker });
                 joined = true;
             }
@@ -114,6 +82,53 @@ impl MasterState {
             self.trigger(Trigger::NewWorker);
         }
         self.finish_step()
+    }
+
+    /// Drops `worker` from the workers for good: its id is never given work
+    /// again (see `left_workers`), and the assignment it held, if any, is
+    /// reclaimed once its create is settled. `decision` says why, given the
+    /// worker and the task it held.
+    pub(super) fn depart(
+        &mut self,
+        worker: WorkerId,
+        decision: impl FnOnce(WorkerId, Option<TaskId>) -> MasterDecision,
+    ) {
+        let slot = self.workers.remove(&worker).expect("a worker departs once");
+        self.inline_readers.remove(&worker);
+        let in_doubt = self.in_doubt.remove(&worker);
+        // A departed worker's assignment is settled by its reclaim, which
+        // reads the tree after deleting: an earlier delete needs no
+        // remembering. (A start-up assignment not read yet keeps its delete
+        // for the read, which finds the worker gone.)
+        if slot.is_some() {
+            self.deleted_before_reply.remove(&worker);
+        }
+        self.blocked.remove(&worker);
+        self.left_workers.insert(&worker);
+        self.decide(decision(
+            worker.clone(),
+            slot.as_ref().map(|assignment| assignment.task.clone()),
+        ));
+        let Some(assignment) = slot else { return };
+        let stage = if assignment.confirmed {
+            self.step.commands.push(Command::Reclaim {
+                worker: worker.clone(),
+                task: assignment.task.clone(),
+            });
+            DepartedStage::Reclaiming
+        } else if in_doubt {
+            DepartedStage::Recovering
+        } else {
+            DepartedStage::Creating
+        };
+        let previous = self.departed.insert(
+            worker,
+            Departed {
+                task: assignment.task,
+                stage,
+            },
+        );
+        assert!(previous.is_none(), "a worker departs once");
     }
 
     /// The children of `tasks/` (the founding design's listing, each one

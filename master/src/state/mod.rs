@@ -63,6 +63,9 @@ mod read_ahead;
 #[cfg(test)]
 mod read_ahead_tests;
 mod reconcile;
+mod registrations;
+#[cfg(test)]
+mod registrations_tests;
 mod round;
 mod task_events;
 #[cfg(test)]
@@ -87,6 +90,7 @@ pub use outcomes::{
     Assignment, AssignmentData, AssignmentFound, ReclaimOutcome, Step, TaskStatus, WriteOutcome,
 };
 use read_ahead::ReadAhead;
+pub use registrations::RegistrationRead;
 
 #[derive(Debug)]
 pub struct MasterState {

@@ -12,7 +12,7 @@
 
 use std::ops::Bound;
 
-use zkdist_coord::{MAX_INLINE_PAYLOAD_BYTES, TaskId, WorkerId, reads_inline_payloads};
+use zkdist_coord::{MAX_INLINE_PAYLOAD_BYTES, TaskId, WorkerId};
 
 use super::{MasterState, Step};
 use crate::decision::Command;
@@ -93,33 +93,6 @@ impl MasterState {
             ReadAhead::Ready(payload) => Some(payload),
             ReadAhead::Reading | ReadAhead::ByName => None,
         }
-    }
-
-    /// Asks what `worker`, which just joined, reads: until its answer, it
-    /// is assigned by name, which every worker reads.
-    pub(super) fn ask_reads_inline(&mut self, worker: &WorkerId) {
-        assert!(
-            !self.inline_readers.contains(worker),
-            "{worker} joined twice"
-        );
-        if self.read_ahead_tasks > 0 && !self.deposed {
-            self.step
-                .commands
-                .push(Command::ReadRegistration(worker.clone()));
-        }
-    }
-
-    /// The shell's answer to `Command::ReadRegistration(worker)`: the
-    /// registration node's data, or `None` when it could not be read (the
-    /// worker is gone). A worker that left meanwhile is not given work
-    /// again, so its answer is dropped.
-    pub fn on_registration_read(&mut self, worker: WorkerId, data: Option<Vec<u8>>) -> Step {
-        self.assert_not_deposed();
-        if self.workers.contains_key(&worker) && data.as_deref().is_some_and(reads_inline_payloads)
-        {
-            self.inline_readers.insert(worker);
-        }
-        self.finish_step()
     }
 
     /// Sends reads for the queue's next tasks until the window is full.

@@ -63,13 +63,6 @@ fn free(master: &mut MasterState, n: u32) -> Step {
     master.on_assignment_node_deleted(w(n).as_str())
 }
 
-/// The registered workers change to `ns`: the step in which the master
-/// hears of it and lists them.
-fn workers_now(master: &mut MasterState, ns: &[u32]) -> Step {
-    master.on_watch_fired(Directory::Workers);
-    master.on_workers_listed(worker_names(ns))
-}
-
 #[test]
 fn without_a_window_nothing_is_read_and_tasks_go_by_name() {
     let mut master = initialised(&[1], 0);
@@ -104,8 +97,13 @@ fn a_worker_that_does_not_say_it_reads_inline_payloads_is_given_names() {
     let mut master = initialised(&[], 4);
     let step = workers_now(&mut master, &[1, 2]);
     assert_eq!(registration_reads(&step), vec![w(1), w(2)]);
-    master.on_registration_read(w(1), Some(zkdist_coord::registration_data().to_vec()));
-    master.on_registration_read(w(2), Some(Vec::new()));
+    master.on_registration_read(
+        w(1),
+        RegistrationRead::Live {
+            data: zkdist_coord::registration_data().to_vec(),
+        },
+    );
+    master.on_registration_read(w(2), RegistrationRead::Live { data: Vec::new() });
     for n in [1, 2] {
         let step = master.on_task_created(t(100 + n).as_str());
         confirm(&mut master, &step);
@@ -136,7 +134,12 @@ fn an_answer_for_a_worker_that_left_is_dropped() {
     workers_now(&mut master, &[]);
     // The invariants (checked on every step) hold that only registered
     // workers count as reading inline payloads.
-    let step = master.on_registration_read(w(1), Some(zkdist_coord::registration_data().to_vec()));
+    let step = master.on_registration_read(
+        w(1),
+        RegistrationRead::Live {
+            data: zkdist_coord::registration_data().to_vec(),
+        },
+    );
     assert_eq!(step, Step::default());
 }
 
@@ -277,7 +280,12 @@ fn payloads_are_read_once_a_worker_reads_them_inline() {
     assert_eq!(create_payloads(&step), vec![(t(0), None)]);
     assert!(reads(&step).is_empty());
     confirm(&mut master, &step);
-    let step = master.on_registration_read(w(1), Some(zkdist_coord::registration_data().to_vec()));
+    let step = master.on_registration_read(
+        w(1),
+        RegistrationRead::Live {
+            data: zkdist_coord::registration_data().to_vec(),
+        },
+    );
     assert_eq!(reads(&step), vec![t(1), t(2)]);
 }
 
@@ -286,7 +294,7 @@ fn a_registration_that_cannot_be_read_leaves_its_worker_on_names() {
     let mut master = initialised(&[], 4);
     let step = workers_now(&mut master, &[1]);
     assert_eq!(registration_reads(&step), vec![w(1)]);
-    let step = master.on_registration_read(w(1), None);
+    let step = master.on_registration_read(w(1), RegistrationRead::Unreadable);
     assert_eq!(step, Step::default());
     // Still no reader: tasks queue unread behind the busy worker.
     let step = master.on_task_created(t(0).as_str());

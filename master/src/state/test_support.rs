@@ -4,7 +4,7 @@
 pub(super) use zkdist_coord::ChildCreates;
 use zkdist_coord::{Directory, TaskId, WorkerId};
 
-use super::{MasterState, Step, WriteOutcome};
+use super::{MasterState, RegistrationRead, Step, WriteOutcome};
 use crate::decision::{Command, MasterDecision};
 
 /// The pending queue, in order.
@@ -61,7 +61,12 @@ pub(super) fn start_watch_master(
     master.start();
     let step = master.on_workers_listed(worker_names(workers));
     for worker in registration_reads(&step) {
-        master.on_registration_read(worker, Some(zkdist_coord::registration_data().to_vec()));
+        master.on_registration_read(
+            worker,
+            RegistrationRead::Live {
+                data: zkdist_coord::registration_data().to_vec(),
+            },
+        );
     }
     master.on_recursive_watch_added(Directory::Tasks, false);
     master.on_tasks_listed_at(vec![], ChildCreates::new(child_creates));
@@ -69,6 +74,13 @@ pub(super) fn start_watch_master(
     master.on_assignments_listed(vec![]);
     assert!(master.is_initialised());
     master
+}
+
+/// The registered workers change to `ns`: the step in which the master
+/// hears of it and lists them.
+pub(super) fn workers_now(master: &mut MasterState, ns: &[u32]) -> Step {
+    master.on_watch_fired(Directory::Workers);
+    master.on_workers_listed(worker_names(ns))
 }
 
 /// Confirms every create of a step.
