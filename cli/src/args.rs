@@ -116,22 +116,18 @@ pub struct ConnectArgs {
 
 impl ConnectArgs {
     /// `zkdist WORDS` with what reaches the same deployment as this command
-    /// (`--zk` and `--root` unless they are the defaults), in backquotes, for
-    /// a message that tells the user what to run next: a lookup run without
-    /// them could look in another deployment and answer `none` for a task
-    /// that exists. Credentials are never printed; a note asks for the
-    /// same `--auth`.
+    /// (its `--zk` and `--root`), in backquotes, for a message that tells
+    /// the user what to run next: a lookup run without them could look in
+    /// another deployment and answer `none` for a task that exists. Both
+    /// are named even when they are the defaults, since `ZKDIST_ZK` or
+    /// `ZKDIST_ROOT` in the shell would otherwise override them.
+    /// Credentials are never printed; a note asks for the same `--auth`.
     pub fn command_line(&self, words: &str) -> String {
-        let mut line = format!("`zkdist {words}");
-        if self.zk != DEFAULT_ZK {
-            line.push_str(" --zk ");
-            line.push_str(&shell_word(&self.zk));
-        }
-        if self.root != zkdist_coord::DEFAULT_ROOT {
-            line.push_str(" --root ");
-            line.push_str(&shell_word(&self.root));
-        }
-        line.push('`');
+        let mut line = format!(
+            "`zkdist {words} --zk {} --root {}`",
+            shell_word(&self.zk),
+            shell_word(&self.root)
+        );
         if self.auth.is_some() {
             line.push_str(" (with the same --auth)");
         }
@@ -419,7 +415,7 @@ mod tests {
     fn a_command_line_to_run_next_reaches_the_same_deployment() {
         assert_eq!(
             connect_args(DEFAULT_ZK, zkdist_coord::DEFAULT_ROOT, None).command_line("find abc"),
-            "`zkdist find abc`"
+            "`zkdist find abc --zk 127.0.0.1:2181 --root /zkdist`"
         );
         assert_eq!(
             connect_args("10.0.0.1:2181,10.0.0.2:2181/apps", "/jobs", None)
@@ -428,7 +424,7 @@ mod tests {
         );
         assert_eq!(
             connect_args(DEFAULT_ZK, "/my jobs/it's", Some("ops:secret")).command_line("find abc"),
-            r"`zkdist find abc --root '/my jobs/it'\''s'` (with the same --auth)"
+            r"`zkdist find abc --zk 127.0.0.1:2181 --root '/my jobs/it'\''s'` (with the same --auth)"
         );
     }
 }

@@ -1,6 +1,10 @@
 //! The zkdist binary: the roles on a real ensemble, the client commands, and
 //! the demo on the embedded simulator.
 
+// Printing goes through `stdout.rs`, whose macros report a closed stream
+// instead of panicking as `println!` and `eprintln!` do.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod args;
 mod commands;
 mod connect;

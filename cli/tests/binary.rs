@@ -125,6 +125,11 @@ fn demo_refuses_empty_pools_and_bad_latencies() {
     run(&["demo", "--latency-us", "fast"])
         .expect_code(64)
         .expect_stderr(&["expected MIN..MAX"]);
+    // Round trips as long as the session timeout would expire every
+    // session: refused, saying how long a latency may be.
+    run(&["demo", "--latency-us", "5000000..6000000"])
+        .expect_code(1)
+        .expect_stderr(&["--latency-us up to 6000000 µs", "keep MAX under 5000000 µs"]);
     run(&["submit", "--wait", "--cleaup", "{}"])
         .expect_code(64)
         .expect_stderr(&["--cleaup"]);
@@ -437,8 +442,10 @@ fn bad_payloads_are_refused_at_submit_before_connecting() {
     }
 
     // Over the size limit, whatever the kind and whatever else is wrong
-    // with it: the message names the limit.
-    let limit = format!("over the {MAX_DATA_BYTES}-byte limit");
+    // with it: the message names the limit and what to do instead.
+    let limit = format!(
+        "over the {MAX_DATA_BYTES}-byte limit of a node (keep larger data outside ZooKeeper"
+    );
     let padding = "x".repeat(MAX_DATA_BYTES);
     for (name, payload) in [
         (

@@ -49,7 +49,10 @@ pub enum ClientError {
         "no zkdist layout at {root}: it is created when a master or worker starts or a task is submitted"
     )]
     NoLayout { root: String },
-    #[error("the session ended ({}) while waiting for {task}", session_end(*state))]
+    #[error(
+        "the session ended ({}) while waiting for {task}",
+        SessionState::describe_end(*state)
+    )]
     SessionEnded {
         task: TaskId,
         /// `None` when the event stream closed without saying why.
@@ -83,17 +86,6 @@ pub enum ClientError {
     UnexpectedName(#[from] InvalidName),
     #[error(transparent)]
     Zk(#[from] ZkError),
-}
-
-/// How [`ClientError::SessionEnded`] says why the session ended.
-fn session_end(state: Option<SessionState>) -> &'static str {
-    match state {
-        Some(SessionState::Expired) => "expired",
-        Some(SessionState::Closed) => "closed",
-        Some(SessionState::AuthFailed) => "authentication failed",
-        Some(SessionState::Connected | SessionState::Disconnected) => "its event stream stopped",
-        None => "its event stream closed without saying why",
-    }
 }
 
 /// The system as a few reads saw it. They are not one snapshot: a task can

@@ -36,7 +36,10 @@ pub enum ZkError {
     InvalidPath { path: String, reason: String },
     #[error("bad arguments: {reason}")]
     BadArguments { reason: String },
-    #[error("data for {path} is {size_bytes} bytes, over the {limit_bytes}-byte limit")]
+    #[error(
+        "data for {path} is {size_bytes} bytes, over the {limit_bytes}-byte limit of a node \
+         (keep larger data outside ZooKeeper and pass a reference to it)"
+    )]
     DataTooLarge {
         path: String,
         size_bytes: usize,

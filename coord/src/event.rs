@@ -37,6 +37,22 @@ pub enum SessionState {
     AuthFailed,
 }
 
+impl SessionState {
+    /// Says why a session ended, given the state its event stream ended on
+    /// (`None`: it closed without one), for an error that a person reads.
+    pub fn describe_end(state: Option<SessionState>) -> &'static str {
+        match state {
+            Some(SessionState::Expired) => "expired",
+            Some(SessionState::Closed) => "closed",
+            Some(SessionState::AuthFailed) => "authentication failed",
+            Some(SessionState::Connected | SessionState::Disconnected) => {
+                "its event stream stopped"
+            }
+            None => "its event stream closed without saying why",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Event {
     Watch(WatchEvent),

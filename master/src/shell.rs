@@ -30,7 +30,7 @@ use crate::state::{
 pub enum MasterError {
     #[error("cannot lay out the zkdist tree under {root}: {error}")]
     Layout { root: String, error: ZkError },
-    #[error("the master's session ended ({state:?})")]
+    #[error("the master's session ended ({})", SessionState::describe_end(*state))]
     SessionEnded {
         /// `None` when the event stream closed without saying why.
         state: Option<SessionState>,

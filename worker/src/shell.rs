@@ -52,7 +52,7 @@ pub const DEREGISTRATION_TIMEOUT_MS: u64 = 10_000;
 pub enum WorkerError {
     #[error("cannot lay out the zkdist tree under {root}: {error}")]
     Layout { root: String, error: ZkError },
-    #[error("the worker's session ended ({state:?})")]
+    #[error("the worker's session ended ({})", SessionState::describe_end(*state))]
     SessionEnded {
         /// `None` when the event stream closed without saying why.
         state: Option<SessionState>,

@@ -17,7 +17,7 @@ use zkdist_coord::zk::ZkSession;
 use crate::args::BenchArgs;
 use crate::connect;
 use crate::shutdown::Shutdown;
-use crate::stdout::outln;
+use crate::stdout::{errln, outln};
 
 pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let mut shutdown = Shutdown::install()?;
@@ -57,7 +57,7 @@ pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     );
     let interrupted_twice = async {
         again.requested().await;
-        eprintln!(
+        errln!(
             "zkdist: interrupted: stopping, then deleting {root} (interrupt again to exit at once, leaving it)"
         );
         again.requested().await;

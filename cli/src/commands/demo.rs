@@ -22,6 +22,18 @@ const RESULT_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 pub fn demo(args: &DemoArgs) -> anyhow::Result<()> {
     ensure!(args.workers >= 1, "--workers must be at least 1");
     ensure!(args.tasks >= 1, "--tasks must be at least 1");
+    // A request and its reply each take up to MAX: a round trip as long as
+    // the session timeout leaves the server hearing nothing from a session
+    // for that long, and it expires every one.
+    let session_timeout_us = SimConfig::default().session_timeout_ms * 1000;
+    let (_, max_us) = args.latency_us;
+    ensure!(
+        max_us.saturating_mul(2) < session_timeout_us,
+        "--latency-us up to {max_us} µs each way makes round trips as long as the simulated \
+         session timeout ({} ms), which would expire every session: keep MAX under {} µs",
+        session_timeout_us / 1000,
+        session_timeout_us / 2
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)

@@ -13,6 +13,8 @@ use std::io::Write;
 
 use zkdist_coord::TaskResult;
 
+use crate::stdout::errln;
+
 /// How a command that prints a task's result ends: the process's exit code
 /// tells a script whether the task succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +39,7 @@ pub fn print_result(task: &zkdist_coord::TaskId, result: &TaskResult) -> std::io
             Ok(Outcome::Done)
         }
         TaskResult::Failure { message } => {
-            eprintln!("task {task} failed: {message}");
+            errln!("task {task} failed: {message}");
             Ok(Outcome::TaskFailed)
         }
     }

@@ -418,15 +418,16 @@ fn report(
         "every payload is settled before the report"
     );
     let total = lines.len();
-    if let Some(error) = printer.failed {
+    // Standard output failed (a closed pipe, a full disk): the ids stop
+    // somewhere. Said first; the lines in doubt are still named below,
+    // since their tokens are all that tells their fate.
+    let unprinted = printer.failed.take().map(|error| {
         let tasks = queued
             .iter()
             .filter(|q| matches!(q, Queued::Task(_)))
             .count();
-        return Err(error.context(format!(
-            "{tasks} of {total} tasks were queued, but their ids could not all be printed"
-        )));
-    }
+        format!("{tasks} of {total} tasks were queued, but their ids could not all be printed ({error:#})")
+    });
     let mut failures: Vec<(usize, &ClientError)> = Vec::new();
     let mut interrupted = 0;
     for (line, queued) in lines.iter().zip(queued) {
@@ -442,10 +443,12 @@ fn report(
     let interruption = (interrupted > 0).then(|| {
         format!("interrupted: {interrupted} of {total} tasks were not sent (printed as -)")
     });
+    let mut parts: Vec<String> = unprinted.into_iter().chain(interruption).collect();
     let Some(&(_, first_failure)) = failures.first() else {
-        return match interruption {
-            None => Ok(Outcome::Done),
-            Some(message) => Err(anyhow::anyhow!(message)),
+        return if parts.is_empty() {
+            Ok(Outcome::Done)
+        } else {
+            Err(anyhow::anyhow!(parts.join("; ")))
         };
     };
     let in_doubt = failures
@@ -453,7 +456,6 @@ fn report(
         .filter(|(_, error)| matches!(error, ClientError::SubmitInDoubt { .. }))
         .count();
     let not_queued = failures.len() - in_doubt;
-    let mut parts: Vec<String> = interruption.into_iter().collect();
     if not_queued > 0 {
         parts.push(format!(
             "{not_queued} of {total} tasks were not queued (printed as -)"
@@ -753,6 +755,34 @@ mod tests {
         assert!(!message.contains(&format!("line {}: ", NAMED_LINES + 1)));
         assert!(
             message.contains(&format!("and {} more", not_queued - NAMED_LINES)),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn lines_in_doubt_are_named_when_standard_output_failed_too() {
+        let payload: &[u8] = b"{}";
+        let lines: Vec<Line<'_>> = (1..=2).map(|number| Line { number, payload }).collect();
+        let token = TaskToken::for_submission(SessionId(7), 1);
+        let queued = vec![
+            Queued::Task(TaskId::parse("task-0000000000000001-0000000000").unwrap()),
+            Queued::Failed(ClientError::SubmitInDoubt {
+                token,
+                cause: Box::new(ClientError::Zk(zkdist_coord::ZkError::SessionExpired)),
+            }),
+        ];
+        let broken = Printer {
+            printed: 0,
+            failed: Some(anyhow::anyhow!("broken pipe")),
+        };
+        let error = report(&lines, &queued, broken, FIND).expect_err("stdout failed");
+        let message = format!("{error:#}");
+        assert!(
+            message.contains("1 of 2 tasks were queued, but their ids could not all be printed"),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("line 2: submission {token} is in doubt")),
             "{message}"
         );
     }

@@ -84,7 +84,8 @@ pub fn parse(payload: &[u8]) -> Result<ExecTask, HandlerError> {
 /// its task is then given to another worker when its session expires: the
 /// kernel kills the command when the worker dies
 /// ([`kill_when_the_worker_dies`]), so that the task does not run twice at
-/// once. Processes the command started itself are not reached that way.
+/// once. Processes the command started itself are not reached that way,
+/// nor is a set-user-ID program.
 pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, HandlerError> {
     let mut command = Command::new(&task.argv[0]);
     command
@@ -139,8 +140,15 @@ pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, Hand
     })
 }
 
-/// Has the kernel SIGKILL the command when the thread that starts it ends:
-/// a runtime's worker thread, which lives as long as the worker process.
+/// Has the kernel SIGKILL the command when the thread that starts it ends.
+/// That is the thread the worker's handlers are polled on: the one that
+/// runs the binary's `block_on` (no handler is spawned as a task of its
+/// own), which lives as long as the process. A handler moved to a thread
+/// that can end first (a blocking-pool thread, or one `block_in_place`
+/// hands over) would have its commands killed when that thread ends. The
+/// kernel forgets the request when the command executes a set-user-ID,
+/// set-group-ID or file-capability program (`sudo`, say): such a command
+/// outlives a killed worker.
 #[cfg(target_os = "linux")]
 fn kill_when_the_worker_dies(command: &mut Command) {
     let worker = libc::pid_t::try_from(std::process::id()).expect("a pid fits in pid_t");

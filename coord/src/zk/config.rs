@@ -178,6 +178,13 @@ pub(crate) fn parse_connect_string(connect: &str) -> ZkResult<Target> {
     if connect.chars().any(char::is_whitespace) {
         return Err(malformed("it contains whitespace".into()));
     }
+    // A URL's scheme would otherwise be read as a host and a chroot
+    // (`http:` and `//host:port`), and named as a bad chroot.
+    if let Some((scheme, _)) = connect.split_once("://") {
+        return Err(malformed(format!(
+            "it starts with a URL scheme ({scheme}://); expected host:port[,host:port...][/chroot]"
+        )));
+    }
     let (hosts, chroot) = match connect.find('/') {
         Some(i) => (&connect[..i], Some(&connect[i..])),
         None => (connect, None),
@@ -295,6 +302,8 @@ mod tests {
             ("a:1/b//c", "bad chroot"),
             ("a b:1", "whitespace"),
             ("a;b:1", "contains ';'"),
+            ("http://127.0.0.1:2181", "URL scheme (http://)"),
+            ("zk://a:1,b:2/app", "URL scheme (zk://)"),
         ] {
             match parse_connect_string(connect) {
                 Err(ZkError::BadArguments { reason }) => {
