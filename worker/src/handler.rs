@@ -33,6 +33,14 @@ impl TaskError {
 /// `kind`, see [`zkdist_coord::TaskPayload`]). An `Err`, and even a panic,
 /// becomes a failure result: a bad task never takes the worker down. Output
 /// over [`zkdist_coord::MAX_RESULT_OUTPUT_BYTES`] becomes a failure too.
+///
+/// The worker sets no deadline of its own: a handler that never returns
+/// keeps its task, which no other worker is then given while the worker's
+/// session lives, and a stop request waits for it (the binary ends at once
+/// only on a second signal). Bound the work inside the handler, as the
+/// binary's `exec` does with its `timeout_ms`. The future is dropped when
+/// the task is abandoned (the session expired): hold what must be cleaned
+/// up in values whose `Drop` does it.
 pub trait TaskHandler: Send + Sync + 'static {
     fn run(&self, task: &[u8]) -> impl Future<Output = Result<Vec<u8>, TaskError>> + Send;
 }
