@@ -134,6 +134,10 @@ impl<C: Coordinator> Coordinator for Counted<C> {
         self.inner.session_id()
     }
 
+    fn disconnected_grace_ms(&self) -> u64 {
+        self.inner.disconnected_grace_ms()
+    }
+
     /// Counts the request and sends it now, like every request; a
     /// listing's names are counted on reply.
     fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {

@@ -35,6 +35,14 @@ pub trait Coordinator: Send + Sync + 'static {
     /// The server-assigned id of this session.
     fn session_id(&self) -> SessionId;
 
+    /// How long this session may report `Disconnected` before its server
+    /// may have expired it: from the event on, it holds for at least this
+    /// long (see [`crate::disconnected_grace_ms`], which backends apply to
+    /// the timeout their server granted). Work the session licenses, such
+    /// as a worker's task, must stop once the grace has passed without a
+    /// `Connected`: another process may hold it by then.
+    fn disconnected_grace_ms(&self) -> u64;
+
     /// Checks `request` and sends it at once, before the future is polled,
     /// so that a session's requests keep the order of the calls; the
     /// future is its reply. A request that fails the client-side checks is

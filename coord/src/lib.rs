@@ -12,6 +12,7 @@ pub mod codec;
 pub mod conformance;
 mod connector;
 mod coordinator;
+mod disconnection;
 mod error;
 mod event;
 pub mod layout;
@@ -34,6 +35,7 @@ pub use client::{Client, ClientError, MAX_LISTING_ATTEMPTS, STATUS_MAX_LISTED_TA
 pub use codec::{CodecError, MAX_RESULT_OUTPUT_BYTES, TaskPayload, TaskResult};
 pub use connector::Connector;
 pub use coordinator::Coordinator;
+pub use disconnection::disconnected_grace_ms;
 pub use error::{ErrorCode, ZkError, ZkResult};
 pub use event::{Event, EventSender, EventStream, SessionState, WatchEvent, WatchKind};
 pub use layout::{DEFAULT_ROOT, Directory, Layout, MAX_ROOT_BYTES};

@@ -205,6 +205,12 @@ impl Coordinator for LaggingFollower {
         self.session
     }
 
+    /// It never reports a disconnection: any grace would do, so the
+    /// default session timeout's.
+    fn disconnected_grace_ms(&self) -> u64 {
+        zkdist_coord::disconnected_grace_ms(10_000)
+    }
+
     fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {
         std::future::ready(self.answer(request))
     }

@@ -4,14 +4,21 @@
 //! the simulator's seeds (`common::checks`), and the server's tree must
 //! agree at the end. Then the bad input a real deployment meets: a root
 //! that does not exist, one that cannot be created, payloads over the size
-//! limit, and tasks that are not valid for their kind.
+//! limit, and tasks that are not valid for their kind. And a worker cut
+//! off from the ensemble in the middle of a task, which must stop it
+//! before another worker can be given it.
 //!
 //! `ZKDIST_TEST_ZK` names the server (a connect string). Without it every
 //! test is reported as ignored, never as passed.
 
 mod common;
+// The loopback proxy the library's real-server tests cut links with.
+#[allow(dead_code)]
+#[path = "../../coord/tests/common/proxy.rs"]
+mod proxy;
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use libtest_mimic::{Arguments, Trial};
@@ -23,7 +30,7 @@ use zkdist_coord::{
     TaskPayload, TaskResult, Watch, WorkerId, ZkError,
 };
 use zkdist_master::{MasterDecision, MasterError};
-use zkdist_worker::{WorkerDecision, WorkerError};
+use zkdist_worker::{TaskError, TaskHandler, WorkerDecision, WorkerError};
 
 use common::checks::{RunLog, check_run};
 use common::*;
@@ -84,6 +91,14 @@ fn main() {
         server_trial("status_counts_a_queue_too_long_to_list", |connect| {
             testing::runtime().block_on(status_counts_a_queue_too_long_to_list(connect))
         }),
+        server_trial(
+            "a_worker_cut_off_stops_its_task_before_another_worker_runs_it",
+            |connect| {
+                testing::runtime().block_on(
+                    a_worker_cut_off_stops_its_task_before_another_worker_runs_it(connect),
+                )
+            },
+        ),
     ];
     testing::note_if_ignored();
     let conclusion = libtest_mimic::run(&args, trials);
@@ -643,6 +658,171 @@ async fn bad_tasks_get_failure_results_and_the_worker_goes_on(connect_string: St
     master.stop().await.0.expect("the master ran until stopped");
     master_session.close().await.unwrap();
     worker_session.close().await.unwrap();
+    client.session().close().await.unwrap();
+    delete_root(&config, &root).await;
+}
+
+// ---------------------------------------------------------------------------
+// A worker cut off mid-task.
+
+/// A handler run's start or end (a future dropped half-way ends it too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunEdge {
+    Started,
+    Ended,
+}
+
+/// One run edge of one worker's handler, and when it came.
+type NotedEdge = (&'static str, RunEdge, Instant);
+
+/// When each worker's handler runs started and ended, in this process's
+/// clock.
+#[derive(Clone, Default)]
+struct HandlerRuns(Arc<Mutex<Vec<NotedEdge>>>);
+
+impl HandlerRuns {
+    fn note(&self, worker: &'static str, edge: RunEdge) {
+        self.0.lock().unwrap().push((worker, edge, Instant::now()));
+    }
+
+    fn when(&self, worker: &'static str, edge: RunEdge) -> Option<Instant> {
+        let runs = self.0.lock().unwrap();
+        runs.iter()
+            .find(|(who, what, _)| *who == worker && *what == edge)
+            .map(|(_, _, at)| *at)
+    }
+}
+
+/// Notes its runs' edges; runs until dropped (`forever`) or answers
+/// `done` at once.
+struct NotedHandler {
+    worker: &'static str,
+    runs: HandlerRuns,
+    forever: bool,
+}
+
+/// Notes a run's end when the run's future finishes or is dropped.
+struct EndOfRun<'a>(&'a NotedHandler);
+
+impl Drop for EndOfRun<'_> {
+    fn drop(&mut self) {
+        self.0.runs.note(self.0.worker, RunEdge::Ended);
+    }
+}
+
+impl TaskHandler for NotedHandler {
+    async fn run(&self, _task: &[u8]) -> Result<Vec<u8>, TaskError> {
+        self.runs.note(self.worker, RunEdge::Started);
+        let _end = EndOfRun(self);
+        if self.forever {
+            std::future::pending::<()>().await;
+        }
+        Ok(b"done".to_vec())
+    }
+}
+
+/// Worker `a` talks to the ensemble through a proxy, worker `b` directly.
+/// `a` takes the task; the proxy then swallows everything both ways, as a
+/// network that drops packets. `a`'s client notices only by its own
+/// timeout, the server expires `a`'s session a session timeout after it
+/// last heard from it, and the master then gives the task to `b`. What must
+/// hold: `a` stops its run (returning `CutOff`) before `b` starts the task,
+/// so the two never run it at once, and `b`'s result is the one written.
+async fn a_worker_cut_off_stops_its_task_before_another_worker_runs_it(connect_string: String) {
+    let config = testing::config(&connect_string);
+    let root = testing::fresh_case_root(&config, ROOT_PREFIX, "cut-off-worker").await;
+    let layout = Layout::new(&root).unwrap();
+    let mut client = real_client(&config, &layout).await;
+    let (master, master_session) = real_master(&config, &layout).await;
+    let runs = HandlerRuns::default();
+
+    let proxied = proxy::ProxiedEnsemble::start(&connect_string);
+    let (a_session, a_events) = connect(&testing::config(&proxied.connect)).await;
+    let grace_ms = a_session.disconnected_grace_ms();
+    assert_eq!(
+        grace_ms,
+        a_session.granted_session_timeout_ms() / 4,
+        "a quarter of the granted timeout"
+    );
+    let a_handler = NotedHandler {
+        worker: "a",
+        runs: runs.clone(),
+        forever: true,
+    };
+    let a = spawn_worker(a_session.clone(), a_events, &layout, a_handler);
+    let task = client.submit(&payload("echo", 1, 0)).await.unwrap();
+    let deadline = Instant::now() + HANG_GUARD;
+    while runs.when("a", RunEdge::Started).is_none() {
+        assert!(Instant::now() < deadline, "a never started {task}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // `b` registers only now, so the task was `a`'s; `b` is there to take
+    // it over.
+    let (b_session, b_events) = connect(&config).await;
+    let b_handler = NotedHandler {
+        worker: "b",
+        runs: runs.clone(),
+        forever: false,
+    };
+    let mut b = spawn_worker(b_session.clone(), b_events, &layout, b_handler);
+    let mut b_log = Vec::new();
+    collect_until(&mut b, &mut b_log, "b registers", |log| {
+        matches!(log.first(), Some(WorkerDecision::Registered { .. }))
+    })
+    .await;
+
+    let silenced_at = Instant::now();
+    proxied.silence();
+    let result = wait_result(&mut client, &task).await;
+    assert_eq!(
+        result,
+        TaskResult::Success {
+            output: b"done".to_vec()
+        }
+    );
+    let a_ended = runs.when("a", RunEdge::Ended).expect("a's run ended");
+    let b_started = runs.when("b", RunEdge::Started).expect("b ran the task");
+    assert!(
+        a_ended < b_started,
+        "a's run ended {:?} after the cut and b's started {:?} after it: both ran {task} at once",
+        a_ended - silenced_at,
+        b_started - silenced_at
+    );
+    assert!(
+        a_ended - silenced_at >= Duration::from_millis(grace_ms),
+        "a stopped {:?} after the cut, before its grace of {grace_ms} ms could pass",
+        a_ended - silenced_at
+    );
+    let (outcome, a_log) = tokio::time::timeout(HANG_GUARD, a.outcome())
+        .await
+        .expect("a ends on its own");
+    assert_eq!(outcome, Err(WorkerError::CutOff { grace_ms }));
+    assert!(
+        a_log.iter().any(|decision| matches!(
+            decision,
+            WorkerDecision::TaskAbandoned { task: abandoned, .. } if *abandoned == task
+        )),
+        "a abandoned {task}: {a_log:?}"
+    );
+    println!(
+        "cut-off worker: stopped {:?} after the cut, the other started {:?} after it",
+        a_ended - silenced_at,
+        b_started - silenced_at
+    );
+
+    b_log.extend(b.stop().await.1);
+    assert!(
+        b_log.iter().any(|decision| matches!(
+            decision,
+            WorkerDecision::ResultWritten { task: written, .. } if *written == task
+        )),
+        "b wrote {task}'s result: {b_log:?}"
+    );
+    master.stop().await.0.expect("the master ran until stopped");
+    master_session.close().await.unwrap();
+    b_session.close().await.unwrap();
+    // `a`'s session is expired: closing it is a no-op or an error.
+    let _ = tokio::time::timeout(Duration::from_secs(1), a_session.close()).await;
     client.session().close().await.unwrap();
     delete_root(&config, &root).await;
 }

@@ -416,6 +416,10 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
         self.inner.session_id()
     }
 
+    fn disconnected_grace_ms(&self) -> u64 {
+        self.inner.disconnected_grace_ms()
+    }
+
     /// A request the mutant may change goes through it, and is sent once
     /// this future is polled (the mutant may send it later, or split);
     /// every other request, and every request of a session without a

@@ -61,6 +61,10 @@ impl<C: Coordinator> Coordinator for OldWorkerSession<C> {
         self.inner.session_id()
     }
 
+    fn disconnected_grace_ms(&self) -> u64 {
+        self.inner.disconnected_grace_ms()
+    }
+
     /// Sends the request at once, changed if it is the old build's
     /// registration, and changes the reply if it is the worker's own
     /// assignment.

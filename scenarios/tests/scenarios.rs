@@ -108,6 +108,11 @@ fn zombie_worker_completes_late() {
 }
 
 #[test]
+fn worker_cut_off_mid_task() {
+    holds("worker_cut_off_mid_task");
+}
+
+#[test]
 fn connection_loss_on_submit_applied() {
     holds("connection_loss_on_submit_applied");
 }

@@ -19,6 +19,8 @@ use crate::request::{Request, Response};
 pub struct SimSession {
     id: SessionId,
     name: Arc<str>,
+    /// What [`Coordinator::disconnected_grace_ms`] answers.
+    disconnected_grace_ms: u64,
     commands: mpsc::UnboundedSender<Command>,
     _last_handle: Arc<LastHandle>,
 }
@@ -59,11 +61,13 @@ impl SimSession {
     pub(crate) fn new(
         id: SessionId,
         name: &str,
+        disconnected_grace_ms: u64,
         commands: mpsc::UnboundedSender<Command>,
     ) -> SimSession {
         SimSession {
             id,
             name: name.into(),
+            disconnected_grace_ms,
             _last_handle: Arc::new(LastHandle {
                 session: id,
                 commands: commands.clone(),
@@ -96,6 +100,13 @@ impl SimSession {
 impl Coordinator for SimSession {
     fn session_id(&self) -> SessionId {
         self.id
+    }
+
+    /// The real client's grace, for the same timeout: the simulated server
+    /// expires a cut session a whole timeout after the cut, so a worker
+    /// that gives up at the grace does so in time, as a real one does.
+    fn disconnected_grace_ms(&self) -> u64 {
+        self.disconnected_grace_ms
     }
 
     /// Checks the request as the client library does, then sends it.

@@ -22,6 +22,8 @@ use crate::tree::Tree;
 #[derive(Debug, Clone)]
 pub struct SimZk {
     commands: mpsc::UnboundedSender<Command>,
+    /// Every session's timeout ([`SimConfig::session_timeout_ms`]).
+    session_timeout_ms: u64,
 }
 
 impl SimZk {
@@ -38,8 +40,12 @@ impl SimZk {
             zkdist_coord::MIN_REPLY_BYTES
         );
         let (commands, receiver) = mpsc::unbounded_channel();
+        let session_timeout_ms = config.session_timeout_ms;
         tokio::spawn(driver::run(Engine::new(config), receiver, Instant::now()));
-        SimZk { commands }
+        SimZk {
+            commands,
+            session_timeout_ms,
+        }
     }
 
     fn send(&self, command: Command) {
@@ -64,7 +70,9 @@ impl SimZk {
             reply,
         });
         let (id, events) = answer.await.unwrap_or_else(|_| Err(simulator_stopped()))?;
-        Ok((SimSession::new(id, name, self.commands.clone()), events))
+        let grace_ms = zkdist_coord::disconnected_grace_ms(self.session_timeout_ms);
+        let session = SimSession::new(id, name, grace_ms, self.commands.clone());
+        Ok((session, events))
     }
 
     /// The server expires the session now: its ephemerals are deleted (one

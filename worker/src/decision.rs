@@ -54,8 +54,10 @@ pub enum WorkerDecision {
         task: TaskId,
         found: CompletionReadBack,
     },
-    /// The session ended while the worker held `task`: it stopped running
-    /// it and sends nothing more (the master re-queues it). Only a
+    /// The session ended while the worker held `task`, or stayed
+    /// disconnected past its grace while the task ran: it stopped running
+    /// it and sends nothing more (the master re-queues it once the session
+    /// has ended). Only a
     /// completion already sent, whose reply the session's end cut off, may
     /// have been applied; the master then finds the result.
     TaskAbandoned { worker: WorkerId, task: TaskId },

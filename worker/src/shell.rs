@@ -14,14 +14,21 @@
 //! `Expired` or `Closed` event, or a `SessionExpired` reply): the worker
 //! stops at once, dropping the handler's future if one runs, and returns
 //! [`WorkerError::SessionEnded`]; [`crate::run_worker_role`] then starts over
-//! on a new session.
+//! on a new session. Disconnection while a task runs: once the session's
+//! grace ([`Coordinator::disconnected_grace_ms`]) passes without a
+//! reconnection, the server may expire the session at any moment and the
+//! master give the task to another worker, so the worker drops the
+//! handler's future then, before that can happen, and gives the session up
+//! ([`WorkerError::CutOff`]).
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::{Pin, pin};
+use std::time::Duration;
 
 use futures::future::join;
+use tokio::time::Instant;
 use zkdist_coord::retry::until_known;
 use zkdist_coord::{
     AddWatchMode, AssignmentView, Coordinator, CreateMode, Event, EventStream, Layout, Observer,
@@ -57,6 +64,12 @@ pub enum WorkerError {
         /// `None` when the event stream closed without saying why.
         state: Option<SessionState>,
     },
+    #[error(
+        "the session stayed disconnected for {grace_ms} ms while a task ran, after which its \
+         server may expire it and the master give the task to another worker: the task was \
+         stopped and the session given up"
+    )]
+    CutOff { grace_ms: u64 },
     #[error("cannot open a session: {error}")]
     Connect { error: ZkError },
     #[error("{what} failed: {error}")]
@@ -84,6 +97,7 @@ impl WorkerError {
     pub fn is_transient(&self) -> bool {
         match self {
             WorkerError::SessionEnded { state } => *state != Some(SessionState::AuthFailed),
+            WorkerError::CutOff { .. } => true,
             WorkerError::Layout { error, .. }
             | WorkerError::Connect { error }
             | WorkerError::Request { error, .. } => error.is_transient(),
@@ -159,7 +173,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     ///
     /// When the session ends first it returns [`WorkerError::SessionEnded`]
     /// at once, having abandoned the task in hand (decisions `TaskAbandoned`
-    /// and `SessionLost`). `shutdown` is polled until it completes once,
+    /// and `SessionLost`); so it does, returning [`WorkerError::CutOff`],
+    /// when the session stays disconnected past its grace while the
+    /// handler runs. `shutdown` is polled until it completes once,
     /// never after.
     pub async fn run_until(
         mut self,
@@ -191,7 +207,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             WorkerId::parse(path::name(&id_path)).expect("the server names sequential nodes");
         let mut state = WorkerState::new(worker.clone());
         let outcome = self.serve(&mut state, &mut shutdown).await;
-        if let Err(WorkerError::SessionEnded { .. }) = &outcome {
+        if let Err(WorkerError::SessionEnded { .. } | WorkerError::CutOff { .. }) = &outcome {
             for decision in state.on_session_lost() {
                 self.note(decision);
             }
@@ -714,6 +730,11 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         // inside the future does, not unwind through the worker.
         let handler = &self.handler;
         let mut run = pin!(CatchUnwind::new(async move { handler.run(payload).await }));
+        // The reads that brought the task in were answered, so the session
+        // was connected then; a `Disconnected` since starts the grace, and
+        // only a `Connected` ends it.
+        let grace_ms = self.zk.disconnected_grace_ms();
+        let mut give_up_at: Option<Instant> = None;
         loop {
             let stop_requested = state.stop_requested();
             tokio::select! {
@@ -728,6 +749,15 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     let decision = state.on_stop_requested().expect("first stop request");
                     note(self.observer.as_ref(), decision);
                 }
+                () = sleep_until_set(give_up_at), if give_up_at.is_some() => {
+                    tracing::warn!(
+                        target: "zkdist::worker",
+                        worker = %state.worker(),
+                        grace_ms,
+                        "disconnected for the session's grace while a task runs: stopping it"
+                    );
+                    return Err(WorkerError::CutOff { grace_ms });
+                }
                 event = self.events.recv() => match event {
                     None => return Err(WorkerError::SessionEnded { state: None }),
                     Some(Event::Session(
@@ -735,7 +765,21 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                         | SessionState::Closed
                         | SessionState::AuthFailed),
                     )) => return Err(WorkerError::SessionEnded { state: Some(ended) }),
-                    Some(other) => self.unhandled_events.push_back(other),
+                    Some(other) => {
+                        match other {
+                            Event::Session(SessionState::Disconnected) => {
+                                give_up_at.get_or_insert_with(|| {
+                                    Instant::now() + Duration::from_millis(grace_ms)
+                                });
+                            }
+                            Event::Session(SessionState::Connected) => give_up_at = None,
+                            _ => {}
+                        }
+                        // The main loop acts on them too once the task is
+                        // done (a reconnection makes it look for an
+                        // assignment it may have missed).
+                        self.unhandled_events.push_back(other);
+                    }
                 },
             }
         }
@@ -743,6 +787,14 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
 
     fn note(&self, decision: WorkerDecision) {
         note(self.observer.as_ref(), decision);
+    }
+}
+
+/// Sleeps until `at`; `None` never comes (the caller disables the branch).
+async fn sleep_until_set(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -776,6 +828,7 @@ mod tests {
             },
             WorkerError::SessionEnded { state: None },
             request(ZkError::SessionMoved),
+            WorkerError::CutOff { grace_ms: 2_500 },
             WorkerError::Connect { error: lost },
         ] {
             assert!(transient.is_transient(), "{transient:?}");

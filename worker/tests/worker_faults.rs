@@ -1,7 +1,8 @@
 //! The worker under faults, on the simulator, with the test playing the
 //! master: completion after a connection loss (applied or not, or revoked
-//! meanwhile), an assignment revoked under a zombie worker, and session
-//! expiry while a task runs.
+//! meanwhile), an assignment revoked under a zombie worker, session
+//! expiry while a task runs, and a disconnection that outlasts the
+//! session's grace.
 
 mod common;
 
@@ -481,7 +482,8 @@ fn expiry_while_a_task_runs_abandons_it_at_once() {
 }
 
 /// A worker cut off past its session timeout finishes its task while
-/// partitioned. The server expired it meanwhile (the master would re-queue
+/// partitioned, within the session's grace, so its completion waits for
+/// the link. The server expired it meanwhile (the master would re-queue
 /// the task); when the link heals the worker learns of the expiry and
 /// writes nothing.
 #[test]
@@ -491,11 +493,14 @@ fn a_worker_partitioned_past_its_session_timeout_writes_nothing() {
         let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
         let registration = setup.layout.worker(&id);
 
-        // The default session timeout is 10 s.
+        // The default session timeout is 10 s, its grace 2.5 s: the task
+        // ends a second into the cut, and its completion is queued.
         setup
             .sim
             .cut(worker.session.session_id(), Duration::from_secs(15))
             .await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        handler.open_once();
         until_tree(&setup.sim, "the worker's expiry", move |tree| {
             !tree.exists(&registration)
         })
@@ -506,7 +511,6 @@ fn a_worker_partitioned_past_its_session_timeout_writes_nothing() {
             .delete(&setup.layout.assignment(&id), None)
             .await
             .unwrap();
-        handler.open_once();
 
         assert_eq!(
             worker.next_decision().await,
@@ -519,10 +523,12 @@ fn a_worker_partitioned_past_its_session_timeout_writes_nothing() {
             worker.next_decision().await,
             WorkerDecision::SessionLost { worker: id.clone() }
         );
-        assert!(matches!(
+        assert_eq!(
             worker.handle.await.unwrap(),
-            Err(WorkerError::SessionEnded { .. })
-        ));
+            Err(WorkerError::SessionEnded {
+                state: Some(zkdist_coord::SessionState::Expired)
+            })
+        );
         let result_path = setup.layout.result(&task);
         assert!(
             !setup
@@ -543,6 +549,60 @@ fn a_worker_partitioned_past_its_session_timeout_writes_nothing() {
             1,
             "the completion, queued while cut off, failed with the expiry"
         );
+    });
+}
+
+/// A worker cut off while its task runs stops the task once the session's
+/// grace has passed without a reconnection: a quarter of the session
+/// timeout after the cut, while the server still holds the session (so no
+/// master can have given the task to another worker yet). It returns
+/// `CutOff`, having abandoned the task, and the handler never finishes.
+#[test]
+fn a_worker_cut_off_past_its_grace_stops_its_task_before_the_session_can_expire() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let grace_ms = worker.session.disconnected_grace_ms();
+        assert_eq!(grace_ms, 2_500, "a quarter of the default 10 s timeout");
+
+        let cut_at = tokio::time::Instant::now();
+        setup
+            .sim
+            .cut(worker.session.session_id(), Duration::from_secs(15))
+            .await;
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::TaskAbandoned {
+                worker: id.clone(),
+                task: task.clone()
+            }
+        );
+        let stopped_after = cut_at.elapsed();
+        assert_eq!(
+            stopped_after,
+            Duration::from_millis(grace_ms),
+            "the task stops when the grace ends, not before and not at the expiry"
+        );
+        let registration = setup.layout.worker(&id);
+        assert!(
+            setup
+                .sim
+                .inspect(move |tree| tree.exists(&registration))
+                .await,
+            "the server still holds the session when the task stops"
+        );
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::SessionLost { worker: id.clone() }
+        );
+        assert_eq!(
+            worker.handle.await.unwrap(),
+            Err(WorkerError::CutOff { grace_ms })
+        );
+        // The handler's future was dropped: a permit given now stays unused.
+        handler.open_once();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(handler.gate.available_permits(), 1, "the task is not run");
     });
 }
 

@@ -142,6 +142,12 @@ impl Coordinator for ZkSession {
         self.inner.session_id
     }
 
+    /// A quarter of the granted timeout: the client notices a silent link
+    /// within under half of it (see [`crate::disconnected_grace_ms`]).
+    fn disconnected_grace_ms(&self) -> u64 {
+        crate::disconnected_grace_ms(self.granted_session_timeout_ms())
+    }
+
     /// Hands the checked request to the session's actor now, so that
     /// requests keep the order of the calls, and waits for its reply later.
     fn call(&self, request: Request) -> impl Future<Output = ZkResult<Reply>> + Send {

@@ -1,7 +1,8 @@
 //! Processes that fail: a master killed in the middle of a round, a master
 //! cut off while a standby takes over, a master's and a worker's session
-//! expiring, a worker killed in the middle of its task, and a worker that
-//! finishes its task after its session expired (a zombie).
+//! expiring, a worker killed in the middle of its task, a worker cut off
+//! in the middle of a long task, and a worker that completes its task
+//! after its session expired (a zombie).
 //!
 //! What must hold in each: no rule breaks (the checker runs throughout:
 //! no task held twice, no write from a deposed master or a zombie), every
@@ -213,12 +214,14 @@ pub fn worker_killed_mid_task(seed: u64) -> RunReport {
     })
 }
 
-/// A worker's link is cut past its session timeout while it runs a long
-/// task: the server expires its session, the master reclaims and
-/// re-queues the task, and the other worker runs it. The cut-off worker
-/// finishes the task while still cut off (a zombie): its completion is
-/// refused with its expired session, it writes nothing, and it joins
-/// again under a new id.
+/// A worker's link is cut past its session timeout while it runs a task
+/// that ends within the session's grace (a quarter of the timeout): the
+/// worker finishes it while cut off, and its completion waits for the
+/// link. The server expires the session, the master reclaims and
+/// re-queues the task, and the other worker runs it. When the link comes
+/// back the worker (a zombie by then) learns that its session expired:
+/// its completion is never sent, it writes nothing, and it joins again
+/// under a new id.
 pub fn zombie_worker_completes_late(seed: u64) -> RunReport {
     run(seed, async move |h| {
         h.start_master().await;
@@ -228,10 +231,12 @@ pub fn zombie_worker_completes_late(seed: u64) -> RunReport {
         let survivor = h.registered(2).await;
         settle().await;
 
-        let task = h.submit(2_500_000).await;
+        let task = h.submit(300_000).await;
         until(h, "the task is assigned", assignment_exists(h, &worker)).await;
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        h.note("cut the first worker off until after it finished its task");
+        // Long enough for the worker to read its assignment and the task
+        // and to start the handler, which the cut must find running.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        h.note("cut the first worker off until after its session expired");
         h.cut(zombie, Duration::from_millis(4_000)).await;
         assert!(h.all_finished(FINISH_LIMIT).await, "every task finishes");
         h.registered_again(1, &worker).await;
@@ -239,11 +244,51 @@ pub fn zombie_worker_completes_late(seed: u64) -> RunReport {
 
         let trace = &report.trace;
         let cut = find(trace, 0, "control cut w1");
-        let expired = find(trace, cut, "w1 expire");
+        let completion = format!("w1 multi [create /zkdist/tasks/{task}/result");
+        let completed = find(trace, cut, &format!("queue {completion}"));
+        let expired = find(trace, completed, "w1 expire");
         find(trace, expired, &format!("decide m1: task-requeued {task}"));
         let rerun = find(trace, expired, &format!("{survivor} started {task}"));
         let healed = find(trace, rerun, "heal w1: the session expired");
+        find(trace, healed, &format!("fail {completion}"));
         find(trace, healed, "connect w1.2");
+        report
+    })
+}
+
+/// A worker's link is cut for longer than its session timeout while it
+/// runs a task longer than that. What must hold: the worker stops the task
+/// once the session's grace (a quarter of the timeout) has passed without
+/// a reconnection, before the server can expire the session; the master
+/// gives the task to the other worker only after the expiry, so the two
+/// never run it at once. The cut-off worker joins again under a new id
+/// and the task finishes exactly once.
+pub fn worker_cut_off_mid_task(seed: u64) -> RunReport {
+    run(seed, async move |h| {
+        h.start_master().await;
+        let cut_off = h.start_worker().await;
+        let worker = h.registered(1).await;
+        h.start_worker().await;
+        let survivor = h.registered(2).await;
+        settle().await;
+
+        let task = h.submit(2_500_000).await;
+        until(h, "the task is assigned", assignment_exists(h, &worker)).await;
+        // Long enough for the worker to read its assignment and the task
+        // and to start the handler, which the cut must find running.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        h.note("cut the first worker off for twice its session timeout");
+        h.cut(cut_off, Duration::from_millis(4_000)).await;
+        assert!(h.all_finished(FINISH_LIMIT).await, "every task finishes");
+        h.registered_again(1, &worker).await;
+        let report = h.finish().await;
+
+        let trace = &report.trace;
+        let cut = find(trace, 0, "control cut w1");
+        let stopped = find(trace, cut, &format!("decide w1: {worker} abandoned {task}"));
+        let expired = find(trace, stopped, "w1 expire");
+        find(trace, expired, &format!("decide m1: task-requeued {task}"));
+        find(trace, expired, &format!("{survivor} started {task}"));
         report
     })
 }

@@ -58,7 +58,7 @@ impl Scenario {
     }
 }
 
-pub const ALL: [Scenario; 26] = [
+pub const ALL: [Scenario; 27] = [
     Scenario {
         name: "finish_then_task_arrive_while_master_held",
         seed: 101,
@@ -146,8 +146,14 @@ pub const ALL: [Scenario; 26] = [
     Scenario {
         name: "zombie_worker_completes_late",
         seed: 114,
-        about: "a worker finishes after its session expired; it writes nothing",
+        about: "a worker completes after its session expired; it writes nothing",
         run: failures::zombie_worker_completes_late,
+    },
+    Scenario {
+        name: "worker_cut_off_mid_task",
+        seed: 114,
+        about: "a worker cut off mid-task stops it before its session can expire; the task then runs elsewhere",
+        run: failures::worker_cut_off_mid_task,
     },
     Scenario {
         name: "connection_loss_on_submit_applied",
