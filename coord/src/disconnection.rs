@@ -6,8 +6,15 @@
 //! have expired it long before and let another process take over what the
 //! session held (a worker's task, say). Work that the session's life
 //! licenses must therefore stop by a deadline the client keeps by itself,
-//! counted from the `Disconnected` event, as Curator's "session lost after
-//! the session timeout" does. That deadline is the grace below.
+//! counted from the `Disconnected` event. Curator's "lost" state is such a
+//! deadline, at a whole session timeout by default, which comes after the
+//! server's expiry; this one comes before it.
+//!
+//! It assumes the client notices the outage: a link that fails one way
+//! only, with the server's watch events still reaching the client while
+//! the client's pings are lost, keeps the client connected until it learns
+//! of the expiry. A worker watches only its own assignment, so it hears
+//! nearly nothing unprompted and notices such a link as any other.
 
 /// The grace of a session with a session timeout of `session_timeout_ms`:
 /// from a `Disconnected` event on, the server cannot have expired the

@@ -39,8 +39,14 @@ impl TaskError {
 /// session lives, and a stop request waits for it (the binary ends at once
 /// only on a second signal). Bound the work inside the handler, as the
 /// binary's `exec` does with its `timeout_ms`. The future is dropped when
-/// the task is abandoned (the session expired): hold what must be cleaned
-/// up in values whose `Drop` does it.
+/// the task is abandoned (the session expired, or stayed disconnected past
+/// its grace): hold what must be cleaned up in values whose `Drop` does it.
+///
+/// The future is polled on the worker's own task, beside the worker's
+/// watch on its session: a handler that blocks the thread in `poll` (long
+/// computation, synchronous I/O) holds that watch back too, and the worker
+/// cannot stop the task in time when it is cut off. Run such work on
+/// `tokio::task::spawn_blocking` (or a thread of its own) and await it.
 pub trait TaskHandler: Send + Sync + 'static {
     fn run(&self, task: &[u8]) -> impl Future<Output = Result<Vec<u8>, TaskError>> + Send;
 }

@@ -715,7 +715,8 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
 
     /// Runs the handler to the end, unless the session ends first: then
     /// the handler's future is dropped (the task is abandoned) and the
-    /// session's end is returned. A shutdown asked for meanwhile is noted
+    /// session's end is returned. So it is, with [`WorkerError::CutOff`],
+    /// when the session stays disconnected past its grace. A shutdown asked for meanwhile is noted
     /// and honoured after the task. Other events are kept for the main
     /// loop.
     async fn run_handler<S: Future<Output = ()>>(
