@@ -102,6 +102,14 @@ pub struct ExploreConfig {
     /// [`HarnessConfig::first_task_sequence`]); `None` starts as a fresh
     /// server does, at 0, with the layout left to the masters to create.
     pub first_task_sequence: Option<i32>,
+    /// Makes the first tasks, which run while the faults strike, last from
+    /// a quarter of the session timeout to twice it: long enough that a
+    /// cut finds a worker in the middle of one past its session's grace
+    /// (see [`zkdist_coord::disconnected_grace_ms`]), so the worker must
+    /// stop it and join again while its old session still lives. Off by
+    /// default: tasks then take up to 20 ms, and seeds keep the schedules
+    /// they always had.
+    pub long_tasks: bool,
 }
 
 impl Default for ExploreConfig {
@@ -115,6 +123,7 @@ impl Default for ExploreConfig {
             mutant: None,
             old_workers: 0,
             first_task_sequence: None,
+            long_tasks: false,
         }
     }
 }
@@ -156,6 +165,9 @@ impl ExploreConfig {
         }
         if let Some(sequence) = self.first_task_sequence {
             command.push_str(&format!(" --first-task-sequence={sequence}"));
+        }
+        if self.long_tasks {
+            command.push_str(" --long-tasks");
         }
         command
     }

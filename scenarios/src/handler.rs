@@ -4,13 +4,36 @@
 
 use std::time::Duration;
 
-use zkdist_coord::{TaskPayload, TaskResult};
+use zkdist_coord::{Observer, TaskPayload, TaskResult};
 use zkdist_worker::{TaskError, TaskHandler};
 
 /// Runs `work` tasks: sleeps `work_us` microseconds of simulated time, then
 /// answers `done <n>`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct WorkHandler;
+#[derive(Debug, Clone, Default)]
+pub struct WorkHandler {
+    /// Told `true` when a run starts and `false` when it ends, finished or
+    /// dropped half-way (the task abandoned, the process crashed).
+    runs: Option<Observer<bool>>,
+}
+
+impl WorkHandler {
+    /// A handler that tells `runs` of each run's start and end.
+    pub fn observed(runs: Observer<bool>) -> WorkHandler {
+        WorkHandler { runs: Some(runs) }
+    }
+}
+
+/// Tells a run's end to the observer when dropped: a run's future may be
+/// dropped at any await, and that ends the run too.
+struct RunEnd<'a>(Option<&'a Observer<bool>>);
+
+impl Drop for RunEnd<'_> {
+    fn drop(&mut self) {
+        if let Some(runs) = self.0 {
+            runs.observe(false);
+        }
+    }
+}
 
 /// A `work` task's payload: task number `n`, taking `work_us` to run.
 pub fn task_payload(n: u64, work_us: u64) -> Vec<u8> {
@@ -59,6 +82,10 @@ pub fn expected_result(task: &[u8]) -> TaskResult {
 
 impl TaskHandler for WorkHandler {
     async fn run(&self, task: &[u8]) -> Result<Vec<u8>, TaskError> {
+        if let Some(runs) = &self.runs {
+            runs.observe(true);
+        }
+        let _end = RunEnd(self.runs.as_ref());
         let Answer { work, output } = answer(task)?;
         tokio::time::sleep(work).await;
         output

@@ -330,6 +330,7 @@ impl Harness {
                         name,
                         Arc::clone(&actor.worker_id),
                     ),
+                    handler_runs_observer(Arc::clone(&self.shared), name),
                 ));
                 let previous = actor.process.replace(Process { stop, task });
                 assert!(previous.is_none(), "one process per actor at a time");
@@ -751,6 +752,14 @@ fn master_observer(sim: SimZk, shared: Arc<Shared>, name: &str) -> Observer<Mast
 
 /// Notes each worker decision in the trace and checks it, as the worker
 /// makes it, and publishes the worker's id each time it registers.
+/// Tells the checker of each start and end of a worker's handler runs.
+fn handler_runs_observer(shared: Arc<Shared>, name: &str) -> Observer<bool> {
+    let name = name.to_owned();
+    Observer::new(move |running| {
+        shared.checker().on_handler_run(&name, running);
+    })
+}
+
 fn worker_observer(
     sim: SimZk,
     shared: Arc<Shared>,

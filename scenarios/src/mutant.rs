@@ -89,10 +89,16 @@ pub enum Mutant {
     /// reply a cut lost. As [`Mutant::MasterSkipsSyncs`], caught by a
     /// scripted scenario.
     WorkerSkipsSyncs,
+    /// The worker's session answers a grace of a hundred session timeouts:
+    /// a worker cut off in the middle of a task runs it on until it hears
+    /// that its session expired, while a master gives the task to another
+    /// worker. Needs faults (the cuts) and tasks longer than the grace
+    /// (`ExploreConfig::long_tasks`).
+    WorkerIgnoresGrace,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 15] = [
+    pub const ALL: [Mutant; 16] = [
         Mutant::MasterAssignsBusyWorkers,
         Mutant::MasterSkipsTasksDiff,
         Mutant::MasterListsIdsAsWorkers,
@@ -108,6 +114,7 @@ impl Mutant {
         Mutant::ClientSkipsSyncs,
         Mutant::MasterSkipsSyncs,
         Mutant::WorkerSkipsSyncs,
+        Mutant::WorkerIgnoresGrace,
     ];
 
     /// Whether the master carries the bug (else every worker does).
@@ -143,7 +150,16 @@ impl Mutant {
     /// Whether the bug shows only when processes fail (the explorer's
     /// `--faults all`).
     pub fn needs_faults(self) -> bool {
-        matches!(self, Mutant::MasterFakesReclaims) || self.skips_syncs()
+        matches!(
+            self,
+            Mutant::MasterFakesReclaims | Mutant::WorkerIgnoresGrace
+        ) || self.skips_syncs()
+    }
+
+    /// Whether the bug shows only with tasks that outlast a session's
+    /// grace (see `ExploreConfig::long_tasks`).
+    pub fn needs_long_tasks(self) -> bool {
+        self == Mutant::WorkerIgnoresGrace
     }
 
     /// Whether the bug is a `sync` answered and never sent.
@@ -177,6 +193,7 @@ impl Mutant {
             Mutant::ClientSkipsSyncs => Invariant::SubmittedOnce,
             Mutant::MasterSkipsSyncs => Invariant::FinishedExactlyOnce,
             Mutant::WorkerSkipsSyncs => Invariant::FinishedExactlyOnce,
+            Mutant::WorkerIgnoresGrace => Invariant::RanPastExpiry,
         }
     }
 }
@@ -417,7 +434,13 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
     }
 
     fn disconnected_grace_ms(&self) -> u64 {
-        self.inner.disconnected_grace_ms()
+        let grace_ms = self.inner.disconnected_grace_ms();
+        if self.mutant == Some(Mutant::WorkerIgnoresGrace) {
+            // A quarter of the timeout, times 400.
+            grace_ms.saturating_mul(400)
+        } else {
+            grace_ms
+        }
     }
 
     /// A request the mutant may change goes through it, and is sent once

@@ -118,7 +118,7 @@ impl Plan {
         let workers_before_master = rng.random_range(0..=config.workers);
         let tasks_before_master = rng.random_range(0..=config.tasks / 3);
         // Zero-length tasks make finishes coincide with other events.
-        let work_us = (0..config.tasks)
+        let mut work_us: Vec<u64> = (0..config.tasks)
             .map(|_| match rng.random_range(0..4) {
                 0 => 0,
                 _ => rng.random_range(1..=20_000),
@@ -172,6 +172,17 @@ impl Plan {
         } else {
             Vec::new()
         };
+        // Drawn last of all, and only when asked for: the first tasks, two
+        // per worker, run while the faults strike (within 80 ms of the
+        // start), and long enough for a cut to outlast a worker's grace
+        // in the middle of one.
+        if config.long_tasks {
+            let timeout_us = crate::explore::SESSION_TIMEOUT_MS * 1_000;
+            let first = (2 * config.workers).min(config.tasks);
+            for work in &mut work_us[..first] {
+                *work = rng.random_range(timeout_us / 4..=2 * timeout_us);
+            }
+        }
         Plan {
             latency,
             workers_before_master,
@@ -300,6 +311,42 @@ mod tests {
                     Target::Master => {}
                 }
             }
+        }
+    }
+
+    #[test]
+    fn long_tasks_lengthen_the_first_two_per_worker_and_change_nothing_else() {
+        let all = ExploreConfig {
+            faults: Faults::All,
+            workers: 4,
+            tasks: 100,
+            ..ExploreConfig::default()
+        };
+        let long = ExploreConfig {
+            long_tasks: true,
+            ..all.clone()
+        };
+        let timeout_us = crate::explore::SESSION_TIMEOUT_MS * 1_000;
+        for seed in 0..50 {
+            let short_plan = Plan::draw(seed, &all);
+            let long_plan = Plan::draw(seed, &long);
+            let (first, rest) = long_plan.work_us.split_at(8);
+            assert!(
+                first
+                    .iter()
+                    .all(|work_us| (timeout_us / 4..=2 * timeout_us).contains(work_us)),
+                "seed {seed}: {first:?}"
+            );
+            assert_eq!(rest, &short_plan.work_us[8..], "seed {seed}");
+            let without_work = |plan: &Plan| Plan {
+                work_us: Vec::new(),
+                ..plan.clone()
+            };
+            assert_eq!(
+                without_work(&long_plan),
+                without_work(&short_plan),
+                "seed {seed}"
+            );
         }
     }
 

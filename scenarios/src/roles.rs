@@ -125,17 +125,20 @@ pub(crate) async fn master_role<C: Connector>(
 }
 
 /// A worker process: the worker crate's role loop, which registers and
-/// works under a new id on each session. Returns on `shutdown`.
+/// works under a new id on each session. Returns on `shutdown`. `runs`
+/// hears of each start and end of the handler's runs.
 pub(crate) async fn worker_role<C: Connector>(
     connector: C,
     layout: Layout,
     shutdown: impl Future<Output = ()>,
     observer: Observer<WorkerDecision>,
+    runs: Observer<bool>,
 ) -> Result<(), WorkerError>
 where
     C::Session: Clone,
 {
-    run_worker_role(connector, layout, WorkHandler, shutdown, Some(observer)).await
+    let handler = WorkHandler::observed(runs);
+    run_worker_role(connector, layout, handler, shutdown, Some(observer)).await
 }
 
 /// Holds one value behind a lock that a panic elsewhere does not poison.

@@ -15,7 +15,7 @@ use zkdist_scenarios::{ExploreConfig, Faults, Invariant, Violation, explore, run
 /// [`seeds_for`].
 const SEEDS: u64 = 40;
 
-/// The seeds a mutant is explored over: [`SEEDS`], but for two.
+/// The seeds a mutant is explored over: [`SEEDS`], but for three.
 /// - `ClientSkipsSyncs` shows only when three draws meet: a cut that loses
 ///   the reply of an applied task create, a plan whose reads lag, and a
 ///   reconnect through a server that has not applied the create. Since
@@ -26,6 +26,10 @@ const SEEDS: u64 = 40;
 ///   only the end-of-run view catches it. Its characteristic violation (a
 ///   reclaim from a live worker) came on 4 of 160 seeds on tokio (the first
 ///   at seed 18) and 3 on madsim (the first at 124).
+/// - `WorkerIgnoresGrace` needs a cut past the grace to find a worker in
+///   the middle of one of the long tasks: 2 of the first 40 seeds on
+///   tokio (22 and 28), 14 of the first 200; 200 leaves room for madsim's
+///   other schedules.
 ///
 /// The mutant-free system is explored over these seeds and more by the
 /// explorer's own tests.
@@ -33,6 +37,7 @@ fn seeds_for(mutant: Mutant) -> u64 {
     match mutant {
         Mutant::ClientSkipsSyncs => 300,
         Mutant::MasterDropsTheNewestWorker => 160,
+        Mutant::WorkerIgnoresGrace => 200,
         _ => SEEDS,
     }
 }
@@ -50,6 +55,7 @@ fn config(faults: Faults, mutant: Option<Mutant>) -> ExploreConfig {
         } else {
             0
         },
+        long_tasks: mutant.is_some_and(Mutant::needs_long_tasks),
         ..ExploreConfig::default()
     }
 }
@@ -279,6 +285,35 @@ fn mutant_master_skips_syncs_is_caught() {
 #[test]
 fn mutant_worker_skips_syncs_is_caught() {
     caught_by_script(Mutant::WorkerSkipsSyncs, Write::Completion);
+}
+
+#[test]
+fn mutant_worker_ignores_grace_is_caught() {
+    caught(Mutant::WorkerIgnoresGrace);
+}
+
+/// The mutant-free system with the tasks the grace mutant needs: workers
+/// cut off in the middle of long tasks stop them in time, and break no
+/// rule over the mutant's seeds.
+#[test]
+fn long_tasks_break_no_rule_with_faults() {
+    let config = ExploreConfig {
+        long_tasks: true,
+        ..config(Faults::All, None)
+    };
+    let mut found = Vec::new();
+    explore(
+        0..seeds_for(Mutant::WorkerIgnoresGrace),
+        &config,
+        1,
+        false,
+        |outcome| {
+            if let Some(violation) = outcome.violation {
+                found.push((outcome.seed, violation.invariant));
+            }
+        },
+    );
+    assert_eq!(found, []);
 }
 
 /// The election reads back a claim whose reply was lost after a `sync`

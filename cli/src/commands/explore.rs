@@ -25,6 +25,7 @@ pub fn config_of(schedule: &ScheduleArgs) -> anyhow::Result<ExploreConfig> {
         discovery: schedule.discovery,
         old_workers: schedule.old_workers,
         first_task_sequence: schedule.first_task_sequence,
+        long_tasks: schedule.long_tasks,
         ..ExploreConfig::default()
     };
     config.validate().map_err(anyhow::Error::msg)?;
@@ -107,6 +108,7 @@ pub fn explore(args: &ExploreArgs) -> anyhow::Result<Outcome> {
             "faults": config.faults.name(),
             "old_workers": config.old_workers,
             "first_task_sequence": config.first_task_sequence,
+            "long_tasks": config.long_tasks,
             "violation_count": violations.len(),
             "violations": found,
             "steps": steps,

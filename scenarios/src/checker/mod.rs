@@ -80,6 +80,12 @@
 //!   has ended by itself, with an error or a panic (only the faults crash
 //!   one, and the harness stops the others), and no master candidate has
 //!   given up.
+//! - [`Invariant::RanPastExpiry`]: when the server expires a worker's
+//!   session for its timeout, that worker's handler is not running: a
+//!   worker cut off stops its task within its session's grace, before the
+//!   expiry lets a master give the task to another worker. This is what
+//!   makes a zombie run nothing. (An expiry forced on a connected session,
+//!   as after a process pause, is exempt: no process can see it coming.)
 
 mod submission_order;
 mod view;
@@ -118,10 +124,11 @@ pub enum Invariant {
     ResultMatchesTask,
     MasterViewMatches,
     ActorFailed,
+    RanPastExpiry,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 13] = [
+    pub const ALL: [Invariant; 14] = [
         Invariant::TaskAssignedTwice,
         Invariant::WorkerAssignedTwice,
         Invariant::AssignedToUnregistered,
@@ -135,6 +142,7 @@ impl Invariant {
         Invariant::ResultMatchesTask,
         Invariant::MasterViewMatches,
         Invariant::ActorFailed,
+        Invariant::RanPastExpiry,
     ];
 
     pub fn name(self) -> &'static str {
@@ -152,6 +160,7 @@ impl Invariant {
             Invariant::ResultMatchesTask => "result-matches-task",
             Invariant::MasterViewMatches => "master-view-matches",
             Invariant::ActorFailed => "actor-failed",
+            Invariant::RanPastExpiry => "ran-past-expiry",
         }
     }
 }
@@ -309,6 +318,12 @@ pub struct Checker {
     /// The workers' logs: who runs what now, and who finished what.
     running: BTreeMap<WorkerId, TaskId>,
     finished_by: BTreeMap<TaskId, WorkerId>,
+    /// The worker id of each worker actor's latest `TaskStarted` (by actor
+    /// name: `w1`...): the id its handler's next run is for.
+    last_started: BTreeMap<String, (WorkerId, TaskId)>,
+    /// The handler runs under way, by actor: the worker id and task each
+    /// is for.
+    handlers_running: BTreeMap<String, (WorkerId, TaskId)>,
 
     violation: Option<Violation>,
     /// Set once the run is over: later inputs (teardown) are not judged.
@@ -365,6 +380,8 @@ impl Checker {
             last_round_task: NewestAssigned::default(),
             running: BTreeMap::new(),
             finished_by: BTreeMap::new(),
+            last_started: BTreeMap::new(),
+            handlers_running: BTreeMap::new(),
             violation: None,
             closed: false,
         }
@@ -424,6 +441,12 @@ impl Checker {
             zxid: op.zxid,
             line: op.trace_line.clone(),
         };
+        if op.kind == TxnKind::ExpireSession
+            && op.trace_line.contains("(session timeout)")
+            && let Some(detail) = self.handler_running_in(op.session)
+        {
+            return self.violate(Invariant::RanPastExpiry, detail, step());
+        }
         match op.kind {
             TxnKind::ExpireSession | TxnKind::CloseSession => {
                 self.ended_sessions.insert(op.session);
@@ -899,8 +922,45 @@ impl Checker {
         false
     }
 
+    /// A worker actor's handler started (`running`) or ended a run: the
+    /// run is for the task of the actor's latest `TaskStarted`.
+    pub fn on_handler_run(&mut self, actor: &str, running: bool) {
+        if running {
+            let started = self
+                .last_started
+                .get(actor)
+                .cloned()
+                .expect("a handler runs only after its worker started a task");
+            let previous = self.handlers_running.insert(actor.to_owned(), started);
+            assert!(previous.is_none(), "{actor} runs one handler at a time");
+        } else {
+            let ended = self.handlers_running.remove(actor);
+            assert!(ended.is_some(), "{actor}'s handler ends a run it started");
+        }
+    }
+
+    /// Names the handler run, if any, of a worker whose session is
+    /// `session`.
+    fn handler_running_in(&self, session: SessionId) -> Option<String> {
+        self.handlers_running
+            .iter()
+            .find(|(_, (worker, _))| self.worker_sessions.get(worker) == Some(&session))
+            .map(|(actor, (worker, task))| {
+                format!(
+                    "{actor}'s handler still ran {task} for {worker} when the server expired \
+                     its session for its timeout: a master may now give the task to another worker"
+                )
+            })
+    }
+
     /// Checks one worker decision against what the workers did before.
     pub fn on_worker_decision(&mut self, actor: &str, decision: &WorkerDecision) -> bool {
+        if let WorkerDecision::TaskStarted { worker, task } = decision {
+            // Kept while judging or not: the handler's runs are told apart
+            // by it.
+            self.last_started
+                .insert(actor.to_owned(), (worker.clone(), task.clone()));
+        }
         if !self.judging() {
             return false;
         }
