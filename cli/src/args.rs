@@ -352,9 +352,10 @@ pub struct ScheduleArgs {
     /// Negative numbers take the form --first-task-sequence=-5.
     #[arg(long)]
     pub first_task_sequence: Option<i32>,
-    /// Make the first two tasks per worker last from a quarter of the
-    /// session timeout (the grace a cut-off worker keeps its task for) to
-    /// twice it, so that cuts find workers in the middle of long tasks.
+    /// Make the first tasks submitted, two for each worker, last from a
+    /// quarter of the session timeout (the grace a cut-off worker keeps
+    /// its task for) to twice it, so that cuts find workers in the middle
+    /// of long tasks.
     #[arg(long)]
     pub long_tasks: bool,
 }

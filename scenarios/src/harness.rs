@@ -15,6 +15,7 @@
 //! harness while [`Harness::guard`] watches for the first violation.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -95,6 +96,10 @@ pub struct RunReport {
 struct Shared {
     checker: Mutex<Checker>,
     violated: watch::Sender<bool>,
+    /// Numbers the worker processes started, crashed ones' restarts
+    /// included: a crashed process's handler run may end after its
+    /// restart's began, and the checker tells the two apart by it.
+    worker_processes: AtomicU64,
 }
 
 impl Shared {
@@ -180,6 +185,7 @@ impl Harness {
         let shared = Arc::new(Shared {
             checker: Mutex::new(Checker::new(&layout)),
             violated: violated_tx,
+            worker_processes: AtomicU64::new(0),
         });
         let hook_shared = Arc::clone(&shared);
         sim.on_apply(move |op, tree| hook_shared.check(|checker| checker.on_applied(op, tree)))
@@ -750,16 +756,18 @@ fn master_observer(sim: SimZk, shared: Arc<Shared>, name: &str) -> Observer<Mast
     })
 }
 
-/// Notes each worker decision in the trace and checks it, as the worker
-/// makes it, and publishes the worker's id each time it registers.
-/// Tells the checker of each start and end of a worker's handler runs.
+/// Tells the checker of each start and end of the handler runs of one
+/// worker process (a new number for each process of the actor).
 fn handler_runs_observer(shared: Arc<Shared>, name: &str) -> Observer<bool> {
     let name = name.to_owned();
+    let process = shared.worker_processes.fetch_add(1, Ordering::Relaxed);
     Observer::new(move |running| {
-        shared.checker().on_handler_run(&name, running);
+        shared.checker().on_handler_run(&name, process, running);
     })
 }
 
+/// Notes each worker decision in the trace and checks it, as the worker
+/// makes it, and publishes the worker's id each time it registers.
 fn worker_observer(
     sim: SimZk,
     shared: Arc<Shared>,

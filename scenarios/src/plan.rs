@@ -172,8 +172,9 @@ impl Plan {
         } else {
             Vec::new()
         };
-        // Drawn last of all, and only when asked for: the first tasks, two
-        // per worker, run while the faults strike (within 80 ms of the
+        // Drawn last of all, and only when asked for: the first tasks
+        // submitted, two for each worker (any worker may get them), run
+        // while the faults strike (within 80 ms of the
         // start), and long enough for a cut to outlast a worker's grace
         // in the middle of one.
         if config.long_tasks {

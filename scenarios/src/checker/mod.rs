@@ -84,8 +84,9 @@
 //!   session for its timeout, that worker's handler is not running: a
 //!   worker cut off stops its task within its session's grace, before the
 //!   expiry lets a master give the task to another worker. This is what
-//!   makes a zombie run nothing. (An expiry forced on a connected session,
-//!   as after a process pause, is exempt: no process can see it coming.)
+//!   makes a zombie run nothing. (An expiry the simulator is told to force,
+//!   `SimZk::expire`, is exempt: on a connected session no process could
+//!   see it coming.)
 
 mod submission_order;
 mod view;
@@ -321,9 +322,10 @@ pub struct Checker {
     /// The worker id of each worker actor's latest `TaskStarted` (by actor
     /// name: `w1`...): the id its handler's next run is for.
     last_started: BTreeMap<String, (WorkerId, TaskId)>,
-    /// The handler runs under way, by actor: the worker id and task each
-    /// is for.
-    handlers_running: BTreeMap<String, (WorkerId, TaskId)>,
+    /// The handler runs under way, by actor and process (a crashed
+    /// process's run may end after its restart's began): the worker id
+    /// and task each is for.
+    handlers_running: BTreeMap<(String, u64), (WorkerId, TaskId)>,
 
     violation: Option<Violation>,
     /// Set once the run is over: later inputs (teardown) are not judged.
@@ -922,20 +924,32 @@ impl Checker {
         false
     }
 
-    /// A worker actor's handler started (`running`) or ended a run: the
-    /// run is for the task of the actor's latest `TaskStarted`.
-    pub fn on_handler_run(&mut self, actor: &str, running: bool) {
+    /// The handler of worker actor `actor`'s process number `process`
+    /// started (`running`) or ended a run: the run is for the task of the
+    /// actor's latest `TaskStarted` (a process that crashed notes nothing
+    /// more, so the latest is its successor's).
+    ///
+    /// The assertions hold in every run; a handler calls this, so one that
+    /// failed would show as a task whose handler panicked.
+    pub fn on_handler_run(&mut self, actor: &str, process: u64, running: bool) {
+        let key = (actor.to_owned(), process);
         if running {
             let started = self
                 .last_started
                 .get(actor)
                 .cloned()
                 .expect("a handler runs only after its worker started a task");
-            let previous = self.handlers_running.insert(actor.to_owned(), started);
-            assert!(previous.is_none(), "{actor} runs one handler at a time");
+            let previous = self.handlers_running.insert(key, started);
+            assert!(
+                previous.is_none(),
+                "{actor} process {process} runs one handler at a time"
+            );
         } else {
-            let ended = self.handlers_running.remove(actor);
-            assert!(ended.is_some(), "{actor}'s handler ends a run it started");
+            let ended = self.handlers_running.remove(&key);
+            assert!(
+                ended.is_some(),
+                "{actor} process {process}'s handler ends a run it started"
+            );
         }
     }
 
@@ -945,7 +959,7 @@ impl Checker {
         self.handlers_running
             .iter()
             .find(|(_, (worker, _))| self.worker_sessions.get(worker) == Some(&session))
-            .map(|(actor, (worker, task))| {
+            .map(|((actor, _), (worker, task))| {
                 format!(
                     "{actor}'s handler still ran {task} for {worker} when the server expired \
                      its session for its timeout: a master may now give the task to another worker"
