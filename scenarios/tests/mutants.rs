@@ -86,8 +86,14 @@ fn faults_for(mutant: Mutant) -> Faults {
 /// a rule, with the violation.
 fn violations_found(faults: Faults, mutant: Option<Mutant>) -> Vec<(u64, Violation)> {
     let seeds = mutant.map_or(SEEDS, seeds_for);
+    violations_under(seeds, &config(faults, mutant))
+}
+
+/// The seeds among `0..seeds` that break a rule under `config`, with the
+/// violation.
+fn violations_under(seeds: u64, config: &ExploreConfig) -> Vec<(u64, Violation)> {
     let mut found = Vec::new();
-    explore(0..seeds, &config(faults, mutant), 1, false, |outcome| {
+    explore(0..seeds, config, 1, false, |outcome| {
         if let Some(violation) = outcome.violation {
             found.push((outcome.seed, violation));
         }
@@ -301,18 +307,7 @@ fn long_tasks_break_no_rule_with_faults() {
         long_tasks: true,
         ..config(Faults::All, None)
     };
-    let mut found = Vec::new();
-    explore(
-        0..seeds_for(Mutant::WorkerIgnoresGrace),
-        &config,
-        1,
-        false,
-        |outcome| {
-            if let Some(violation) = outcome.violation {
-                found.push((outcome.seed, violation.invariant));
-            }
-        },
-    );
+    let found = violations_under(seeds_for(Mutant::WorkerIgnoresGrace), &config);
     assert_eq!(found, []);
 }
 

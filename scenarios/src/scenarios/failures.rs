@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use zkdist_coord::SessionId;
+use zkdist_coord::{SessionId, TaskId, WorkerId};
 
 use super::script::{FINISH_LIMIT, assignment_exists, find, run, settle, step_until, until};
 use crate::harness::RunReport;
@@ -224,22 +224,12 @@ pub fn worker_killed_mid_task(seed: u64) -> RunReport {
 /// under a new id.
 pub fn zombie_worker_completes_late(seed: u64) -> RunReport {
     run(seed, async move |h| {
-        h.start_master().await;
-        let zombie = h.start_worker().await;
-        let worker = h.registered(1).await;
-        h.start_worker().await;
-        let survivor = h.registered(2).await;
-        settle().await;
-
-        let task = h.submit(300_000).await;
-        until(h, "the task is assigned", assignment_exists(h, &worker)).await;
-        // Long enough for the worker to read its assignment and the task
-        // and to start the handler, which the cut must find running.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        h.note("cut the first worker off until after its session expired");
-        h.cut(zombie, Duration::from_millis(4_000)).await;
-        assert!(h.all_finished(FINISH_LIMIT).await, "every task finishes");
-        h.registered_again(1, &worker).await;
+        let (_, survivor, task) = cut_first_worker_mid_task(
+            h,
+            300_000,
+            "cut the first worker off until after its session expired",
+        )
+        .await;
         let report = h.finish().await;
 
         let trace = &report.trace;
@@ -256,6 +246,35 @@ pub fn zombie_worker_completes_late(seed: u64) -> RunReport {
     })
 }
 
+/// A master and two workers; the first worker is given a task of
+/// `work_us` and, once its handler runs, is cut off for 4 s (twice the
+/// session timeout). Returns when every task has finished and the first
+/// worker has joined again: its first id, the other worker's, and the
+/// task.
+async fn cut_first_worker_mid_task(
+    h: &crate::Harness,
+    work_us: u64,
+    note: &str,
+) -> (WorkerId, WorkerId, TaskId) {
+    h.start_master().await;
+    let first = h.start_worker().await;
+    let worker = h.registered(1).await;
+    h.start_worker().await;
+    let survivor = h.registered(2).await;
+    settle().await;
+
+    let task = h.submit(work_us).await;
+    until(h, "the task is assigned", assignment_exists(h, &worker)).await;
+    // Long enough for the worker to read its assignment and the task and
+    // to start the handler, which the cut must find running.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    h.note(note);
+    h.cut(first, Duration::from_millis(4_000)).await;
+    assert!(h.all_finished(FINISH_LIMIT).await, "every task finishes");
+    h.registered_again(1, &worker).await;
+    (worker, survivor, task)
+}
+
 /// A worker's link is cut for longer than its session timeout while it
 /// runs a task longer than that. What must hold: the worker stops the task
 /// once the session's grace (a quarter of the timeout) has passed without
@@ -265,22 +284,12 @@ pub fn zombie_worker_completes_late(seed: u64) -> RunReport {
 /// and the task finishes exactly once.
 pub fn worker_cut_off_mid_task(seed: u64) -> RunReport {
     run(seed, async move |h| {
-        h.start_master().await;
-        let cut_off = h.start_worker().await;
-        let worker = h.registered(1).await;
-        h.start_worker().await;
-        let survivor = h.registered(2).await;
-        settle().await;
-
-        let task = h.submit(2_500_000).await;
-        until(h, "the task is assigned", assignment_exists(h, &worker)).await;
-        // Long enough for the worker to read its assignment and the task
-        // and to start the handler, which the cut must find running.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        h.note("cut the first worker off for twice its session timeout");
-        h.cut(cut_off, Duration::from_millis(4_000)).await;
-        assert!(h.all_finished(FINISH_LIMIT).await, "every task finishes");
-        h.registered_again(1, &worker).await;
+        let (worker, survivor, task) = cut_first_worker_mid_task(
+            h,
+            2_500_000,
+            "cut the first worker off for twice its session timeout",
+        )
+        .await;
         let report = h.finish().await;
 
         let trace = &report.trace;
