@@ -105,6 +105,55 @@ fn explore_with_old_workers_finds_nothing_and_replay_shows_them() {
     assert!(!registered("w3", "ephemeral 0B"), "{registrations:#?}");
 }
 
+/// Long tasks from the command line: under every kind of fault no rule
+/// breaks, and the JSON summary says the flag was on. On seed 3 (4 workers,
+/// 100 tasks) a cut finds `w1` in the middle of a long task: it stops the
+/// task at its grace, before the server expires its session, and joins
+/// again under a new id while the old session still lives.
+#[test]
+fn explore_with_long_tasks_finds_nothing_and_replay_shows_a_task_stopped_in_time() {
+    let long = ["--faults", "all", "--long-tasks"];
+    let (code, out, err) =
+        zkdist(&[&["explore", "--seeds", "20", "--json"], long.as_slice()].concat());
+    assert_eq!(code, 0, "no violation: exit code 0\n{out}\n{err}");
+    let summary: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    assert_eq!(summary["long_tasks"], true, "{summary}");
+    assert_eq!(summary["violation_count"], 0, "{summary}");
+
+    let (code, trace, _) = zkdist(
+        &[
+            &["replay", "--seed", "3", "--workers", "4", "--tasks", "100"],
+            long.as_slice(),
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{trace}");
+    assert!(trace.trim_end().ends_with("no violation"), "{trace}");
+    let lines: Vec<&str> = trace.lines().collect();
+    let at = |from: usize, needle: &str| {
+        from + lines[from..]
+            .iter()
+            .position(|line| line.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} after line {from}:\n{trace}"))
+    };
+    let cut = at(0, "control cut w1 ");
+    let stopped = at(cut, "decide w1: worker-0000000000 abandoned ");
+    let expired = at(cut, "w1 expire (session timeout)");
+    assert!(
+        stopped < expired,
+        "w1 stopped its task only after its expiry:\n{trace}"
+    );
+    let rejoined = stopped
+        + lines[stopped..]
+            .iter()
+            .position(|line| line.contains("decide w1: worker-") && line.ends_with(" registered"))
+            .expect("w1 joins again");
+    assert!(
+        rejoined < expired,
+        "w1 joined again while its old session still lived:\n{trace}"
+    );
+}
+
 /// The queue across ZooKeeper's 32-bit sequence counter from the command
 /// line. Just short of 2147483647 the tasks go on at -2147483648 and keep
 /// their order, under every kind of fault. Started at -5, the counter
