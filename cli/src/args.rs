@@ -207,6 +207,12 @@ pub struct RoleArgs {
     /// Let this worker run `exec` tasks (commands from the task payload).
     #[arg(long)]
     pub allow_exec: bool,
+    /// Stop any task still running after this many milliseconds: the run
+    /// is dropped (an `exec` command is killed) and the task fails, its
+    /// result naming the limit. Without it a task runs as long as its
+    /// payload asks (`exec`'s own `timeout_ms`, `pi`'s samples).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub task_time_limit_ms: Option<u64>,
 }
 
 #[derive(Debug, Args)]

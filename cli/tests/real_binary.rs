@@ -715,6 +715,39 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
         (!is_alive(command)).then_some(())
     });
 
+    // A worker with a time limit stops a task that runs past it: the
+    // command is killed and the task fails, its result naming the limit.
+    let mut limited = target.spawn(
+        "time-limited worker",
+        &["worker", "--allow-exec", "--task-time-limit-ms", "1000"],
+        &scratch,
+    );
+    let pid_file = scratch.path("limited-command-pid");
+    let too_long = submit_running_task(
+        &target,
+        &format!(
+            "echo $$ > {}; i=0; while [ ! -e {} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+            pid_file.display(),
+            never_written.display()
+        ),
+    );
+    let command: u32 = eventually("the limited command writes its pid", || {
+        let text = std::fs::read_to_string(&pid_file).ok()?;
+        text.trim().parse().ok()
+    });
+    target
+        .run(&["wait", &too_long])
+        .expect_code(2)
+        .expect_stderr(&[
+            &format!("task {too_long} failed"),
+            "the task ran past the worker's time limit of 1000 ms and was stopped",
+        ]);
+    assert!(
+        !is_alive(command),
+        "the command of a task stopped at the limit is killed"
+    );
+    terminate_all(std::slice::from_mut(&mut limited));
+
     // The master stops: the standby takes over at once (the node goes with
     // the closed session), then stops too.
     terminate_all(std::slice::from_mut(&mut master));

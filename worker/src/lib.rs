@@ -35,7 +35,7 @@ mod shell;
 mod state;
 
 pub use decision::WorkerDecision;
-pub use handler::{TaskError, TaskHandler};
+pub use handler::{TaskError, TaskHandler, TimeLimited};
 pub use role::{SESSION_RETRY_DELAY_MS, run_worker_role};
 pub use shell::{DEREGISTRATION_TIMEOUT_MS, Worker, WorkerError};
 pub use state::{

@@ -10,7 +10,8 @@ use zkdist_coord::{
 };
 use zkdist_sim::{Latency, SimConfig, SimZk};
 use zkdist_worker::{
-    DEREGISTRATION_TIMEOUT_MS, TaskError, TaskHandler, Worker, WorkerDecision, WorkerError,
+    DEREGISTRATION_TIMEOUT_MS, TaskError, TaskHandler, TimeLimited, Worker, WorkerDecision,
+    WorkerError,
 };
 
 use common::*;
@@ -108,6 +109,52 @@ fn every_task_gets_a_result_and_bad_ones_fail_without_stopping_the_worker() {
             assert_eq!(written, MAX_RESULT_OUTPUT_BYTES, "{kind}");
         }
 
+        let _ = worker.stop.send(());
+        assert_eq!(worker.handle.await.unwrap(), Ok(id));
+    });
+}
+
+/// A handler under a time limit: a task that would run for ever (`slow`
+/// runs 5 s here, past the 1 s limit) fails with a result naming the
+/// limit, written at the limit, and the worker takes the next task (`echo`),
+/// which the limit leaves alone.
+#[test]
+fn a_task_past_the_time_limit_fails_naming_it_and_the_worker_goes_on() {
+    run_sim(async {
+        let mut setup = setup(Latency::Fixed { ms: 2 }).await;
+        let limit = Duration::from_secs(1);
+        let (worker, id) =
+            RunningWorker::start_with(&setup, TimeLimited::new(KindHandler, limit)).await;
+
+        let slow = setup
+            .client
+            .submit(&task_payload("slow", "never"))
+            .await
+            .unwrap();
+        let assigned_at = tokio::time::Instant::now();
+        assign_and_wait(&setup, &id, slow.as_str()).await;
+        assert_eq!(
+            setup.client.wait(&slow).await.unwrap(),
+            TaskResult::failure(TimeLimited::<KindHandler>::stopped_at(limit).message())
+        );
+        let waited = assigned_at.elapsed();
+        assert!(
+            limit <= waited && waited < Duration::from_secs(2),
+            "the failure is written at the limit, not when the task would end: {waited:?}"
+        );
+
+        let echo = setup
+            .client
+            .submit(&task_payload("echo", "next"))
+            .await
+            .unwrap();
+        assign_and_wait(&setup, &id, echo.as_str()).await;
+        assert_eq!(
+            setup.client.wait(&echo).await.unwrap(),
+            TaskResult::Success {
+                output: b"next".to_vec()
+            }
+        );
         let _ = worker.stop.send(());
         assert_eq!(worker.handle.await.unwrap(), Ok(id));
     });

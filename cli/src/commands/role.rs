@@ -14,12 +14,13 @@
 //! out of reach.
 
 use std::sync::Mutex;
+use std::time::Duration;
 
 use anyhow::Context;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{Connector, EventStream, Layout, MAX_RESULT_OUTPUT_BYTES, ZkResult};
 use zkdist_master::run_master_role;
-use zkdist_worker::{TaskError, TaskHandler, run_worker_role};
+use zkdist_worker::{TaskError, TaskHandler, TimeLimited, run_worker_role};
 
 use crate::args::{ConnectArgs, MasterArgs, MasterOptions, RoleArgs, RunArgs};
 use crate::connect;
@@ -48,7 +49,7 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<()> {
         outcome
     };
     let worker = async {
-        let outcome = work(worker_connector, layout.clone(), args.allow_exec, &stop).await;
+        let outcome = work(worker_connector, layout.clone(), args, &stop).await;
         stop.request();
         outcome
     };
@@ -83,7 +84,7 @@ pub async fn worker(args: &RoleArgs) -> anyhow::Result<()> {
     else {
         return Ok(());
     };
-    work(connector?, layout, args.allow_exec, &stop).await
+    work(connector?, layout, args, &stop).await
 }
 
 async fn lead_or_stand_by(
@@ -105,17 +106,32 @@ async fn lead_or_stand_by(
 async fn work(
     connector: RoleConnector,
     layout: Layout,
-    allow_exec: bool,
+    args: &RoleArgs,
     stop: &Stop,
 ) -> anyhow::Result<()> {
+    let RoleArgs {
+        allow_exec,
+        task_time_limit_ms,
+        ..
+    } = *args;
     let handler = Builtin(BuiltinHandler {
         allow_exec,
         result_limit_bytes: MAX_RESULT_OUTPUT_BYTES,
     });
-    tracing::info!(root = layout.root(), allow_exec, "starting a worker");
-    run_worker_role(connector, layout, handler, stop.requested(), None)
-        .await
-        .context("the worker stopped")
+    tracing::info!(
+        root = layout.root(),
+        allow_exec,
+        task_time_limit_ms,
+        "starting a worker"
+    );
+    let outcome = match task_time_limit_ms {
+        Some(limit_ms) => {
+            let limited = TimeLimited::new(handler, Duration::from_millis(limit_ms));
+            run_worker_role(connector, layout, limited, stop.requested(), None).await
+        }
+        None => run_worker_role(connector, layout, handler, stop.requested(), None).await,
+    };
+    outcome.context("the worker stopped")
 }
 
 /// Opens a role's sessions from the connection flags, logging each one (an
