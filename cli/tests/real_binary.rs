@@ -217,6 +217,30 @@ fn submit_running_task(target: &Target, script: &str) -> String {
     task
 }
 
+/// Submits an `exec` task whose command writes its pid to `pid_file` and
+/// then waits for `never` to exist (a minute at most, so that a failure
+/// leaves nothing running for long); returns the task's id and the
+/// command's pid once a worker runs it.
+fn submit_waiting_command(
+    target: &Target,
+    pid_file: &std::path::Path,
+    never: &std::path::Path,
+) -> (String, u32) {
+    let task = submit_running_task(
+        target,
+        &format!(
+            "echo $$ > {}; i=0; while [ ! -e {} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+            pid_file.display(),
+            never.display()
+        ),
+    );
+    let command = eventually("the command writes its pid", || {
+        let text = std::fs::read_to_string(pid_file).ok()?;
+        text.trim().parse().ok()
+    });
+    (task, command)
+}
+
 /// Whether process `pid` runs: it exists and is not a zombie (a process
 /// that exited, whose parent has not reaped it yet).
 fn is_alive(pid: u32) -> bool {
@@ -689,24 +713,11 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     // A worker killed outright (SIGKILL, the OOM killer) runs no cleanup of
     // its own: the kernel kills its task's program with it. Were the
     // program left running, the task, given to another worker once the
-    // killed one's session expires, would run twice at once. The program
-    // writes its pid, then waits for a file that never comes (for a minute
-    // at most, so that a failure here leaves nothing running for long).
+    // killed one's session expires, would run twice at once.
     let mut killed = target.spawn("killed worker", &["worker", "--allow-exec"], &scratch);
-    let pid_file = scratch.path("command-pid");
     let never_written = scratch.path("never-written");
-    submit_running_task(
-        &target,
-        &format!(
-            "echo $$ > {}; i=0; while [ ! -e {} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
-            pid_file.display(),
-            never_written.display()
-        ),
-    );
-    let command: u32 = eventually("the command writes its pid", || {
-        let text = std::fs::read_to_string(&pid_file).ok()?;
-        text.trim().parse().ok()
-    });
+    let (_, command) =
+        submit_waiting_command(&target, &scratch.path("command-pid"), &never_written);
     assert!(is_alive(command), "the command runs until the worker dies");
     killed.signal("KILL");
     let status = killed.wait_exit();
@@ -722,19 +733,11 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
         &["worker", "--allow-exec", "--task-time-limit-ms", "1000"],
         &scratch,
     );
-    let pid_file = scratch.path("limited-command-pid");
-    let too_long = submit_running_task(
+    let (too_long, command) = submit_waiting_command(
         &target,
-        &format!(
-            "echo $$ > {}; i=0; while [ ! -e {} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
-            pid_file.display(),
-            never_written.display()
-        ),
+        &scratch.path("limited-command-pid"),
+        &never_written,
     );
-    let command: u32 = eventually("the limited command writes its pid", || {
-        let text = std::fs::read_to_string(&pid_file).ok()?;
-        text.trim().parse().ok()
-    });
     target
         .run(&["wait", &too_long])
         .expect_code(2)
