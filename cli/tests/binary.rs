@@ -398,6 +398,11 @@ fn malformed_connection_flags_are_named() {
     run(&["status", "--zk", NOBODY, "--connect-timeout-ms", "0"])
         .expect_code(64)
         .expect_stderr(&["--connect-timeout-ms", "0 is not in 1.."]);
+    for role in ["worker", "run"] {
+        run(&[role, "--zk", NOBODY, "--task-time-limit-ms", "0"])
+            .expect_code(64)
+            .expect_stderr(&["--task-time-limit-ms", "0 is not in 1.."]);
+    }
     for timeout in ["0", "2147483648"] {
         run(&["status", "--zk", NOBODY, "--session-timeout-ms", timeout])
             .expect_code(64)

@@ -28,6 +28,14 @@ impl TaskError {
     pub fn message(&self) -> &str {
         &self.message
     }
+
+    /// The failure of a run that [`TimeLimited`] stopped at `limit`.
+    pub fn past_time_limit(limit: Duration) -> TaskError {
+        TaskError::new(format!(
+            "the task ran past the worker's time limit of {} ms and was stopped",
+            limit.as_millis()
+        ))
+    }
 }
 
 /// Runs one task. `task` is the payload as submitted (a JSON object with a
@@ -60,11 +68,11 @@ impl<H: TaskHandler> TaskHandler for Arc<H> {
 }
 
 /// A handler whose runs are stopped at a time limit: a run still going
-/// when `limit` has passed is dropped (its values' `Drop` clean-ups run; the
-/// binary's `exec` kills its command) and the task fails, its result
-/// naming the limit. The task is then finished, as after any failure: it
-/// is not run again. The limit counts from the run's start, in the
-/// runtime's time.
+/// when `limit` has passed is dropped (its values' `Drop` clean-ups run;
+/// the binary's `exec` kills its command) and the task fails, its result
+/// naming the limit ([`TaskError::past_time_limit`]). The task is then
+/// finished, as after any failure: it is not run again. The limit counts
+/// from the run's start, in the runtime's time.
 ///
 /// Like the worker's own watch on its session, the limit acts only at an
 /// `await`: a handler that blocks its thread is stopped only once it yields.
@@ -78,14 +86,6 @@ impl<H: TaskHandler> TimeLimited<H> {
     pub fn new(inner: H, limit: Duration) -> TimeLimited<H> {
         TimeLimited { inner, limit }
     }
-
-    /// The failure a run stopped at `limit` gives.
-    pub fn stopped_at(limit: Duration) -> TaskError {
-        TaskError::new(format!(
-            "the task ran past the worker's time limit of {} ms and was stopped",
-            limit.as_millis()
-        ))
-    }
 }
 
 impl<H: TaskHandler> TaskHandler for TimeLimited<H> {
@@ -97,7 +97,7 @@ impl<H: TaskHandler> TaskHandler for TimeLimited<H> {
         async move {
             tokio::time::timeout(limit, async move { inner.run(task).await })
                 .await
-                .unwrap_or_else(|_elapsed| Err(TimeLimited::<H>::stopped_at(limit)))
+                .unwrap_or_else(|_elapsed| Err(TaskError::past_time_limit(limit)))
         }
     }
 }

@@ -135,7 +135,7 @@ fn a_task_past_the_time_limit_fails_naming_it_and_the_worker_goes_on() {
         assign_and_wait(&setup, &id, slow.as_str()).await;
         assert_eq!(
             setup.client.wait(&slow).await.unwrap(),
-            TaskResult::failure(TimeLimited::<KindHandler>::stopped_at(limit).message())
+            TaskResult::failure(TaskError::past_time_limit(limit).message())
         );
         let waited = assigned_at.elapsed();
         assert!(

@@ -121,7 +121,7 @@ async fn work(
     tracing::info!(
         root = layout.root(),
         allow_exec,
-        task_time_limit_ms,
+        task_time_limit_ms = ?task_time_limit_ms,
         "starting a worker"
     );
     let outcome = match task_time_limit_ms {
