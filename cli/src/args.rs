@@ -6,6 +6,8 @@ use clap::{Args, Parser, Subcommand};
 use zkdist_benches::ensemble::DEFAULT_WARMUP_TASKS;
 use zkdist_master::TaskDiscovery;
 
+use crate::origin::{FromEnvironment, setting_name};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "zkdist",
@@ -112,9 +114,28 @@ pub struct ConnectArgs {
         value_parser = reply_limit_parser(),
     )]
     pub max_reply_bytes: usize,
+    /// Which of these came from the environment, for errors to name them
+    /// as given (filled in by `main` from clap's matches).
+    #[arg(skip)]
+    pub from_env: FromEnvironment,
 }
 
 impl ConnectArgs {
+    /// `--zk`, or `ZKDIST_ZK` if the connect string came from it.
+    pub fn zk_name(&self) -> &'static str {
+        setting_name("--zk", "ZKDIST_ZK", self.from_env.zk)
+    }
+
+    /// `--root`, or `ZKDIST_ROOT` if the root came from it.
+    pub fn root_name(&self) -> &'static str {
+        setting_name("--root", "ZKDIST_ROOT", self.from_env.root)
+    }
+
+    /// `--auth`, or `ZKDIST_AUTH` if the credentials came from it.
+    pub fn auth_name(&self) -> &'static str {
+        setting_name("--auth", "ZKDIST_AUTH", self.from_env.auth)
+    }
+
     /// `zkdist WORDS` with what reaches the same deployment as this command
     /// (its `--zk` and `--root`), in backquotes, for a message that tells
     /// the user what to run next: a lookup run without them could look in
@@ -129,7 +150,7 @@ impl ConnectArgs {
             shell_word(&self.root)
         );
         if self.auth.is_some() {
-            line.push_str(" (with the same --auth)");
+            line.push_str(&format!(" (with the same {})", self.auth_name()));
         }
         line
     }
@@ -420,6 +441,7 @@ mod tests {
             connect_timeout_ms: 10_000,
             auth: auth.map(str::to_owned),
             max_reply_bytes: zkdist_coord::LARGE_REPLY_BYTES,
+            from_env: FromEnvironment::default(),
         }
     }
 

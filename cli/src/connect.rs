@@ -15,22 +15,28 @@ use crate::args::ConnectArgs;
 /// completion keeps for its paths (past it, a result near its limit would
 /// make a request no frame can carry, and the worker would stop on it).
 pub fn layout(args: &ConnectArgs) -> anyhow::Result<Layout> {
-    let layout =
-        Layout::new(&args.root).with_context(|| format!("invalid --root {:?}", args.root))?;
-    let chroot = config(args)?.chroot()?.unwrap_or_default();
+    let layout = Layout::new(&args.root)
+        .with_context(|| format!("invalid {} {:?}", args.root_name(), args.root))?;
+    let chroot = config(args)?
+        .chroot()
+        .with_context(|| format!("invalid {} {:?}", args.zk_name(), args.zk))?
+        .unwrap_or_default();
     if chroot == "/zookeeper" || chroot.starts_with("/zookeeper/") {
         bail!(
-            "invalid --zk {:?}: its chroot {chroot} is in `/zookeeper`, which is reserved by \
+            "invalid {} {:?}: its chroot {chroot} is in `/zookeeper`, which is reserved by \
              ZooKeeper (zkdist's nodes would land there)",
+            args.zk_name(),
             args.zk
         );
     }
     let together_bytes = chroot.len() + args.root.len();
     if together_bytes > MAX_ROOT_BYTES {
         bail!(
-            "invalid --zk {:?} with --root {:?}: the server sees the root under the chroot, \
+            "invalid {} {:?} with {} {:?}: the server sees the root under the chroot, \
              {together_bytes} bytes together, over the {MAX_ROOT_BYTES}-byte limit of a root",
+            args.zk_name(),
             args.zk,
+            args.root_name(),
             args.root
         );
     }
@@ -44,7 +50,7 @@ pub fn config(args: &ConnectArgs) -> anyhow::Result<ZkConfig> {
         .with_max_reply_bytes(args.max_reply_bytes);
     if let Some(auth) = &args.auth {
         let Some((user, password)) = auth.split_once(':') else {
-            bail!("--auth must be USER:PASSWORD");
+            bail!("{} must be USER:PASSWORD", args.auth_name());
         };
         config = config.with_digest_auth(user, password);
     }
@@ -54,9 +60,14 @@ pub fn config(args: &ConnectArgs) -> anyhow::Result<ZkConfig> {
 /// Opens a session on the ensemble named by `--zk`.
 pub async fn session(args: &ConnectArgs) -> anyhow::Result<(ZkSession, EventStream)> {
     let config = config(args)?;
-    ZkSession::connect(&config)
-        .await
-        .with_context(|| format!("cannot open a ZooKeeper session on {:?}", args.zk))
+    ZkSession::connect(&config).await.with_context(|| {
+        let source = if args.from_env.zk {
+            " (from ZKDIST_ZK)"
+        } else {
+            ""
+        };
+        format!("cannot open a ZooKeeper session on {:?}{source}", args.zk)
+    })
 }
 
 /// Adds to an error that a node's ACL refused (`NoAuth`) what to do about
@@ -74,8 +85,9 @@ pub fn explain_no_auth(error: anyhow::Error, args: &ConnectArgs) -> anyhow::Erro
             args.root
         ),
         Some((user, _)) => format!(
-            "the credentials of --auth user {user:?} may not change {path}: the nodes \
+            "the credentials of {} user {user:?} may not change {path}: the nodes \
              under {} belong to another identity, or the password is wrong",
+            args.auth_name(),
             args.root
         ),
     };
@@ -126,6 +138,7 @@ mod tests {
             connect_timeout_ms: 10_000,
             auth: auth.map(str::to_owned),
             max_reply_bytes: zkdist_coord::MAX_REPLY_BYTES,
+            from_env: crate::origin::FromEnvironment::default(),
         }
     }
 

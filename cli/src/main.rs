@@ -9,13 +9,14 @@ mod args;
 mod commands;
 mod connect;
 mod handlers;
+mod origin;
 mod shutdown;
 mod stdout;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::EnvFilter;
 
 use args::{Cli, Command};
@@ -33,9 +34,14 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const USAGE_EXIT_CODE: u8 = 64;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse_command_line() {
         Ok(cli) => cli,
         Err(error) => {
+            let args: Vec<_> = std::env::args_os().skip(1).collect();
+            if let Some(text) = origin::explain_environment_value(&error, &Cli::command(), &args) {
+                errln!("{}", text.trim_end());
+                return ExitCode::from(USAGE_EXIT_CODE);
+            }
             // `--help` and `--version` come this way too, on stdout.
             let _ = error.print();
             return if error.use_stderr() {
@@ -113,6 +119,19 @@ fn main() -> ExitCode {
     exit_code
 }
 
+/// The command line, with what came from the environment noted in the
+/// connection settings (clap's matches know; the parsed struct does not).
+fn parse_command_line() -> Result<Cli, clap::Error> {
+    let matches = Cli::command().try_get_matches()?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if let (Some(connect), Some((_, subcommand))) =
+        (connect_args_mut(&mut cli.command), matches.subcommand())
+    {
+        connect.from_env = origin::FromEnvironment::of(subcommand);
+    }
+    Ok(cli)
+}
+
 /// The connection flags of a command that talks to a real ensemble.
 fn connect_args(command: &Command) -> Option<&args::ConnectArgs> {
     match command {
@@ -124,6 +143,20 @@ fn connect_args(command: &Command) -> Option<&args::ConnectArgs> {
         Command::Find(args) => Some(&args.connect),
         Command::Status(args) => Some(&args.connect),
         Command::Bench(args) => Some(&args.connect),
+        Command::Demo(_) | Command::Explore(_) | Command::Replay(_) => None,
+    }
+}
+
+fn connect_args_mut(command: &mut Command) -> Option<&mut args::ConnectArgs> {
+    match command {
+        Command::Run(args) => Some(&mut args.role.connect),
+        Command::Worker(args) => Some(&mut args.connect),
+        Command::Master(args) => Some(&mut args.connect),
+        Command::Submit(args) => Some(&mut args.connect),
+        Command::Wait(args) => Some(&mut args.connect),
+        Command::Find(args) => Some(&mut args.connect),
+        Command::Status(args) => Some(&mut args.connect),
+        Command::Bench(args) => Some(&mut args.connect),
         Command::Demo(_) | Command::Explore(_) | Command::Replay(_) => None,
     }
 }

@@ -368,13 +368,83 @@ fn the_bench_root_is_not_taken_from_the_environment() {
     };
     let status = with_env_root(&["status", "--zk", NOBODY]);
     assert!(
-        status.contains(r#"invalid --root "not-a-root""#),
+        status.contains(r#"invalid ZKDIST_ROOT "not-a-root""#),
         "{status}"
     );
     // The bench goes on with its own root, to the check of its sizes.
     let bench = with_env_root(&["bench", "--zk", NOBODY, "--tasks", "0"]);
     assert!(bench.contains("--tasks must be at least 1"), "{bench}");
     assert!(!bench.contains("not-a-root"), "{bench}");
+}
+
+/// A setting read from the environment is named by its variable in an
+/// error, whether clap or zkdist finds it wrong: the user who never typed
+/// `--auth` must learn that `ZKDIST_AUTH` is at fault. The same value
+/// given as a flag is named by the flag.
+#[test]
+fn settings_from_the_environment_are_named_by_their_variable() {
+    let stderr_of = |variable: &str, value: &str, args: &[&str]| {
+        let output = zkdist(args)
+            .env(variable, value)
+            .output()
+            .expect("run zkdist");
+        assert_ne!(output.status.code(), Some(0), "{output:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let cases: [(&str, &str, &[&str], &str); 5] = [
+        (
+            "ZKDIST_AUTH",
+            "nocolon",
+            &["status", "--zk", NOBODY],
+            "for ZKDIST_AUTH (the environment variable behind '--auth <AUTH>'): expected USER:PASSWORD",
+        ),
+        (
+            "ZKDIST_MAX_REPLY_BYTES",
+            "lots",
+            &["status", "--zk", NOBODY],
+            "for ZKDIST_MAX_REPLY_BYTES (the environment variable behind '--max-reply-bytes",
+        ),
+        (
+            "ZKDIST_ROOT",
+            "relative",
+            &["status", "--zk", NOBODY],
+            r#"zkdist: invalid ZKDIST_ROOT "relative""#,
+        ),
+        (
+            "ZKDIST_ZK",
+            "a:1,,b:2",
+            &["status"],
+            r#"zkdist: invalid ZKDIST_ZK "a:1,,b:2": "#,
+        ),
+        (
+            "ZKDIST_ZK",
+            NOBODY,
+            &["status", "--connect-timeout-ms", "200"],
+            r#"cannot open a ZooKeeper session on "127.0.0.1:1" (from ZKDIST_ZK)"#,
+        ),
+    ];
+    for (variable, value, args, needle) in cases {
+        let stderr = stderr_of(variable, value, args);
+        assert!(stderr.contains(needle), "{variable}={value}: {stderr}");
+    }
+    // Given as a flag, the same values are named by the flag, even with the
+    // variable set to something else.
+    let stderr = stderr_of(
+        "ZKDIST_AUTH",
+        "ok:ok",
+        &["status", "--zk", NOBODY, "--auth", "nocolon"],
+    );
+    assert!(stderr.contains("for '--auth <AUTH>'"), "{stderr}");
+    assert!(!stderr.contains("ZKDIST_AUTH"), "{stderr}");
+    let stderr = stderr_of(
+        "ZKDIST_ROOT",
+        "/fine",
+        &["status", "--zk", NOBODY, "--root", "relative"],
+    );
+    assert!(
+        stderr.contains(r#"zkdist: invalid --root "relative""#),
+        "{stderr}"
+    );
 }
 
 #[test]
