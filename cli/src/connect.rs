@@ -1,8 +1,10 @@
 //! Turning the connection flags into a live session.
 
+use std::time::Duration;
+
 use anyhow::{Context, bail};
 use zkdist_coord::zk::{ZkConfig, ZkSession};
-use zkdist_coord::{ClientError, EventStream, Layout, MAX_ROOT_BYTES, ZkError};
+use zkdist_coord::{ClientError, Coordinator, EventStream, Layout, MAX_ROOT_BYTES, ZkError};
 use zkdist_master::MasterError;
 use zkdist_worker::WorkerError;
 
@@ -70,6 +72,42 @@ pub async fn session(args: &ConnectArgs) -> anyhow::Result<(ZkSession, EventStre
     })
 }
 
+/// How long a command whose work is done waits for the ensemble to
+/// confirm its session's close. A close normally takes one round trip; an
+/// ensemble that went away meanwhile would hold it until the client gives
+/// the session up, up to some 1.4 session timeouts, in silence.
+pub const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// How [`close_when_done`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closing {
+    /// The ensemble confirmed the close, or the session had ended already.
+    Closed,
+    /// No answer within the wait: the ensemble ends the session at its
+    /// timeout.
+    LeftToExpire,
+}
+
+/// Closes the session of a command whose work is done and said (its task
+/// queued, its result or lookup printed), waiting at most `wait`. Past it,
+/// the session is left for the ensemble to expire, which loses nothing:
+/// no request of the command's is in flight, and it holds no ephemeral
+/// node. Not for a close that settles a create in doubt: that one must be
+/// waited for.
+pub async fn close_when_done<C: Coordinator>(session: &C, wait: Duration) -> Closing {
+    match tokio::time::timeout(wait, session.close()).await {
+        Ok(_) => Closing::Closed,
+        Err(_) => {
+            tracing::warn!(
+                wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                "the ensemble has not confirmed the session's close; leaving the session \
+                 to expire at its timeout (the command's work is done)"
+            );
+            Closing::LeftToExpire
+        }
+    }
+}
+
 /// Adds to an error that a node's ACL refused (`NoAuth`) what to do about
 /// it: the nodes of a tree laid out with `--auth` are everyone's to read
 /// and only that identity's to change.
@@ -127,8 +165,26 @@ fn no_auth_path(error: &ZkError) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use anyhow::Context;
+    use zkdist_sim::{SimConfig, SimZk};
 
     use super::*;
+
+    #[test]
+    fn a_close_the_ensemble_does_not_answer_is_given_up_after_the_wait() {
+        zkdist_sim::runtime::block_on(7, async {
+            let sim = SimZk::start(SimConfig::default());
+            let (held, _events) = sim.connect("held").await.expect("connects");
+            let (answered, _events) = sim.connect("answered").await.expect("connects");
+            sim.hold(held.session_id()).await;
+            let wait = Duration::from_millis(1_500);
+            let started = tokio::time::Instant::now();
+            assert_eq!(close_when_done(&held, wait).await, Closing::LeftToExpire);
+            assert_eq!(started.elapsed(), wait);
+            let started = tokio::time::Instant::now();
+            assert_eq!(close_when_done(&answered, wait).await, Closing::Closed);
+            assert!(started.elapsed() < wait);
+        });
+    }
 
     fn args(auth: Option<&str>) -> ConnectArgs {
         ConnectArgs {

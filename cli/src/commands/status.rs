@@ -1,7 +1,7 @@
 //! `status`.
 
 use anyhow::Context;
-use zkdist_coord::{Client, Coordinator, STATUS_MAX_LISTED_TASKS};
+use zkdist_coord::{Client, STATUS_MAX_LISTED_TASKS};
 
 use crate::args::StatusArgs;
 use crate::connect;
@@ -12,7 +12,7 @@ pub async fn status(args: &StatusArgs) -> anyhow::Result<()> {
     let (zk, events) = connect::session(&args.connect).await?;
     let client = Client::new(zk.clone(), events, layout);
     let status = client.status().await.context("cannot read the status")?;
-    zk.close().await.ok();
+    connect::close_when_done(&zk, connect::CLOSE_WAIT).await;
     if args.json {
         let assignments: serde_json::Map<String, serde_json::Value> = status
             .assignments

@@ -78,7 +78,7 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Done
     };
-    client.session().close().await.ok();
+    connect::close_when_done(client.session(), connect::CLOSE_WAIT).await;
     Ok(outcome)
 }
 
@@ -246,11 +246,11 @@ pub async fn find(args: &FindArgs) -> anyhow::Result<()> {
             .await
             .context("cannot look the submissions up")?;
         if tasks.is_none() {
-            zk.close().await.ok();
+            connect::close_when_done(&zk, connect::CLOSE_WAIT).await;
             return Err(ClientError::NoLayout { root }).context("cannot look the submissions up");
         }
     }
-    zk.close().await.ok();
+    connect::close_when_done(&zk, connect::CLOSE_WAIT).await;
     for token in &tokens {
         match found.get(token) {
             Some(task) => outln!("{token} {task}")?,
@@ -283,7 +283,7 @@ pub async fn wait(args: &WaitArgs) -> anyhow::Result<Outcome> {
     if args.cleanup {
         clean_up(&args.connect, &mut client, &task).await?;
     }
-    client.session().close().await.ok();
+    connect::close_when_done(client.session(), connect::CLOSE_WAIT).await;
     Ok(outcome)
 }
 
