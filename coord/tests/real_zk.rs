@@ -79,6 +79,7 @@ tests![
     Server CurrentThread a_layout_made_with_credentials_is_read_by_all_and_changed_by_its_owner_alone,
     Server CurrentThread a_session_cut_off_past_its_timeout_expires_and_a_new_one_works,
     Server CurrentThread a_session_closed_by_a_second_client_sees_expired,
+    Server CurrentThread a_client_whose_session_task_stopped_says_closed_not_connection_loss,
     Server CurrentThread a_session_its_client_gave_up_on_lives_on_until_closed_from_a_second_client,
     Server CurrentThread requests_on_a_silent_link_fail_with_connection_loss_and_the_session_survives,
     Server CurrentThread a_session_watching_many_paths_reconnects_with_its_watches,
@@ -856,6 +857,39 @@ async fn proxied_owner_of_an_ephemeral(env: &Env, name: &str) -> ProxiedOwner {
         link,
         ephemeral,
     }
+}
+
+/// The client library's session task can stop without publishing a
+/// terminal state: a panic inside it does that, and so does shutting down
+/// the runtime it runs on, which is how this test stops it. Its requests
+/// must then fail as closed and its state watchers hear `Closed`: a
+/// `ConnectionLoss` (what an unpatched client answers) would have the
+/// backend retry for good, and a watcher would wait for good.
+async fn a_client_whose_session_task_stopped_says_closed_not_connection_loss(env: Env) {
+    let connect = env.connect.clone();
+    let client = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let client = runtime
+            .block_on(zookeeper_client::Client::connect(&connect))
+            .expect("the client connects");
+        // Drops the session task, mid-session, with the client kept.
+        drop(runtime);
+        client
+    })
+    .join()
+    .expect("the connecting thread ends");
+    let mut state = client.state_watcher();
+    let answered = tokio::time::timeout(EVENT_WAIT, client.get_data("/"))
+        .await
+        .expect("a request to a stopped session is answered");
+    assert_eq!(answered.unwrap_err(), zookeeper_client::Error::ClientClosed);
+    let heard = tokio::time::timeout(Duration::from_secs(5), state.changed())
+        .await
+        .expect("a watcher of a stopped session hears of it");
+    assert_eq!(heard, zookeeper_client::SessionState::Closed);
 }
 
 async fn a_session_closed_by_a_second_client_sees_expired(env: Env) {

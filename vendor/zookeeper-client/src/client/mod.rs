@@ -319,8 +319,13 @@ impl Client {
     fn send_marshalled_request(&self, request: MarshalledRequest) -> StateReceiver {
         let (operation, receiver) = SessionOperation::new_marshalled(request).with_responser();
         if let Err(err) = self.requester.unbounded_send(operation.into()) {
+            // zkdist: the session task is gone. Past a terminal state its
+            // error says why; without one (the task panicked, or its
+            // runtime shut down) the last state is `Disconnected`, whose
+            // `ConnectionLoss` would have callers retry for good.
             let state = self.state();
-            err.into_inner().into_responser().send(Err(state.to_error()));
+            let error = if state.is_terminated() { state.to_error() } else { Error::ClientClosed };
+            err.into_inner().into_responser().send(Err(error));
         }
         receiver
     }

@@ -25,11 +25,20 @@ impl StateWatcher {
     ///
     /// This method will block indefinitely after one of terminal states consumed.
     pub async fn changed(&mut self) -> SessionState {
-        match self.receiver.changed().await {
-            Ok(changed) => *changed,
-            // Terminal state must be delivered.
-            Err(_) => std::future::pending().await,
+        let changed = self.receiver.changed().await.map(|state| *state);
+        if let Ok(state) = changed {
+            return state;
         }
+        if !self.receiver.borrow().is_terminated() {
+            // zkdist: the session task stopped without publishing a
+            // terminal state (it panicked, or its runtime shut down). Its
+            // requests fail with `ClientClosed` (see `Client`), and the
+            // session is reported closed, instead of a watcher that waits
+            // for good on a session that is still "disconnected".
+            return SessionState::Closed;
+        }
+        // Terminal state must be delivered.
+        std::future::pending().await
     }
 
     /// Returns but not consumes most recently state.
