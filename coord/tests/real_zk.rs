@@ -867,17 +867,29 @@ async fn proxied_owner_of_an_ephemeral(env: &Env, name: &str) -> ProxiedOwner {
 /// backend retry for good, and a watcher would wait for good.
 async fn a_client_whose_session_task_stopped_says_closed_not_connection_loss(env: Env) {
     let connect = env.connect.clone();
-    let client = std::thread::spawn(move || {
+    let (client, one_shot, persistent) = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("a runtime");
-        let client = runtime
-            .block_on(zookeeper_client::Client::connect(&connect))
-            .expect("the client connects");
-        // Drops the session task, mid-session, with the client kept.
+        let watched = runtime.block_on(async {
+            let client = zookeeper_client::Client::connect(&connect)
+                .await
+                .expect("the client connects");
+            let (_, _, one_shot) = client
+                .get_and_watch_data("/")
+                .await
+                .expect("the root is read and watched");
+            let persistent = client
+                .watch("/", zookeeper_client::AddWatchMode::PersistentRecursive)
+                .await
+                .expect("a recursive watch is added");
+            (client, one_shot, persistent)
+        });
+        // Drops the session task, mid-session, with the client and its
+        // watchers kept.
         drop(runtime);
-        client
+        watched
     })
     .join()
     .expect("the connecting thread ends");
@@ -890,6 +902,23 @@ async fn a_client_whose_session_task_stopped_says_closed_not_connection_loss(env
         .await
         .expect("a watcher of a stopped session hears of it");
     assert_eq!(heard, zookeeper_client::SessionState::Closed);
+    // Once, as a terminal state is; and the state the client last
+    // published, which only a server's word makes terminal, is not.
+    let again = tokio::time::timeout(Duration::from_millis(200), state.changed()).await;
+    assert!(again.is_err(), "Closed reported twice: {again:?}");
+    assert!(!state.peek_state().is_terminated());
+    // Node watches end as their session did, instead of panicking.
+    let closed =
+        zookeeper_client::WatchedEvent::new_session(zookeeper_client::SessionState::Closed);
+    let fired = tokio::time::timeout(Duration::from_secs(5), one_shot.changed())
+        .await
+        .expect("a one-shot watch of a stopped session ends");
+    assert_eq!(fired, closed);
+    let mut persistent = persistent;
+    let heard = tokio::time::timeout(Duration::from_secs(5), persistent.changed())
+        .await
+        .expect("a persistent watch of a stopped session ends");
+    assert_eq!(heard, closed);
 }
 
 async fn a_session_closed_by_a_second_client_sees_expired(env: Env) {

@@ -95,7 +95,10 @@ pub(crate) fn map_error(error: zkc::Error, context: &OpContext) -> ZkError {
         // looks alive ("expect error state, got SyncConnected") was never
         // sent, and nothing will ever answer on this handle again: the
         // handle is as good as closed. Retrying on it is useless; a new
-        // session is what may succeed, as after a close. Otherwise the
+        // session is what may succeed, as after a close. (The vendored
+        // copy now answers such a request `ClientClosed`, mapped the same
+        // way above; this stays for the message an unpatched client
+        // gives.) Otherwise the
         // request may have reached the server: the client fails every request in
         // flight with what broke its connection when that is a frame it
         // could not read (a reply whose xid matches no request, a reply or

@@ -54,8 +54,13 @@ impl ZkSession {
             }
         })
         .await;
+        // Only a state the client published is the server's word: a
+        // `Closed` its watcher reports after its session task stopped
+        // without one (see vendor/zookeeper-client's PATCHES.md) confirms
+        // nothing.
+        let published = second_state.peek_state().is_terminated();
         match ended {
-            Ok(zkc::SessionState::Closed | zkc::SessionState::Expired) => Ok(()),
+            Ok(zkc::SessionState::Closed | zkc::SessionState::Expired) if published => Ok(()),
             other => Err(ZkError::OperationTimeout {
                 reason: format!(
                     "a second client attached to session {} could not close it: {other:?}",

@@ -606,6 +606,12 @@ impl Pump {
                 woken,
                 watcher,
             } => {
+                // The client library reports `Closed` also when its session
+                // task stopped without a terminal state (a panic in it):
+                // then the state it last published is not terminal, and no
+                // server confirmed anything (see vendor/zookeeper-client's
+                // PATCHES.md).
+                let client_stopped = state.is_terminated() && !watcher.peek_state().is_terminated();
                 let state = session_state_of(state);
                 for shown in states_to_report(self.reported, state, woken) {
                     if shown == SessionState::Connected {
@@ -618,7 +624,7 @@ impl Pump {
                     self.emit(Event::Session(shown));
                 }
                 if is_terminal(state) {
-                    self.end(state);
+                    self.end(state, client_stopped);
                 } else {
                     self.watch_state(watcher);
                 }
@@ -796,8 +802,22 @@ impl Pump {
         }
     }
 
-    fn end(&mut self, state: SessionState) {
+    /// Ends the session in `state`; `client_stopped` when the client
+    /// library stopped serving it rather than hearing its end from a
+    /// server.
+    fn end(&mut self, state: SessionState, client_stopped: bool) {
         assert!(is_terminal(state), "end({state:?})");
+        assert!(
+            !client_stopped || state == SessionState::Closed,
+            "a stopped client reports Closed, not {state:?}"
+        );
+        if client_stopped {
+            tracing::warn!(
+                target: "zkdist::zk",
+                "the ZooKeeper client stopped serving this session without its end: \
+                 treating the session as closed (the ensemble ends it at its timeout)"
+            );
+        }
         self.terminal = Some(state);
         for id in self
             .watches
@@ -810,6 +830,14 @@ impl Pump {
             }
         }
         let answer = match state {
+            // A close is confirmed only by the server: a close that settles
+            // a create in doubt relies on it, and goes on to close the
+            // session from a second client when this fails.
+            SessionState::Closed if client_stopped => Err(ZkError::ConnectionLoss {
+                reason: "the ZooKeeper client stopped serving the session before the server \
+                         confirmed its close"
+                    .into(),
+            }),
             SessionState::Closed | SessionState::Expired => Ok(()),
             _ => Err(terminal_error(state)),
         };

@@ -8,11 +8,14 @@ use crate::session::{OneshotReceiver, PersistentReceiver, SessionState, WatchRec
 #[derive(Clone, Debug)]
 pub struct StateWatcher {
     receiver: watch::Receiver<SessionState>,
+    // zkdist: whether `changed` reported the stop of a session task that
+    // published no terminal state (as `Closed`, once).
+    stop_reported: bool,
 }
 
 impl StateWatcher {
     pub(super) fn new(receiver: watch::Receiver<SessionState>) -> StateWatcher {
-        StateWatcher { receiver }
+        StateWatcher { receiver, stop_reported: false }
     }
 
     /// Returns and consumes most recently state.
@@ -29,12 +32,16 @@ impl StateWatcher {
         if let Ok(state) = changed {
             return state;
         }
-        if !self.receiver.borrow().is_terminated() {
+        if !self.stop_reported && !self.receiver.borrow().is_terminated() {
             // zkdist: the session task stopped without publishing a
             // terminal state (it panicked, or its runtime shut down). Its
             // requests fail with `ClientClosed` (see `Client`), and the
-            // session is reported closed, instead of a watcher that waits
-            // for good on a session that is still "disconnected".
+            // session is reported closed, once, instead of a watcher that
+            // waits for good on a session that is still "disconnected".
+            // `peek_state` still shows the last state the task published:
+            // a caller that needs the server's word (a confirmed close)
+            // checks that it is terminal.
+            self.stop_reported = true;
             return SessionState::Closed;
         }
         // Terminal state must be delivered.

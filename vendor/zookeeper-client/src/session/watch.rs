@@ -80,7 +80,10 @@ impl RemovableWatcher {
                     .unbounded_send(Request::RemoveWatcher { id, responser: StateResponser::new(sender) })
                     .is_err()
                 {
-                    return Err(state.borrow().to_error());
+                    // zkdist: the session task is gone; see
+                    // `Client::send_marshalled_request`.
+                    let state = *state.borrow();
+                    return Err(if state.is_terminated() { state.to_error() } else { Error::ClientClosed });
                 }
 
                 let receiver = StateReceiver::new(OpCode::RemoveWatches, receiver);
@@ -117,7 +120,10 @@ impl OneshotReceiver {
 
     pub async fn recv(mut self) -> WatchedEvent {
         let receiver = self.receiver.take().unwrap();
-        let event = receiver.await.unwrap();
+        // zkdist: a session task that stopped without a terminal event (a
+        // panic in it) drops the sender; the watch ends as its session
+        // does, with `Closed`, instead of panicking here.
+        let event = receiver.await.unwrap_or_else(|_| WatchedEvent::new_session(SessionState::Closed));
         self.watcher.discard();
         event
     }
@@ -144,7 +150,9 @@ impl PersistentReceiver {
     }
 
     pub async fn recv(&mut self) -> WatchedEvent {
-        self.receiver.next().await.unwrap()
+        // zkdist: as `OneshotReceiver::recv`, a stopped session task ends
+        // the watch with `Closed` instead of a panic.
+        self.receiver.next().await.unwrap_or_else(|| WatchedEvent::new_session(SessionState::Closed))
     }
 
     pub async fn remove(self) -> Result<(), Error> {
