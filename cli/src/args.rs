@@ -126,6 +126,16 @@ impl ConnectArgs {
         setting_name("--zk", "ZKDIST_ZK", self.from_env.zk)
     }
 
+    /// The connect string, quoted, with where it came from if that was
+    /// `ZKDIST_ZK`: for messages about the ensemble it names.
+    pub fn zk_shown(&self) -> String {
+        if self.from_env.zk {
+            format!("{:?} (from ZKDIST_ZK)", self.zk)
+        } else {
+            format!("{:?}", self.zk)
+        }
+    }
+
     /// `--root`, or `ZKDIST_ROOT` if the root came from it.
     pub fn root_name(&self) -> &'static str {
         setting_name("--root", "ZKDIST_ROOT", self.from_env.root)

@@ -62,14 +62,9 @@ pub fn config(args: &ConnectArgs) -> anyhow::Result<ZkConfig> {
 /// Opens a session on the ensemble named by `--zk`.
 pub async fn session(args: &ConnectArgs) -> anyhow::Result<(ZkSession, EventStream)> {
     let config = config(args)?;
-    ZkSession::connect(&config).await.with_context(|| {
-        let source = if args.from_env.zk {
-            " (from ZKDIST_ZK)"
-        } else {
-            ""
-        };
-        format!("cannot open a ZooKeeper session on {:?}{source}", args.zk)
-    })
+    ZkSession::connect(&config)
+        .await
+        .with_context(|| format!("cannot open a ZooKeeper session on {}", args.zk_shown()))
 }
 
 /// How long a command whose work is done waits for the ensemble to

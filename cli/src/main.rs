@@ -122,7 +122,15 @@ fn main() -> ExitCode {
 /// The command line, with what came from the environment noted in the
 /// connection settings (clap's matches know; the parsed struct does not).
 fn parse_command_line() -> Result<Cli, clap::Error> {
-    let matches = Cli::command().try_get_matches()?;
+    parse_from(std::env::args_os())
+}
+
+fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = Cli::command().try_get_matches_from(args)?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     if let (Some(connect), Some((_, subcommand))) =
         (connect_args_mut(&mut cli.command), matches.subcommand())
@@ -175,7 +183,7 @@ fn execute(command: Command) -> anyhow::Result<Outcome> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async {
+    let outcome = runtime.block_on(async {
         match &command {
             Command::Run(args) => commands::role::run(args).await.map(|()| Outcome::Done),
             Command::Master(args) => commands::role::master(args).await.map(|()| Outcome::Done),
@@ -189,5 +197,61 @@ fn execute(command: Command) -> anyhow::Result<Outcome> {
                 unreachable!("simulations run on their own runtimes")
             }
         }
-    })
+    });
+    // The command is over and said so. A blocking thread may still be at
+    // work for a session left behind (resolving a host name to reconnect
+    // to an ensemble that went away): dropping the runtime would wait for
+    // it, for as long as the resolver takes.
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN_WAIT);
+    outcome
+}
+
+/// How long a command's runtime waits for its blocking threads once the
+/// command is over.
+const RUNTIME_SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command with the connection flags has its sources read off
+    /// clap's matches (which, in a debug build, panics on an id the
+    /// command does not have), and a flag given is not from the
+    /// environment.
+    #[test]
+    fn every_command_with_connection_flags_notes_their_sources() {
+        let commands: [&[&str]; 8] = [
+            &["run"],
+            &["master"],
+            &["worker"],
+            &["submit", "{}"],
+            &["wait", "task-x"],
+            &["find", "abc"],
+            &["status"],
+            &["bench"],
+        ];
+        let with_connection_flags = Cli::command()
+            .get_subcommands()
+            .filter(|command| {
+                command
+                    .get_arguments()
+                    .any(|arg| arg.get_long() == Some("zk"))
+            })
+            .count();
+        assert_eq!(with_connection_flags, commands.len());
+        for words in commands {
+            let args = ["zkdist"]
+                .iter()
+                .chain(words)
+                .chain(&["--zk", "h:1", "--root", "/r", "--auth", "u:p"]);
+            let mut cli = parse_from(args).unwrap_or_else(|e| panic!("{words:?}: {e}"));
+            let connect = connect_args_mut(&mut cli.command).expect("connection flags");
+            assert_eq!(
+                connect.from_env,
+                origin::FromEnvironment::default(),
+                "{words:?}"
+            );
+            assert_eq!(connect.zk_name(), "--zk");
+        }
+    }
 }

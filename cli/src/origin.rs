@@ -68,7 +68,14 @@ pub fn explain_environment_value(
         return None;
     }
     let quoted_arg = format!("'{shown_arg}'");
-    let text = error.to_string();
+    let mut text = error.to_string();
+    // A password set in the environment is not echoed to a log.
+    if long == "auth"
+        && let Some(ContextValue::String(value)) = error.get(ContextKind::InvalidValue)
+        && !value.is_empty()
+    {
+        text = text.replacen(&format!("'{value}'"), "'<hidden>'", 1);
+    }
     text.contains(&quoted_arg).then(|| {
         text.replacen(
             &quoted_arg,

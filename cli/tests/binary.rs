@@ -427,6 +427,13 @@ fn settings_from_the_environment_are_named_by_their_variable() {
         let stderr = stderr_of(variable, value, args);
         assert!(stderr.contains(needle), "{variable}={value}: {stderr}");
     }
+    // Credentials from the environment are not echoed.
+    let stderr = stderr_of("ZKDIST_AUTH", "hunter2", &["status", "--zk", NOBODY]);
+    assert!(
+        stderr.contains("invalid value '<hidden>' for ZKDIST_AUTH"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
     // Given as a flag, the same values are named by the flag, even with the
     // variable set to something else.
     let stderr = stderr_of(

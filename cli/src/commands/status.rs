@@ -1,7 +1,7 @@
 //! `status`.
 
 use anyhow::Context;
-use zkdist_coord::{Client, STATUS_MAX_LISTED_TASKS};
+use zkdist_coord::{Client, STATUS_MAX_LISTED_TASKS, Status};
 
 use crate::args::StatusArgs;
 use crate::connect;
@@ -12,7 +12,14 @@ pub async fn status(args: &StatusArgs) -> anyhow::Result<()> {
     let (zk, events) = connect::session(&args.connect).await?;
     let client = Client::new(zk.clone(), events, layout);
     let status = client.status().await.context("cannot read the status")?;
+    // Printed before the close, which an ensemble gone just then would
+    // hold up to its wait.
+    let printed = print(args, &status);
     connect::close_when_done(&zk, connect::CLOSE_WAIT).await;
+    printed
+}
+
+fn print(args: &StatusArgs, status: &Status) -> anyhow::Result<()> {
     if args.json {
         let assignments: serde_json::Map<String, serde_json::Value> = status
             .assignments

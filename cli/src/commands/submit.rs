@@ -250,14 +250,14 @@ pub async fn find(args: &FindArgs) -> anyhow::Result<()> {
             return Err(ClientError::NoLayout { root }).context("cannot look the submissions up");
         }
     }
+    // Printed before the close, which an ensemble gone just then would
+    // hold up to its wait.
+    let printed = tokens.iter().try_for_each(|token| match found.get(token) {
+        Some(task) => outln!("{token} {task}"),
+        None => outln!("{token} none"),
+    });
     connect::close_when_done(&zk, connect::CLOSE_WAIT).await;
-    for token in &tokens {
-        match found.get(token) {
-            Some(task) => outln!("{token} {task}")?,
-            None => outln!("{token} none")?,
-        }
-    }
-    Ok(())
+    printed
 }
 
 /// The token `text` names: a token, the `task-<token>-` prefix, or a
@@ -411,8 +411,8 @@ async fn renew_session(
             Err(error) => {
                 return Err(error).with_context(|| {
                     format!(
-                        "cannot {doing}: {ended}, and a new session on {:?} was refused",
-                        connect_args.zk
+                        "cannot {doing}: {ended}, and a new session on {} was refused",
+                        connect_args.zk_shown()
                     )
                 });
             }
