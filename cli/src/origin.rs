@@ -4,6 +4,7 @@
 //! value the shell supplied names the variable: a user who never typed
 //! `--auth` is not helped by being told that `--auth` is wrong.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 
 use clap::ArgMatches;
@@ -51,6 +52,9 @@ pub fn explain_environment_value(
     command: &clap::Command,
     args: &[OsString],
 ) -> Option<String> {
+    if error.kind() == ErrorKind::InvalidUtf8 {
+        return explain_invalid_utf8(command, args);
+    }
     if !matches!(
         error.kind(),
         ErrorKind::ValueValidation | ErrorKind::InvalidValue
@@ -83,6 +87,42 @@ pub fn explain_environment_value(
             1,
         )
     })
+}
+
+/// clap says only that "one or more arguments" are not UTF-8; when a
+/// variable behind a flag not given is, this names it.
+fn explain_invalid_utf8(command: &clap::Command, args: &[OsString]) -> Option<String> {
+    let culprits: Vec<String> = environment_variables(command)
+        .into_iter()
+        .filter(|(long, variable)| {
+            !flag_given(args, long)
+                && std::env::var_os(variable).is_some_and(|value| value.to_str().is_none())
+        })
+        .map(|(long, variable)| format!("{variable} (behind '--{long}')"))
+        .collect();
+    (!culprits.is_empty()).then(|| {
+        format!(
+            "error: invalid UTF-8 in the environment: {}\n\nFor more information, try '--help'.",
+            culprits.join(", ")
+        )
+    })
+}
+
+/// Every flag of `command` and its subcommands that has a variable behind
+/// it, as (long name, variable), sorted.
+fn environment_variables(command: &clap::Command) -> BTreeSet<(String, String)> {
+    let mut found: BTreeSet<(String, String)> = command
+        .get_arguments()
+        .filter_map(|arg| {
+            let long = arg.get_long()?;
+            let variable = arg.get_env()?;
+            Some((long.to_owned(), variable.to_string_lossy().into_owned()))
+        })
+        .collect();
+    for subcommand in command.get_subcommands() {
+        found.extend(environment_variables(subcommand));
+    }
+    found
 }
 
 /// The variable behind `--long` in `command` or any of its subcommands.

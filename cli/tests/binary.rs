@@ -427,6 +427,21 @@ fn settings_from_the_environment_are_named_by_their_variable() {
         let stderr = stderr_of(variable, value, args);
         assert!(stderr.contains(needle), "{variable}={value}: {stderr}");
     }
+    // A variable that is not UTF-8 is named, where clap names nothing.
+    let not_utf8 = {
+        use std::os::unix::ffi::OsStrExt;
+        std::ffi::OsStr::from_bytes(b"/r\xff").to_owned()
+    };
+    let output = zkdist(&["status", "--zk", NOBODY])
+        .env("ZKDIST_ROOT", &not_utf8)
+        .output()
+        .expect("run zkdist");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(64), "{stderr}");
+    assert!(
+        stderr.contains("invalid UTF-8 in the environment: ZKDIST_ROOT (behind '--root')"),
+        "{stderr}"
+    );
     // Credentials from the environment are not echoed.
     let stderr = stderr_of("ZKDIST_AUTH", "hunter2", &["status", "--zk", NOBODY]);
     assert!(
