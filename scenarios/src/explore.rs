@@ -46,7 +46,10 @@ pub enum Faults {
     /// random times on the elected master or a worker: link cuts (short,
     /// or past the session timeout), session expiries, and process crashes
     /// (the process restarts after a random delay); or a short cut of the
-    /// client's link, which its submits must survive. When the plan's reads
+    /// client's link, which its submits must survive. Half the cuts are
+    /// silent partitions (`SimZk::partition`): the client notices them
+    /// only from its link watch, and the server may expire the session
+    /// soon after. When the plan's reads
     /// lag, half the short cuts also stall the session's server past the
     /// heal (`SimZk::stall`), beside the stalls of [`Faults::Latency`].
     /// Then the liveness
@@ -110,6 +113,12 @@ pub struct ExploreConfig {
     /// default: tasks then take up to 20 ms, and seeds keep the schedules
     /// they always had.
     pub long_tasks: bool,
+    /// Whether half the cuts of `Faults::All` are silent partitions (on,
+    /// always, outside the mutant tests). Off, every cut fails its
+    /// connection at once, as before silent partitions were modelled: the
+    /// test that shows what they catch turns them off to compare.
+    #[cfg(feature = "mutants")]
+    pub silent_partitions: bool,
 }
 
 impl Default for ExploreConfig {
@@ -124,11 +133,21 @@ impl Default for ExploreConfig {
             old_workers: 0,
             first_task_sequence: None,
             long_tasks: false,
+            #[cfg(feature = "mutants")]
+            silent_partitions: true,
         }
     }
 }
 
 impl ExploreConfig {
+    /// See [`ExploreConfig::silent_partitions`].
+    pub(crate) fn draws_silent_partitions(&self) -> bool {
+        #[cfg(feature = "mutants")]
+        return self.silent_partitions;
+        #[cfg(not(feature = "mutants"))]
+        return true;
+    }
+
     /// Refuses sizes the explorer cannot run, naming the bound.
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=MAX_WORKERS).contains(&self.workers) {
@@ -321,6 +340,13 @@ async fn run_faults(h: &Harness, faults: &[PlannedFault], start: Instant) {
             Due::Fault(n) => {
                 let fault = &faults[n];
                 if let FaultKind::CutShort { ms } | FaultKind::CutLong { ms } = fault.kind {
+                    // A silent partition lasts until the client notices
+                    // it, within half a session timeout.
+                    let ms = if fault.silent {
+                        ms.max(SESSION_TIMEOUT_MS / 2)
+                    } else {
+                        ms
+                    };
                     healed_by = healed_by.max(Instant::now() + Duration::from_millis(ms));
                 }
                 if let Some((name, restart_after_ms)) = inject(h, fault).await {
@@ -379,7 +405,11 @@ async fn inject(h: &Harness, fault: &PlannedFault) -> Option<(String, u64)> {
                 h.stall(session, Duration::from_millis(fault.server_stall_ms))
                     .await;
             }
-            h.cut(session, Duration::from_millis(ms)).await;
+            if fault.silent {
+                h.partition(session, Duration::from_millis(ms)).await;
+            } else {
+                h.cut(session, Duration::from_millis(ms)).await;
+            }
             None
         }
         FaultKind::Expire => {

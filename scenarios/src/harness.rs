@@ -522,6 +522,13 @@ impl Harness {
         self.sim.cut(session, duration).await;
     }
 
+    /// Partitions a session's link silently for at least `duration` (see
+    /// [`SimZk::partition`]).
+    pub async fn partition(&self, session: SessionId, duration: Duration) {
+        self.failure(&format!("partition {session} for {duration:?}"));
+        self.sim.partition(session, duration).await;
+    }
+
     /// Stalls the server `session` talks to (see [`SimZk::stall`]). Not a
     /// failure: a follower behind the leader is ZooKeeper working as
     /// documented.

@@ -95,10 +95,17 @@ pub enum Mutant {
     /// worker. Needs faults (the cuts) and tasks longer than the grace
     /// (`ExploreConfig::long_tasks`).
     WorkerIgnoresGrace,
+    /// The worker's session answers a grace of half the session timeout,
+    /// twice the right one: time enough when the client hears of an outage
+    /// at once (a cut), too much when it notices only from its own link
+    /// watch (a silent partition), after which the server may expire the
+    /// session 0.35 of a timeout on. Needs silent partitions (in
+    /// `Faults::All`) and long tasks.
+    WorkerGraceTooLong,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 16] = [
+    pub const ALL: [Mutant; 17] = [
         Mutant::MasterAssignsBusyWorkers,
         Mutant::MasterSkipsTasksDiff,
         Mutant::MasterListsIdsAsWorkers,
@@ -115,6 +122,7 @@ impl Mutant {
         Mutant::MasterSkipsSyncs,
         Mutant::WorkerSkipsSyncs,
         Mutant::WorkerIgnoresGrace,
+        Mutant::WorkerGraceTooLong,
     ];
 
     /// Whether the master carries the bug (else every worker does).
@@ -152,14 +160,17 @@ impl Mutant {
     pub fn needs_faults(self) -> bool {
         matches!(
             self,
-            Mutant::MasterFakesReclaims | Mutant::WorkerIgnoresGrace
+            Mutant::MasterFakesReclaims | Mutant::WorkerIgnoresGrace | Mutant::WorkerGraceTooLong
         ) || self.skips_syncs()
     }
 
     /// Whether the bug shows only with tasks that outlast a session's
     /// grace (see `ExploreConfig::long_tasks`).
     pub fn needs_long_tasks(self) -> bool {
-        self == Mutant::WorkerIgnoresGrace
+        matches!(
+            self,
+            Mutant::WorkerIgnoresGrace | Mutant::WorkerGraceTooLong
+        )
     }
 
     /// Whether the bug is a `sync` answered and never sent.
@@ -193,7 +204,7 @@ impl Mutant {
             Mutant::ClientSkipsSyncs => Invariant::SubmittedOnce,
             Mutant::MasterSkipsSyncs => Invariant::FinishedExactlyOnce,
             Mutant::WorkerSkipsSyncs => Invariant::FinishedExactlyOnce,
-            Mutant::WorkerIgnoresGrace => Invariant::RanPastExpiry,
+            Mutant::WorkerIgnoresGrace | Mutant::WorkerGraceTooLong => Invariant::RanPastExpiry,
         }
     }
 }
@@ -435,11 +446,12 @@ impl<C: Coordinator> Coordinator for MutantSession<C> {
 
     fn disconnected_grace_ms(&self) -> u64 {
         let grace_ms = self.inner.disconnected_grace_ms();
-        if self.mutant == Some(Mutant::WorkerIgnoresGrace) {
+        match self.mutant {
             // A quarter of the timeout, times 400.
-            grace_ms.saturating_mul(400)
-        } else {
-            grace_ms
+            Some(Mutant::WorkerIgnoresGrace) => grace_ms.saturating_mul(400),
+            // Half the timeout.
+            Some(Mutant::WorkerGraceTooLong) => grace_ms.saturating_mul(2),
+            _ => grace_ms,
         }
     }
 

@@ -72,6 +72,10 @@ pub(crate) struct PlannedFault {
     /// whose replies the cut lost, and reads there until it syncs or
     /// writes (see `SimZk::stall`).
     pub server_stall_ms: u64,
+    /// For a cut: the link goes silent instead of failing (see
+    /// `SimZk::partition`), so the client notices late and the server may
+    /// expire the session soon after it does.
+    pub silent: bool,
 }
 
 /// A stall of the server a session talks to (see `SimZk::stall`): not a
@@ -172,13 +176,33 @@ impl Plan {
         } else {
             Vec::new()
         };
+        let timeout_us = crate::explore::SESSION_TIMEOUT_MS * 1_000;
+        // Drawn after the stalls, so that every choice above stays as it
+        // was (and before the long tasks, which change nothing else): half
+        // the cuts are silent partitions, which the client notices only
+        // from its own link watch. Each strikes up to half a session
+        // timeout later than drawn above: the server may then have gone a
+        // whole ping interval without hearing the session (the worst case
+        // for a grace counted from the client's notice), which the traffic
+        // of a run's first milliseconds rules out.
+        for fault in &mut faults {
+            if matches!(
+                fault.kind,
+                FaultKind::CutShort { .. } | FaultKind::CutLong { .. }
+            ) && rng.random_range(0..2) == 1
+                && config.draws_silent_partitions()
+            {
+                fault.silent = true;
+                fault.at_us += rng.random_range(0..=timeout_us / 2);
+            }
+        }
+        faults.sort_by_key(|fault| fault.at_us);
         // Drawn last of all, and only when asked for: the first tasks
         // submitted, two for each worker (any worker may get them), run
-        // while the faults strike (within 80 ms of the
-        // start), and long enough for a cut to outlast a worker's grace
-        // in the middle of one.
+        // while the faults strike (within 80 ms of the start, silent
+        // partitions up to half a session timeout later), and long enough
+        // for a cut to outlast a worker's grace in the middle of one.
         if config.long_tasks {
-            let timeout_us = crate::explore::SESSION_TIMEOUT_MS * 1_000;
             let first = (2 * config.workers).min(config.tasks);
             for work in &mut work_us[..first] {
                 *work = rng.random_range(timeout_us / 4..=2 * timeout_us);
@@ -267,6 +291,7 @@ fn draw_faults(
                 target,
                 kind,
                 server_stall_ms: 0,
+                silent: false,
             }
         })
         .collect();
@@ -423,6 +448,72 @@ mod tests {
             let lagging = lags.iter().filter(|&&lag| lag > 0).count();
             assert!((25..=75).contains(&lagging), "{faults:?}: {lags:?}");
             assert!(lags.iter().all(|&lag| lag <= MAX_FOLLOWER_LAG_TXNS));
+        }
+    }
+
+    /// About half the cuts are silent, each striking at most half a
+    /// session timeout after the latest an ordinary fault does, and the
+    /// faults stay in time order; no other kind of fault is silent.
+    #[test]
+    fn about_half_the_cuts_are_silent_and_some_strike_later() {
+        let config = ExploreConfig {
+            faults: Faults::All,
+            ..ExploreConfig::default()
+        };
+        let timeout_us = crate::explore::SESSION_TIMEOUT_MS * 1_000;
+        let (mut cuts, mut silent, mut later) = (0, 0, 0);
+        for seed in 0..200 {
+            let plan = Plan::draw(seed, &config);
+            assert!(plan.faults.windows(2).all(|w| w[0].at_us <= w[1].at_us));
+            for fault in &plan.faults {
+                match fault.kind {
+                    FaultKind::CutShort { .. } | FaultKind::CutLong { .. } => {
+                        cuts += 1;
+                        silent += usize::from(fault.silent);
+                        if fault.silent {
+                            assert!(fault.at_us <= 80_000 + timeout_us / 2, "{fault:?}");
+                            later += usize::from(fault.at_us > 80_000);
+                        } else {
+                            assert!(fault.at_us <= 80_000, "{fault:?}");
+                        }
+                    }
+                    _ => assert!(!fault.silent, "{fault:?}"),
+                }
+            }
+        }
+        assert!(
+            cuts > 100 && (cuts / 3..=2 * cuts / 3).contains(&silent),
+            "{silent} of {cuts} cuts silent"
+        );
+        assert!(
+            later > silent / 2,
+            "{later} of {silent} silent cuts struck late"
+        );
+    }
+
+    /// With silent partitions off, the same plans with every cut loud.
+    #[cfg(feature = "mutants")]
+    #[test]
+    fn without_silent_partitions_plans_differ_only_in_their_cuts() {
+        let with = ExploreConfig {
+            faults: Faults::All,
+            ..ExploreConfig::default()
+        };
+        let without = ExploreConfig {
+            silent_partitions: false,
+            ..with.clone()
+        };
+        for seed in 0..100 {
+            let loud = Plan::draw(seed, &without);
+            assert!(loud.faults.iter().all(|fault| !fault.silent), "seed {seed}");
+            let plan = Plan::draw(seed, &with);
+            let kinds = |plan: &Plan| -> Vec<(Target, FaultKind)> {
+                let mut kinds: Vec<_> = plan.faults.iter().map(|f| (f.target, f.kind)).collect();
+                kinds.sort_by_key(|(target, kind)| format!("{target:?} {kind:?}"));
+                kinds
+            };
+            assert_eq!(kinds(&plan), kinds(&loud), "seed {seed}");
+            assert_eq!(plan.work_us, loud.work_us, "seed {seed}");
         }
     }
 }

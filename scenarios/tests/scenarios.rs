@@ -113,6 +113,11 @@ fn worker_cut_off_mid_task() {
 }
 
 #[test]
+fn worker_partitioned_mid_task() {
+    holds("worker_partitioned_mid_task");
+}
+
+#[test]
 fn connection_loss_on_submit_applied() {
     holds("connection_loss_on_submit_applied");
 }

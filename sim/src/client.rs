@@ -26,6 +26,10 @@ pub(crate) enum ClientState {
     /// (or fail with `SessionExpired` if the session expired meanwhile), as
     /// ZooKeeper's clients queue them.
     Down,
+    /// The link died silently (`SimZk::partition`) and the client has not
+    /// noticed yet: it believes it is connected, and what it sends is lost
+    /// (it fails with `ConnectionLoss` once the client notices).
+    Partitioned,
     /// `close` was sent; requests fail with `SessionClosed`.
     Closing,
     Closed,

@@ -36,6 +36,11 @@ pub(crate) enum Command {
         duration_us: u64,
         done: Done,
     },
+    Partition {
+        session: SessionId,
+        duration_us: u64,
+        done: Done,
+    },
     Stall {
         session: SessionId,
         duration_us: u64,

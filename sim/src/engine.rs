@@ -213,6 +213,14 @@ impl Engine {
                 self.cut(session, duration_us);
                 let _ = done.send(());
             }
+            Command::Partition {
+                session,
+                duration_us,
+                done,
+            } => {
+                self.partition(session, duration_us);
+                let _ = done.send(());
+            }
             Command::Stall {
                 session,
                 duration_us,
@@ -296,11 +304,15 @@ impl Engine {
         self.now_us = self.now_us.max(key.due_us);
         match item {
             Item::Arrival(session) => {
-                self.peer_mut(session).link.outbound_key = None;
+                let link = &mut self.peer_mut(session).link;
+                link.outbound_key = None;
+                link.last_arrival_us = key.due_us;
                 self.arrive(session);
             }
             Item::Delivery(session) => {
-                self.peer_mut(session).link.inbound_key = None;
+                let link = &mut self.peer_mut(session).link;
+                link.inbound_key = None;
+                link.last_delivery_us = key.due_us;
                 self.deliver(session);
             }
             Item::Heal(session) => {
@@ -314,6 +326,10 @@ impl Engine {
             Item::CatchUp(session) => {
                 self.peer_mut(session).link.catch_up_key = None;
                 self.catch_up(session);
+            }
+            Item::Notice(session) => {
+                self.peer_mut(session).link.notice_key = None;
+                self.notice(session);
             }
         }
         if cfg!(debug_assertions) {
@@ -395,16 +411,18 @@ impl Engine {
         let state = peer.client.state;
         let is_close = matches!(request, Request::Close);
         let refusal = match (state, is_close) {
-            (ClientState::Up | ClientState::Down, false)
+            (ClientState::Up | ClientState::Down | ClientState::Partitioned, false)
                 if let Some(refused) = peer.client.refuse_add_watch(&request) =>
             {
                 Some(Err(refused))
             }
-            (ClientState::Up, true) => {
+            // Over a silent partition the close is lost like any request:
+            // the client waits for its answer until it notices.
+            (ClientState::Up | ClientState::Partitioned, true) => {
                 peer.client.state = ClientState::Closing;
                 None
             }
-            (ClientState::Up | ClientState::Down, false) => None,
+            (ClientState::Up | ClientState::Down | ClientState::Partitioned, false) => None,
             (ClientState::Closing | ClientState::Closed, true) => Some(Ok(Response::Closed)),
             (ClientState::Closing | ClientState::Closed, false) => {
                 Some(Err(ZkError::SessionClosed))
@@ -474,6 +492,12 @@ impl Engine {
         }
         let client = &mut self.peer_mut(session).client;
         client.pending.insert(request_id, pending);
+        if state == ClientState::Partitioned {
+            self.record(format!(
+                "lost {name} {summary} (sent into a silent partition)"
+            ));
+            return;
+        }
         self.send_to_server(session, request_id, request, summary);
     }
 
@@ -487,7 +511,7 @@ impl Engine {
         };
         let name = peer.client.name.clone();
         match peer.client.state {
-            ClientState::Up | ClientState::Down => {
+            ClientState::Up | ClientState::Down | ClientState::Partitioned => {
                 self.record(format!("drop {name}: last handle dropped, closing"));
                 let (reply, _nobody_waits) = oneshot::channel();
                 self.submit(session, Request::Close, reply);
@@ -695,6 +719,7 @@ impl Engine {
                 Item::Heal(_) => link.heal_key.take(),
                 Item::SessionTimeout(_) => link.timeout_key.take(),
                 Item::CatchUp(_) => link.catch_up_key.take(),
+                Item::Notice(_) => link.notice_key.take(),
                 Item::Arrival(_) | Item::Delivery(_) => unreachable!("not a timer: {item:?}"),
             }
         };
@@ -706,6 +731,7 @@ impl Engine {
         match item {
             Item::Heal(_) => link.heal_key = Some(key),
             Item::CatchUp(_) => link.catch_up_key = Some(key),
+            Item::Notice(_) => link.notice_key = Some(key),
             _ => link.timeout_key = Some(key),
         }
     }
@@ -755,8 +781,23 @@ impl Engine {
             let state = peer.client.state;
             let up = peer.link.up;
             match state {
-                ClientState::Up | ClientState::Closing => {
+                ClientState::Up => {
                     assert!(up, "{session} is {state:?} over a link that is down");
+                }
+                // A close sent into a silent partition waits for the client
+                // to notice.
+                ClientState::Closing => {
+                    assert!(
+                        up || peer.link.notice_key.is_some(),
+                        "{session} is Closing over a link that is down, and will not notice"
+                    );
+                }
+                ClientState::Partitioned => {
+                    assert!(!up, "{session} is Partitioned over a link that is up");
+                    assert!(
+                        peer.link.notice_key.is_some() && peer.link.heal_key.is_some(),
+                        "{session} is Partitioned and will not notice or heal"
+                    );
                 }
                 ClientState::Down => {
                     assert!(!up, "{session} is Down over a link that is up");
@@ -807,6 +848,7 @@ impl Engine {
                     p.link.heal_key,
                     p.link.timeout_key,
                     p.link.catch_up_key,
+                    p.link.notice_key,
                 ]
                 .iter()
                 .flatten()

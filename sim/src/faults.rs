@@ -84,7 +84,9 @@ impl Engine {
             );
             let peer = self.peer_mut(session);
             peer.client.end_stream();
-            if let Some(key) = peer.link.heal_key.take() {
+            // A dead process neither reconnects nor notices anything.
+            let timers = [peer.link.heal_key.take(), peer.link.notice_key.take()];
+            for key in timers.into_iter().flatten() {
                 self.schedule.cancel(key);
             }
         }
@@ -231,6 +233,8 @@ impl Engine {
         let peer = self.peer_mut(session);
         assert!(!peer.link.up, "heal of a link that is up");
         peer.link.up = true;
+        // The reconnection's handshake: the server hears the client.
+        peer.link.last_arrival_us = now_us;
         let down_since_us = peer.link.down_since_us.take().expect("down since");
         peer.client.state = ClientState::Up;
         let timeout_key = peer.link.timeout_key.take();
@@ -383,7 +387,11 @@ impl Engine {
         self.clear_link(session);
         let link = &mut self.peer_mut(session).link;
         link.up = false;
-        let timers = [link.heal_key.take(), link.timeout_key.take()];
+        let timers = [
+            link.heal_key.take(),
+            link.timeout_key.take(),
+            link.notice_key.take(),
+        ];
         for key in timers.into_iter().flatten() {
             self.schedule.cancel(key);
         }

@@ -46,6 +46,7 @@ mod lagging_read_tests;
 mod latency;
 mod link;
 mod multi;
+mod partition;
 mod request;
 pub mod runtime;
 mod schedule;

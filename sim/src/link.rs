@@ -61,6 +61,13 @@ pub(crate) struct Link {
     pub inbound_key: Option<Key>,
     pub heal_key: Option<Key>,
     pub timeout_key: Option<Key>,
+    /// The agenda entry for the client noticing a silent partition.
+    pub notice_key: Option<Key>,
+    /// When a request of the session last reached the server, and when a
+    /// message last reached the client: a silent partition's draws of when
+    /// each side last heard the other go back no further.
+    pub last_arrival_us: u64,
+    pub last_delivery_us: u64,
     /// Watch events the server this session talks to owes it, in the order
     /// of the changes they report (each with where its change sits): that
     /// server lags, and sends each once it has applied that change (see

@@ -32,6 +32,9 @@ pub(crate) enum Item {
     /// The lagging server the session talks to has applied everything it
     /// was behind on, and sends the watch events it owes.
     CatchUp(SessionId),
+    /// The client of a silently partitioned link has heard nothing for its
+    /// loss timeout and gives up on the connection.
+    Notice(SessionId),
 }
 
 /// A binary heap of keys (each unique, so the order is total and the same

@@ -102,6 +102,34 @@ impl SimZk {
         .await
     }
 
+    /// Partitions the session's link silently for at least `duration`, as
+    /// a network that drops packets without resetting the connection. The
+    /// server stops hearing the session at once and expires it a session
+    /// timeout after it last heard it; the client believes it is connected
+    /// (what it sends is lost) until its link watch notices the silence,
+    /// 8 to 9 ticks of a twentieth of the timeout after it last heard the
+    /// server, and only then sees `Disconnected` and fails its pending
+    /// requests with `ConnectionLoss`. When each side last heard the other
+    /// is drawn from the seed, within the ping interval of zookeeper-client
+    /// (4 ticks), so the server may expire the session 0.35 of the timeout
+    /// after the client noticed, not a whole timeout as after a [`cut`].
+    /// The link heals after `duration`, but no sooner than just after the
+    /// client noticed; then as after a cut.
+    ///
+    /// A session that is connecting, closing or already cut off takes it
+    /// as a [`cut`].
+    ///
+    /// [`cut`]: SimZk::cut
+    pub async fn partition(&self, session: SessionId, duration: Duration) {
+        let duration_us = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+        self.control(|done| Command::Partition {
+            session,
+            duration_us,
+            done,
+        })
+        .await
+    }
+
     /// Stalls the server the session talks to for `duration`, as a
     /// follower that falls behind the leader: until then it answers the
     /// session's reads as of the newest state the session has already

@@ -1,8 +1,8 @@
 //! Processes that fail: a master killed in the middle of a round, a master
 //! cut off while a standby takes over, a master's and a worker's session
 //! expiring, a worker killed in the middle of its task, a worker cut off
-//! in the middle of a long task, and a worker that completes its task
-//! after its session expired (a zombie).
+//! in the middle of a long task (its link failing, or going silent), and a
+//! worker that completes its task after its session expired (a zombie).
 //!
 //! What must hold in each: no rule breaks (the checker runs throughout:
 //! no task held twice, no write from a deposed master or a zombie), every
@@ -228,6 +228,7 @@ pub fn zombie_worker_completes_late(seed: u64) -> RunReport {
             h,
             300_000,
             "cut the first worker off until after its session expired",
+            Outage::Cut,
         )
         .await;
         let report = h.finish().await;
@@ -246,15 +247,28 @@ pub fn zombie_worker_completes_late(seed: u64) -> RunReport {
     })
 }
 
+/// How the first worker loses its link in [`cut_first_worker_mid_task`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outage {
+    /// The connection fails: the client hears of it at once.
+    Cut,
+    /// The link goes silent (`SimZk::partition`) after the worker has been
+    /// quiet for half a second, past the client's ping interval: the
+    /// client notices late, and the server may expire the session 0.35 of
+    /// the timeout after it does.
+    SilentPartition,
+}
+
 /// A master and two workers; the first worker is given a task of
-/// `work_us` and, once its handler runs, is cut off for 4 s (twice the
-/// session timeout). Returns when every task has finished and the first
-/// worker has joined again: its first id, the other worker's, and the
-/// task.
+/// `work_us` and, once its handler runs, loses its link for 4 s (twice the
+/// session timeout) by `outage`. Returns when every task has finished and
+/// the first worker has joined again: its first id, the other worker's,
+/// and the task.
 async fn cut_first_worker_mid_task(
     h: &crate::Harness,
     work_us: u64,
     note: &str,
+    outage: Outage,
 ) -> (WorkerId, WorkerId, TaskId) {
     h.start_master().await;
     let first = h.start_worker().await;
@@ -269,7 +283,13 @@ async fn cut_first_worker_mid_task(
     // to start the handler, which the cut must find running.
     tokio::time::sleep(Duration::from_millis(50)).await;
     h.note(note);
-    h.cut(first, Duration::from_millis(4_000)).await;
+    match outage {
+        Outage::Cut => h.cut(first, Duration::from_millis(4_000)).await,
+        Outage::SilentPartition => {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            h.partition(first, Duration::from_millis(4_000)).await;
+        }
+    }
     assert!(h.all_finished(FINISH_LIMIT).await, "every task finishes");
     h.registered_again(1, &worker).await;
     (worker, survivor, task)
@@ -288,6 +308,7 @@ pub fn worker_cut_off_mid_task(seed: u64) -> RunReport {
             h,
             2_500_000,
             "cut the first worker off for twice its session timeout",
+            Outage::Cut,
         )
         .await;
         let report = h.finish().await;
@@ -300,4 +321,57 @@ pub fn worker_cut_off_mid_task(seed: u64) -> RunReport {
         find(trace, expired, &format!("{survivor} started {task}"));
         report
     })
+}
+
+/// As [`worker_cut_off_mid_task`], but the worker's link goes silent
+/// instead of failing, after the worker has been quiet past its ping
+/// interval, on a seed that draws the worst case: the server last heard the
+/// worker 4 ticks (0.2 of the timeout) before the partition, and the
+/// worker's client notices 9 ticks after it last heard the server, so the
+/// server expires the session 7 ticks (0.35 of the timeout, 700 ms) after
+/// the worker's `Disconnected`. What must hold: the worker stops the task
+/// a grace (500 ms) after its notice, before that expiry, and the master
+/// gives the task to the other worker only after it.
+pub fn worker_partitioned_mid_task(seed: u64) -> RunReport {
+    run(seed, async move |h| {
+        let (worker, survivor, task) = cut_first_worker_mid_task(
+            h,
+            2_500_000,
+            "partition the first worker silently, after a quiet half second",
+            Outage::SilentPartition,
+        )
+        .await;
+        let report = h.finish().await;
+
+        let trace = &report.trace;
+        let partitioned = find(trace, 0, "control partition w1 for 4000.000ms");
+        let noticed = find(trace, partitioned, "notice w1: heard nothing");
+        let stopped = find(
+            trace,
+            noticed,
+            &format!("decide w1: {worker} abandoned {task}"),
+        );
+        let expired = find(trace, stopped, "w1 expire (session timeout)");
+        find(trace, expired, &format!("decide m1: task-requeued {task}"));
+        find(trace, expired, &format!("{survivor} started {task}"));
+        let ms_at = |line: usize| trace_ms(&trace[line]);
+        assert_eq!(
+            ms_at(expired) - ms_at(noticed),
+            700.001,
+            "the seed draws the worst case: the expiry 0.35 of the timeout after the notice"
+        );
+        report
+    })
+}
+
+/// The simulated time a trace line is stamped with, in milliseconds.
+fn trace_ms(line: &str) -> f64 {
+    let stamp = line
+        .strip_prefix('[')
+        .and_then(|rest| rest.split_once("ms]"))
+        .map(|(stamp, _)| stamp.trim())
+        .unwrap_or_else(|| panic!("a stamped trace line: {line}"));
+    stamp
+        .parse()
+        .unwrap_or_else(|_| panic!("a time in ms: {line}"))
 }

@@ -58,7 +58,7 @@ impl Scenario {
     }
 }
 
-pub const ALL: [Scenario; 27] = [
+pub const ALL: [Scenario; 28] = [
     Scenario {
         name: "finish_then_task_arrive_while_master_held",
         seed: 101,
@@ -154,6 +154,12 @@ pub const ALL: [Scenario; 27] = [
         seed: 114,
         about: "a worker cut off mid-task stops it before its session can expire; the task then runs elsewhere",
         run: failures::worker_cut_off_mid_task,
+    },
+    Scenario {
+        name: "worker_partitioned_mid_task",
+        seed: 114,
+        about: "a worker silently partitioned mid-task notices late and still stops it before its session expires",
+        run: failures::worker_partitioned_mid_task,
     },
     Scenario {
         name: "connection_loss_on_submit_applied",
