@@ -106,10 +106,13 @@ fn explore_with_old_workers_finds_nothing_and_replay_shows_them() {
 }
 
 /// Long tasks from the command line: under every kind of fault no rule
-/// breaks, and the JSON summary says the flag was on. On seed 3 (4 workers,
-/// 100 tasks) a cut finds `w1` in the middle of a long task: it stops the
-/// task at its grace, before the server expires its session, and joins
-/// again under a new id while the old session still lives.
+/// breaks, and the JSON summary says the flag was on. Two replays (4
+/// workers, 100 tasks) show a worker cut off in the middle of a long task
+/// stopping it at its grace, before the server expires its session:
+/// - on seed 34 the cut is loud: `w1` hears of it at once, stops the task
+///   and joins again under a new id while the old session still lives;
+/// - on seed 44 the partition is silent: `w1` notices it only when its link
+///   has been quiet for a while, and still stops the task before the expiry.
 #[test]
 fn explore_with_long_tasks_finds_nothing_and_replay_shows_a_task_stopped_in_time() {
     let long = ["--faults", "all", "--long-tasks"];
@@ -120,38 +123,69 @@ fn explore_with_long_tasks_finds_nothing_and_replay_shows_a_task_stopped_in_time
     assert_eq!(summary["long_tasks"], true, "{summary}");
     assert_eq!(summary["violation_count"], 0, "{summary}");
 
-    let (code, trace, _) = zkdist(
-        &[
-            &["replay", "--seed", "3", "--workers", "4", "--tasks", "100"],
-            long.as_slice(),
-        ]
-        .concat(),
-    );
-    assert_eq!(code, 0, "{trace}");
-    assert!(trace.trim_end().ends_with("no violation"), "{trace}");
-    let lines: Vec<&str> = trace.lines().collect();
-    let at = |from: usize, needle: &str| {
-        from + lines[from..]
-            .iter()
-            .position(|line| line.contains(needle))
-            .unwrap_or_else(|| panic!("no {needle:?} after line {from}:\n{trace}"))
-    };
-    let cut = at(0, "control cut w1 ");
-    let stopped = at(cut, "decide w1: worker-0000000000 abandoned ");
-    let expired = at(cut, "w1 expire (session timeout)");
+    let loud = LongTaskReplay::run("34", &long);
+    let cut = loud.at(0, "control cut w1 ");
+    let stopped = loud.at(cut, "decide w1: worker-0000000000 abandoned ");
+    let expired = loud.at(cut, "w1 expire (session timeout)");
     assert!(
         stopped < expired,
-        "w1 stopped its task only after its expiry:\n{trace}"
+        "w1 stopped its task only after its expiry:\n{}",
+        loud.trace
     );
     let rejoined = stopped
-        + lines[stopped..]
+        + loud.lines()[stopped..]
             .iter()
             .position(|line| line.contains("decide w1: worker-") && line.ends_with(" registered"))
             .expect("w1 joins again");
     assert!(
         rejoined < expired,
-        "w1 joined again while its old session still lived:\n{trace}"
+        "w1 joined again while its old session still lived:\n{}",
+        loud.trace
     );
+
+    let silent = LongTaskReplay::run("44", &long);
+    let partitioned = silent.at(0, "control partition w1 for ");
+    let noticed = silent.at(partitioned, "notice w1: ");
+    let stopped = silent.at(partitioned, "decide w1: worker-0000000000 abandoned ");
+    let expired = silent.at(partitioned, "w1 expire (session timeout)");
+    assert!(
+        noticed < stopped && stopped < expired,
+        "w1 noticed the partition, then stopped its task, then expired:\n{}",
+        silent.trace
+    );
+}
+
+/// A replay's trace, with the line numbers of the events a test looks for.
+struct LongTaskReplay {
+    trace: String,
+}
+
+impl LongTaskReplay {
+    /// Replays `seed` with 4 workers and 100 tasks; the run breaks no rule.
+    fn run(seed: &str, flags: &[&str]) -> Self {
+        let (code, trace, _) = zkdist(
+            &[
+                &["replay", "--seed", seed, "--workers", "4", "--tasks", "100"],
+                flags,
+            ]
+            .concat(),
+        );
+        assert_eq!(code, 0, "{trace}");
+        assert!(trace.trim_end().ends_with("no violation"), "{trace}");
+        Self { trace }
+    }
+
+    fn lines(&self) -> Vec<&str> {
+        self.trace.lines().collect()
+    }
+
+    /// The first line at or after `from` that contains `needle`.
+    fn at(&self, from: usize, needle: &str) -> usize {
+        from + self.lines()[from..]
+            .iter()
+            .position(|line| line.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} after line {from}:\n{}", self.trace))
+    }
 }
 
 /// The queue across ZooKeeper's 32-bit sequence counter from the command

@@ -131,18 +131,11 @@ impl Engine {
         }
     }
 
-    /// The link fails now. A seeded prefix of the requests in flight had
-    /// reached the server just before (applied, their replies lost); the
-    /// rest never arrive. Everything travelling to the client is lost. The
-    /// server forgets the session's watches and starts its expiry clock; the
-    /// client fails every pending request with `ConnectionLoss`.
-    pub(crate) fn link_down(
-        &mut self,
-        session: SessionId,
-        heal_after_us: Option<u64>,
-        cause: DownCause,
-    ) {
-        let name = self.name(session);
+    /// The link stops carrying the session's requests: a seeded prefix of
+    /// those in flight reach the server now (and are applied), and the rest
+    /// stay in `outbound` for the caller to drop. Shared by cuts and silent
+    /// partitions, which differ only in what the client is told.
+    pub(crate) fn arrive_seeded_prefix_in_flight(&mut self, session: SessionId) {
         let in_flight = self.peers[&session].link.outbound.len();
         let reached = if in_flight == 0 {
             0
@@ -159,6 +152,7 @@ impl Engine {
                 .outbound
                 .pop_front()
                 .expect("counted in flight");
+            self.peer_mut(session).link.last_arrival_us = self.now_us;
             self.apply_request(
                 session,
                 arrived.request_id,
@@ -166,6 +160,21 @@ impl Engine {
                 &arrived.summary,
             );
         }
+    }
+
+    /// The link fails now. A seeded prefix of the requests in flight had
+    /// reached the server just before (applied, their replies lost); the
+    /// rest never arrive. Everything travelling to the client is lost. The
+    /// server forgets the session's watches and starts its expiry clock; the
+    /// client fails every pending request with `ConnectionLoss`.
+    pub(crate) fn link_down(
+        &mut self,
+        session: SessionId,
+        heal_after_us: Option<u64>,
+        cause: DownCause,
+    ) {
+        let name = self.name(session);
+        self.arrive_seeded_prefix_in_flight(session);
         self.clear_link(session);
         let down_since_us = self.now_us;
         let link = &mut self.peer_mut(session).link;

@@ -126,30 +126,7 @@ impl Engine {
             self.cut(session, duration_us);
             return;
         }
-        let in_flight = peer.link.outbound.len();
-        let reached = if in_flight == 0 {
-            0
-        } else {
-            self.rng.random_range(0..=in_flight)
-        };
-        if let Some(key) = self.peer_mut(session).link.outbound_key.take() {
-            self.schedule.cancel(key);
-        }
-        for _ in 0..reached {
-            let arrived = self
-                .peer_mut(session)
-                .link
-                .outbound
-                .pop_front()
-                .expect("counted in flight");
-            self.peer_mut(session).link.last_arrival_us = self.now_us;
-            self.apply_request(
-                session,
-                arrived.request_id,
-                arrived.request,
-                &arrived.summary,
-            );
-        }
+        self.arrive_seeded_prefix_in_flight(session);
         // The requests the server applied above may have ended the session
         // (a close): then the link is already shut.
         if !self.peers[&session].link.up {
