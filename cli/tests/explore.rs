@@ -132,11 +132,9 @@ fn explore_with_long_tasks_finds_nothing_and_replay_shows_a_task_stopped_in_time
         "w1 stopped its task only after its expiry:\n{}",
         loud.trace
     );
-    let rejoined = stopped
-        + loud.lines()[stopped..]
-            .iter()
-            .position(|line| line.contains("decide w1: worker-") && line.ends_with(" registered"))
-            .expect("w1 joins again");
+    let rejoined = loud.find(stopped, "w1 joining again", |line| {
+        line.contains("decide w1: worker-") && line.ends_with(" registered")
+    });
     assert!(
         rejoined < expired,
         "w1 joined again while its old session still lived:\n{}",
@@ -155,7 +153,7 @@ fn explore_with_long_tasks_finds_nothing_and_replay_shows_a_task_stopped_in_time
     );
 }
 
-/// A replay's trace, with the line numbers of the events a test looks for.
+/// The trace of a replay with long tasks, searched by line number.
 struct LongTaskReplay {
     trace: String,
 }
@@ -175,16 +173,22 @@ impl LongTaskReplay {
         Self { trace }
     }
 
-    fn lines(&self) -> Vec<&str> {
-        self.trace.lines().collect()
+    /// The number of the first line at or after `from` that contains
+    /// `needle`.
+    fn at(&self, from: usize, needle: &str) -> usize {
+        self.find(from, &format!("{needle:?}"), |line| line.contains(needle))
     }
 
-    /// The first line at or after `from` that contains `needle`.
-    fn at(&self, from: usize, needle: &str) -> usize {
-        from + self.lines()[from..]
-            .iter()
-            .position(|line| line.contains(needle))
-            .unwrap_or_else(|| panic!("no {needle:?} after line {from}:\n{}", self.trace))
+    /// The number of the first line at or after `from` that `matches`;
+    /// `what` names it if there is none.
+    fn find(&self, from: usize, what: &str, matches: impl Fn(&str) -> bool) -> usize {
+        self.trace
+            .lines()
+            .enumerate()
+            .skip(from)
+            .find(|(_, line)| matches(line))
+            .map(|(number, _)| number)
+            .unwrap_or_else(|| panic!("no {what} after line {from}:\n{}", self.trace))
     }
 }
 
