@@ -10,7 +10,9 @@ use std::future::pending;
 use std::time::Duration;
 
 use zkdist_coord::{Coordinator, CreateMode, Layout, Op, SessionId, TaskId, Watch, WorkerId};
-use zkdist_master::{Epoch, MasterDecision, MasterState, TaskDiscovery, Trigger, WriteOutcome};
+use zkdist_master::{
+    Epoch, MasterDecision, MasterState, RequeueReason, TaskDiscovery, Trigger, WriteOutcome,
+};
 use zkdist_scenarios::{
     Checker, Harness, HarnessConfig, Invariant, RunReport, Step, TreeFacts, expected_result, trace,
 };
@@ -147,6 +149,86 @@ fn rounds_out_of_submission_order_break_fifo_unless_a_failure_came_first() {
     assert_eq!(after_a_fault.first_failure(), Some("cut master"));
     assert_eq!(
         master_log_after_submitting(&[0, 1], &[round(1, &[(1, 0), (2, 1)])]),
+        None
+    );
+}
+
+/// After a fault the tree may show assignments out of submission order
+/// (a refused create re-queues its task behind creates already sent), but
+/// the master's own queue is still served oldest first: a round that
+/// passes over a task the master re-queued breaks FIFO.
+#[test]
+fn after_a_fault_a_round_still_takes_the_oldest_task_the_master_queued() {
+    let queued = |t: i32| MasterDecision::TaskQueued { task: task(t) };
+    let requeued = |t: i32| MasterDecision::TaskRequeued {
+        task: task(t),
+        reason: RequeueReason::WorkerGone { worker: worker(1) },
+    };
+    let left = MasterDecision::WorkerLeft {
+        worker: worker(1),
+        held_task: Some(task(0)),
+    };
+    let reclaimed = MasterDecision::AssignmentReclaimed {
+        worker: worker(1),
+        task: task(0),
+        deleted: true,
+    };
+    let after_a_fault = |decisions: &[MasterDecision]| {
+        let mut checker = checker_after_submitting(&[0, 1, 2]);
+        checker.on_failure("crash w1");
+        for decision in decisions {
+            checker.on_master_decision("master", decision);
+        }
+        checker.violation().map(|violation| violation.invariant)
+    };
+    let worker_one_dies = [
+        queued(0),
+        queued(1),
+        queued(2),
+        round(1, &[(1, 0)]),
+        left,
+        reclaimed,
+        requeued(0),
+    ];
+    let skips_the_requeued = [&worker_one_dies[..], &[round(2, &[(2, 1)])]].concat();
+    assert_eq!(
+        after_a_fault(&skips_the_requeued),
+        Some(Invariant::FifoOrder)
+    );
+    let takes_it_first = [&worker_one_dies[..], &[round(2, &[(2, 0), (3, 1)])]].concat();
+    assert_eq!(after_a_fault(&takes_it_first), None);
+    // A task that left the queue otherwise is no longer waiting.
+    let vanished = MasterDecision::TaskVanished { task: task(0) };
+    let skips_a_vanished = [&worker_one_dies[..], &[vanished, round(2, &[(2, 1)])]].concat();
+    assert_eq!(after_a_fault(&skips_a_vanished), None);
+    // A refused create puts its task back in the queue too.
+    let refused = MasterDecision::AssignmentFailed {
+        worker: worker(2),
+        task: task(1),
+        error: "node exists".to_owned(),
+    };
+    let skips_the_refused = [
+        queued(0),
+        queued(1),
+        queued(2),
+        round(1, &[(1, 0), (2, 1)]),
+        refused,
+        round(2, &[(3, 2)]),
+    ];
+    assert_eq!(
+        after_a_fault(&skips_the_refused),
+        Some(Invariant::FifoOrder)
+    );
+    // A new leadership rebuilds its queue from the tree.
+    let elected = MasterDecision::Elected { epoch: Epoch(1) };
+    assert_eq!(
+        after_a_fault(&[
+            queued(0),
+            queued(1),
+            elected,
+            queued(1),
+            round(1, &[(1, 1)])
+        ]),
         None
     );
 }

@@ -42,9 +42,12 @@
 //!   or a failed assignment create), assignment nodes are created in
 //!   submission order, never twice for one task, and never while an older
 //!   task waits unassigned; the masters' rounds assign in that order too.
-//!   Submission order is the order the server applied the tasks' creates,
-//!   not the order of their names (ZooKeeper's counter wraps; see
-//!   `submission_order`).
+//!   At all times, failures or not, a round takes the oldest tasks its
+//!   master's own log shows queued (queued or re-queued, and not assigned,
+//!   found held or finished, or gone since): a task re-queued after a
+//!   failure goes back ahead of newer ones. Submission order is the order
+//!   the server applied the tasks' creates, not the order of their names
+//!   (ZooKeeper's counter wraps; see `submission_order`).
 //! - [`Invariant::FinishedExactlyOnce`]: no task's result is created twice
 //!   or rewritten;
 //!   no two workers decide they wrote a task's result (written, or found
@@ -275,6 +278,25 @@ impl fmt::Display for Violation {
 struct MasterLog {
     /// Who holds what, in the master's own words.
     holding: BTreeMap<WorkerId, TaskId>,
+    /// The tasks the master's log shows waiting in its queue, in
+    /// submission order: queued or re-queued, and not assigned, found
+    /// held or finished, or gone since. A round must take them oldest
+    /// first, faults or not.
+    queued: BTreeMap<Position, TaskId>,
+}
+
+impl MasterLog {
+    fn queue(&mut self, position: Option<Position>, task: &TaskId) {
+        if let Some(position) = position {
+            self.queued.insert(position, task.clone());
+        }
+    }
+
+    fn unqueue(&mut self, position: Option<Position>) {
+        if let Some(position) = position {
+            self.queued.remove(&position);
+        }
+    }
 }
 
 /// The checker's state: what the transactions and decisions so far
@@ -308,8 +330,8 @@ pub struct Checker {
     last_assigned: NewestAssigned,
     /// How many times each task's result node was created.
     results_created: BTreeMap<TaskId, u32>,
-    /// The first failure (fault or failed assignment): FIFO is checked only
-    /// before it.
+    /// The first failure (fault or failed assignment): FIFO in the tree is
+    /// checked only before it (rounds against their master's queue always).
     first_failure: Option<String>,
 
     /// Each master candidate's log (by actor name: `m1`, `m2`...).
@@ -404,7 +426,8 @@ impl Checker {
         !self.closed && self.violation.is_none()
     }
 
-    /// The first failure seen (after which FIFO is no longer required).
+    /// The first failure seen (after which the tree need no longer show
+    /// assignments in submission order).
     pub fn first_failure(&self) -> Option<&str> {
         self.first_failure.as_deref()
     }
@@ -426,7 +449,8 @@ impl Checker {
     }
 
     /// A fault was injected (or another failure happened): from now on
-    /// FIFO order is no longer required.
+    /// the tree need no longer show assignments in submission order (each
+    /// round is still judged against its master's own queue).
     pub fn on_failure(&mut self, what: &str) {
         if self.first_failure.is_none() {
             self.first_failure = Some(what.to_owned());
@@ -874,6 +898,7 @@ impl Checker {
             actor: actor.to_owned(),
             text: decision.to_string(),
         };
+        let position_of = |task: &TaskId| self.submissions_in_order.position(task);
         let log = self.master_logs.entry(actor.to_owned()).or_default();
         match decision {
             MasterDecision::Round { assigned, .. } => {
@@ -891,13 +916,32 @@ impl Checker {
                         return self.violate(invariant, detail, step());
                     }
                     log.holding.insert(worker.clone(), task.clone());
+                    log.unqueue(position);
                     if let Some(position) = position {
                         self.last_round_task.assigned(position, task);
                     }
                 }
             }
-            MasterDecision::AssignmentFailed { worker, error, .. } => {
+            MasterDecision::TaskQueued { task } | MasterDecision::TaskRequeued { task, .. } => {
+                log.queue(position_of(task), task);
+            }
+            MasterDecision::TaskVanished { task }
+            | MasterDecision::TaskAlreadyFinished { task }
+            | MasterDecision::StaleAssignment {
+                task: Some(task), ..
+            } => {
+                log.unqueue(position_of(task));
+            }
+            // A create the server refused puts the task back at its place
+            // in the queue (a `TaskVanished` follows for a task deleted
+            // meanwhile).
+            MasterDecision::AssignmentFailed {
+                worker,
+                task,
+                error,
+            } => {
                 log.holding.remove(worker);
+                log.queue(position_of(task), task);
                 self.on_failure(&format!("{actor}: {decision}: {error}"));
             }
             MasterDecision::WorkerIdle { worker, .. }
@@ -914,10 +958,12 @@ impl Checker {
             }
             MasterDecision::TaskInProgress { worker, task } => {
                 log.holding.insert(worker.clone(), task.clone());
+                log.unqueue(position_of(task));
             }
             MasterDecision::Elected { .. } => {
                 // A new leadership builds its state from the tree.
                 log.holding.clear();
+                log.queued.clear();
             }
             _ => {}
         }
@@ -1149,6 +1195,20 @@ fn round_breach(
             Invariant::TaskAssignedTwice,
             format!(
                 "a round assigns {task} to {worker} while the master's log shows {other} holding it"
+            ),
+        ));
+    }
+    // Faults or not, the master's own queue is served oldest first: a task
+    // it re-queued after a failure goes back to its place, ahead of newer
+    // ones. (The tree can show assignments out of order after a failure:
+    // a refused create re-queues its task behind creates already sent.)
+    if let Some(position) = position
+        && let Some((_, older)) = log.queued.range(..position).next()
+    {
+        return Some((
+            Invariant::FifoOrder,
+            format!(
+                "a round assigns {task} to {worker} while the master's log shows the older {older} queued"
             ),
         ));
     }
