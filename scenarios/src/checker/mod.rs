@@ -45,9 +45,11 @@
 //!   At all times, failures or not, a round takes the oldest tasks its
 //!   master's own log shows queued (queued or re-queued, and not assigned,
 //!   found held or finished, or gone since): a task re-queued after a
-//!   failure goes back ahead of newer ones. Submission order is the order
-//!   the server applied the tasks' creates, not the order of their names
-//!   (ZooKeeper's counter wraps; see `submission_order`).
+//!   failure goes back ahead of newer ones; and one master session's
+//!   assignment creates reach the server in the order its rounds chose
+//!   them (see `create_order`). Submission order is the order the server
+//!   applied the tasks' creates, not the order of their names (ZooKeeper's
+//!   counter wraps; see `submission_order`).
 //! - [`Invariant::FinishedExactlyOnce`]: no task's result is created twice
 //!   or rewritten;
 //!   no two workers decide they wrote a task's result (written, or found
@@ -91,6 +93,7 @@
 //!   `SimZk::expire`, is exempt: on a connected session no process could
 //!   see it coming.)
 
+mod create_order;
 mod submission_order;
 mod view;
 
@@ -105,6 +108,7 @@ use zkdist_master::{MasterDecision, MasterState, Recovery};
 use zkdist_sim::{AppliedOp, Change, Tree, TxnKind};
 use zkdist_worker::{CompletionReadBack, WorkerDecision};
 
+use create_order::CreateOrder;
 use submission_order::{NewestAssigned, Position, SubmissionOrder};
 
 use crate::handler::expected_result;
@@ -283,6 +287,9 @@ struct MasterLog {
     /// held or finished, or gone since. A round must take them oldest
     /// first, faults or not.
     queued: BTreeMap<Position, TaskId>,
+    /// The assignment creates its rounds chose, in the order they must
+    /// reach the server.
+    creates: CreateOrder,
 }
 
 impl MasterLog {
@@ -336,6 +343,8 @@ pub struct Checker {
 
     /// Each master candidate's log (by actor name: `m1`, `m2`...).
     master_logs: BTreeMap<String, MasterLog>,
+    /// Each actor's newest session (by actor name), the one its log is of.
+    newest_sessions: BTreeMap<String, SessionId>,
     /// The newest task a round assigned, for FIFO.
     last_round_task: NewestAssigned,
     /// The workers' logs: who runs what now, and who finished what.
@@ -401,6 +410,7 @@ impl Checker {
             results_created: BTreeMap::new(),
             first_failure: None,
             master_logs: BTreeMap::new(),
+            newest_sessions: BTreeMap::new(),
             last_round_task: NewestAssigned::default(),
             running: BTreeMap::new(),
             finished_by: BTreeMap::new(),
@@ -489,7 +499,9 @@ impl Checker {
             }
             TxnKind::CreateSession => {
                 // A candidate's new session builds its state afresh.
-                self.master_logs.remove(actor_of_session(&op.session_name));
+                let actor = actor_of_session(&op.session_name);
+                self.master_logs.remove(actor);
+                self.newest_sessions.insert(actor.to_owned(), op.session);
             }
             _ => {}
         }
@@ -788,12 +800,40 @@ impl Checker {
         }
         let task = TaskId::parse(data).ok()?;
         let position = self.submissions_in_order.position(&task);
-        let fifo = self.fifo_breach(&task, position, tree);
+        let fifo = self
+            .fifo_breach(&task, position, tree)
+            .or_else(|| self.overtaking_create(op, worker, &task));
         if let Some(position) = position {
             self.last_assigned.assigned(position, &task);
         }
         self.ever_assigned.insert(task);
         fifo.map(|detail| (Invariant::FifoOrder, detail))
+    }
+
+    /// Whether `worker`'s assignment to `task`, just created by `op`,
+    /// reached the server after a create its master's rounds chose later
+    /// (see `create_order`): faults or not, the session's creates arrive
+    /// in the order chosen.
+    fn overtaking_create(
+        &mut self,
+        op: &AppliedOp,
+        worker: &WorkerId,
+        task: &TaskId,
+    ) -> Option<String> {
+        let actor = actor_of_session(&op.session_name);
+        // A session its actor has replaced is no longer judged by the
+        // actor's log.
+        if self.newest_sessions.get(actor) != Some(&op.session) {
+            return None;
+        }
+        let log = self.master_logs.get_mut(actor)?;
+        let (later_worker, later_task) =
+            log.creates.applied(&(worker.clone(), task.clone())).err()?;
+        Some(format!(
+            "{} created {worker}'s assignment ({task}) after {later_worker}'s ({later_task}), \
+             chosen after it: one session's creates reach the server in the order chosen",
+            op.session_name
+        ))
     }
 
     /// Whether assigning `task`, at `position` in submission order (`None`:
@@ -917,6 +957,7 @@ impl Checker {
                     }
                     log.holding.insert(worker.clone(), task.clone());
                     log.unqueue(position);
+                    log.creates.chosen((worker.clone(), task.clone()));
                     if let Some(position) = position {
                         self.last_round_task.assigned(position, task);
                     }
@@ -942,7 +983,13 @@ impl Checker {
             } => {
                 log.holding.remove(worker);
                 log.queue(position_of(task), task);
+                log.creates.settled(&(worker.clone(), task.clone()));
                 self.on_failure(&format!("{actor}: {decision}: {error}"));
+            }
+            // Applied, or lost with the connection: it reaches the server
+            // no later than now.
+            MasterDecision::AssignmentInDoubt { worker, task } => {
+                log.creates.settled(&(worker.clone(), task.clone()));
             }
             MasterDecision::WorkerIdle { worker, .. }
             | MasterDecision::WorkerLeft { worker, .. }
@@ -964,6 +1011,7 @@ impl Checker {
                 // A new leadership builds its state from the tree.
                 log.holding.clear();
                 log.queued.clear();
+                log.creates.clear();
             }
             _ => {}
         }
