@@ -6,6 +6,7 @@
 
 use std::io::Write;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -94,6 +95,13 @@ fn hangup_ignored() -> bool {
     }
 }
 
+/// A SIGINT or SIGTERM that comes this soon after the first stop signal is
+/// the same request delivered twice, not an operator asking again: tools
+/// that stop a process group signal it back to back (GNU `timeout` sends
+/// SIGTERM to the process, then to its group; a script may `kill` the
+/// process and then its group). A person asking again takes longer.
+pub const REPEATED_SIGNAL_WINDOW: Duration = Duration::from_millis(500);
+
 /// The first shutdown signal this process received (its number).
 static RECEIVED: OnceLock<i32> = OnceLock::new();
 
@@ -135,7 +143,9 @@ impl Shutdown {
     }
 
     /// [`Shutdown::shared`], and a second signal, SIGINT or SIGTERM, ends
-    /// the process at once, by the first signal's default action. A clean
+    /// the process at once, by the first signal's default action (one that
+    /// comes within [`REPEATED_SIGNAL_WINDOW`] of the first is the first
+    /// delivered again, and is not taken as a second). A clean
     /// stop finishes the task in hand and
     /// deletes the role's nodes, which with the ensemble out of reach can
     /// wait as long as the outage; the operator keeps a way out short of
@@ -150,9 +160,21 @@ impl Shutdown {
         let on_signal = Arc::clone(&sender);
         tokio::spawn(async move {
             self.requested().await;
+            let first_at = tokio::time::Instant::now();
             on_signal.send_replace(true);
             if on_second == OnSecondSignal::Exit {
-                self.requested_again().await;
+                loop {
+                    self.requested_again().await;
+                    let after = first_at.elapsed();
+                    if after >= REPEATED_SIGNAL_WINDOW {
+                        break;
+                    }
+                    tracing::info!(
+                        after_ms = after.as_millis(),
+                        "a stop signal again right after the first: the same request delivered \
+                         twice (as GNU timeout does); signal again to exit at once"
+                    );
+                }
                 errln!(
                     "zkdist: a second signal: exiting at once; this process's sessions end at their timeout"
                 );

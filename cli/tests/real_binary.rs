@@ -32,6 +32,9 @@ const ROOT_PREFIX: &str = "zkdist-binary";
 const SIGINT: i32 = 2;
 const SIGTERM: i32 = 15;
 const SIGKILL: i32 = 9;
+/// How soon after the first stop signal a second one is the first
+/// delivered again (the binary's `shutdown::REPEATED_SIGNAL_WINDOW`).
+const REPEATED_SIGNAL_WINDOW: Duration = Duration::from_millis(500);
 
 fn main() {
     let mut args = Arguments::from_args();
@@ -679,9 +682,45 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
         hung_up.log()
     );
 
+    // One stop delivered twice, back to back, as GNU `timeout` does (to the
+    // process, then to its group), is one request: the worker still
+    // finishes its task.
+    let mut timed_out = target.spawn("timed-out worker", &["worker", "--allow-exec"], &scratch);
+    let gate = scratch.path("gate-timeout");
+    let task = submit_gated_task(&target, &gate, "echo after the timeout");
+    // Two signals sent at once may reach the process as one; the second
+    // goes once the first was taken, as it can with `timeout`.
+    timed_out.terminate();
+    eventually("the timed-out worker notes the stop request", || {
+        timed_out.log().contains("stop requested").then_some(())
+    });
+    timed_out.terminate();
+    eventually("the timed-out worker hears the repeated signal", || {
+        timed_out
+            .log()
+            .contains("the same request delivered twice")
+            .then_some(())
+    });
+    assert!(timed_out.is_running(), "{}", timed_out.log());
+    std::fs::write(&gate, b"").unwrap();
+    let status = timed_out.wait_exit();
+    assert!(
+        status.success(),
+        "timed-out worker: {status}\n{}",
+        timed_out.log()
+    );
+    assert!(
+        timed_out
+            .log()
+            .contains(&format!("wrote {task} result success")),
+        "{}",
+        timed_out.log()
+    );
+
     // A second signal while the worker finishes its task ends the process
     // at once, the task unfinished: the way out when finishing cannot end
-    // (an ensemble out of reach, a task that hangs).
+    // (an ensemble out of reach, a task that hangs). It comes later than
+    // a repeat of the first would.
     let mut hasty = target.spawn("hasty worker", &["worker", "--allow-exec"], &scratch);
     let never = scratch.path("never");
     let unfinished = submit_gated_task(&target, &never, "true");
@@ -689,6 +728,7 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     eventually("the hasty worker notes the stop request", || {
         hasty.log().contains("stop requested").then_some(())
     });
+    std::thread::sleep(REPEATED_SIGNAL_WINDOW + Duration::from_millis(100));
     hasty.terminate();
     let status = hasty.wait_exit();
     // Its task's program was killed with it; were it not, this would let
