@@ -176,6 +176,11 @@ impl Target {
         self.read(async |zk| zk.exists(path, Watch::No).await.expect("exists").is_some())
     }
 
+    /// Deletes one node, as an operator with a shell would.
+    fn delete(&self, path: &str) {
+        self.read(async |zk| zk.delete(path, None).await.expect("delete"));
+    }
+
     fn data(&self, path: &str) -> Vec<u8> {
         self.read(async |zk| zk.get_data(path, Watch::No).await.expect("get_data").0)
     }
@@ -789,6 +794,53 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
         (!is_alive(command)).then_some(())
     });
     terminate_all(std::slice::from_mut(&mut limited));
+
+    // A worker whose registration is deleted while it runs a task (by
+    // hand: `status` lists registrations by name) is one the master takes
+    // for gone: it reclaims the task to give it to another worker. The
+    // worker hears the reclaim and kills the command at once, lest the
+    // task run twice at once, then joins again under a new id.
+    // Workers killed above leave registrations until their sessions
+    // expire: the new worker's is the one not there before it.
+    let registrations_before = target.children(&layout.workers_dir());
+    let new_registrations = || -> Vec<String> {
+        target
+            .children(&layout.workers_dir())
+            .into_iter()
+            .filter(|id| !registrations_before.contains(id))
+            .collect()
+    };
+    let mut deregistered =
+        target.spawn("deregistered worker", &["worker", "--allow-exec"], &scratch);
+    let rerun_gate = scratch.path("rerun-gate");
+    let (task, command) = submit_waiting_command(
+        &target,
+        &scratch.path("deregistered-command-pid"),
+        &rerun_gate,
+    );
+    let first_id = new_registrations();
+    assert_eq!(first_id.len(), 1, "{first_id:?}");
+    target.delete(&format!("{}/{}", layout.workers_dir(), first_id[0]));
+    eventually("the reclaimed task's command is killed", || {
+        (!is_alive(command)).then_some(())
+    });
+    let second_id = eventually("the worker joins again under a new id", || {
+        let ids = new_registrations();
+        (ids.len() == 1 && ids != first_id).then_some(ids)
+    });
+    assert!(deregistered.is_running(), "{}", deregistered.log());
+    assert!(
+        deregistered
+            .log()
+            .contains("the master took the assignment back while its task ran"),
+        "{}",
+        deregistered.log()
+    );
+    // The task runs again, on the worker's new registration, and finishes.
+    std::fs::write(&rerun_gate, b"").unwrap();
+    target.run(&["wait", &task]).expect_code(0);
+    assert_eq!(new_registrations(), second_id);
+    terminate_all(std::slice::from_mut(&mut deregistered));
 
     // The master stops: the standby takes over at once (the node goes with
     // the closed session), then stops too.

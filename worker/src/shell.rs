@@ -19,7 +19,12 @@
 //! reconnection, the server may expire the session at any moment and the
 //! master give the task to another worker, so the worker drops the
 //! handler's future then, before that can happen, and gives the session up
-//! ([`WorkerError::CutOff`]).
+//! ([`WorkerError::CutOff`]). Revocation while a task runs: a deletion of
+//! the assignment node, once a look shows the node read for the task gone,
+//! drops the handler's future too (the master gives the task to another
+//! worker); the master revokes only from a worker whose registration is
+//! gone, so the worker then returns [`WorkerError::Deregistered`] and joins
+//! again under a new id.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -27,12 +32,12 @@ use std::future::Future;
 use std::pin::{Pin, pin};
 use std::time::Duration;
 
-use futures::future::join;
+use futures::future::{FusedFuture, FutureExt, join};
 use tokio::time::Instant;
 use zkdist_coord::retry::until_known;
 use zkdist_coord::{
     AddWatchMode, AssignmentView, Coordinator, CreateMode, Event, EventStream, Layout, Observer,
-    SessionState, Stat, TaskId, TaskResult, Watch, WatchKind, WorkerId, ZkError, path,
+    SessionState, Stat, TaskId, TaskResult, Watch, WatchKind, WorkerId, ZkError, ZkResult, path,
     registration_data,
 };
 
@@ -44,7 +49,8 @@ use crate::completion::{
 use crate::decision::WorkerDecision;
 use crate::handler::TaskHandler;
 use crate::state::{
-    AssignmentAfterLoss, CompletionReadBack, HandlerOutcome, ResultWrite, WorkerState,
+    AssignmentAfterLoss, AssignmentNode, CompletionReadBack, HandlerOutcome, ResultWrite,
+    WorkerState,
 };
 
 /// How long a worker told to stop keeps trying to delete its registration.
@@ -70,6 +76,12 @@ pub enum WorkerError {
          stopped and the session given up"
     )]
     CutOff { grace_ms: u64 },
+    #[error(
+        "the worker's registration {registration} was deleted while its session lived, so the \
+         master took it for gone and gave its task to another worker: the task was stopped, and \
+         the worker joins again as a new one"
+    )]
+    Deregistered { registration: String },
     #[error("cannot open a session: {error}")]
     Connect { error: ZkError },
     #[error("{what} failed: {error}")]
@@ -97,7 +109,7 @@ impl WorkerError {
     pub fn is_transient(&self) -> bool {
         match self {
             WorkerError::SessionEnded { state } => *state != Some(SessionState::AuthFailed),
-            WorkerError::CutOff { .. } => true,
+            WorkerError::CutOff { .. } | WorkerError::Deregistered { .. } => true,
             WorkerError::Layout { error, .. }
             | WorkerError::Connect { error }
             | WorkerError::Request { error, .. } => error.is_transient(),
@@ -113,6 +125,13 @@ enum TaskRead {
     /// Its ACL lets only its owner read it (`NoAuth`): the refusal is the
     /// task's, not the session's, and every worker would meet the same.
     Refused(ZkError),
+}
+
+/// How a run of the handler ended.
+enum HandlerEnd {
+    Ran(HandlerOutcome),
+    /// The master took the assignment back: the handler was stopped.
+    Revoked,
 }
 
 /// A worker on one session. Build it with [`Worker::new`], optionally attach
@@ -393,9 +412,36 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 }
             },
         };
-        let outcome = self.run_handler(state, &payload, shutdown).await?;
+        let outcome = match self
+            .run_handler(state, &payload, assignment, shutdown)
+            .await?
+        {
+            HandlerEnd::Ran(outcome) => outcome,
+            HandlerEnd::Revoked => {
+                self.note(state.on_assignment_revoked());
+                return self.check_registration(state).await;
+            }
+        };
         let result = state.result_for(outcome);
         self.complete(state, &task, assignment, result).await
+    }
+
+    /// After the master took an assignment back from this worker: it does
+    /// so only from a worker it holds for gone, whose registration was
+    /// deleted while its session lived (by hand, say). Such a worker is
+    /// out of the pool for good (the master never gives work to an id it
+    /// saw leave), so it must join again under a new id rather than wait
+    /// idle for ever.
+    async fn check_registration(&self, state: &WorkerState) -> Result<(), WorkerError> {
+        let registration = self.layout.worker(state.worker());
+        match until_known(|| self.zk.exists(&registration, Watch::No)).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(WorkerError::Deregistered { registration }),
+            Err(error) => Err(WorkerError::request(
+                format!("reading {registration}"),
+                error,
+            )),
+        }
     }
 
     /// The payload of `task`, what keeps it from being read, or an error
@@ -716,15 +762,19 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// Runs the handler to the end, unless the session ends first: then
     /// the handler's future is dropped (the task is abandoned) and the
     /// session's end is returned. So it is, with [`WorkerError::CutOff`],
-    /// when the session stays disconnected past its grace. A shutdown asked for meanwhile is noted
-    /// and honoured after the task. Other events are kept for the main
-    /// loop.
+    /// when the session stays disconnected past its grace. When the master
+    /// takes the assignment back meanwhile, the handler's future is dropped
+    /// too ([`HandlerEnd::Revoked`]): the master gives the task to another
+    /// worker, and running it on here would run it twice at once. A
+    /// shutdown asked for meanwhile is noted and honoured after the task.
+    /// Other events are kept for the main loop.
     async fn run_handler<S: Future<Output = ()>>(
         &mut self,
         state: &mut WorkerState,
         payload: &[u8],
+        assignment: &str,
         shutdown: &mut Pin<&mut S>,
-    ) -> Result<HandlerOutcome, WorkerError> {
+    ) -> Result<HandlerEnd, WorkerError> {
         // The handler is called inside the guarded future, at its first
         // poll: a handler may do work (decode the payload, say) before it
         // returns its future, and a panic there must fail the task as one
@@ -736,20 +786,44 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         // only a `Connected` ends it.
         let grace_ms = self.zk.disconnected_grace_ms();
         let mut give_up_at: Option<Instant> = None;
+        // A deletion of the assignment node heard meanwhile is looked into
+        // (see `look_again`) without holding the handler or the deadline.
+        let held = state
+            .held_assignment()
+            .expect("a task runs while its assignment is held");
+        let mut look = pin!(futures::future::Fuse::terminated());
+        let mut look_again_on_reconnection = false;
         loop {
             let stop_requested = state.stop_requested();
             tokio::select! {
                 biased;
                 outcome = &mut run => {
-                    return Ok(match outcome {
+                    return Ok(HandlerEnd::Ran(match outcome {
                         Ok(finished) => HandlerOutcome::Finished(finished),
                         Err(message) => HandlerOutcome::Panicked(message),
-                    });
+                    }));
                 }
                 () = shutdown.as_mut(), if !stop_requested => {
                     let decision = state.on_stop_requested().expect("first stop request");
                     note(self.observer.as_ref(), decision);
                 }
+                found = &mut look, if !look.is_terminated() => match still_held(found, held) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(
+                            target: "zkdist::worker",
+                            worker = %state.worker(),
+                            "the master took the assignment back while its task ran: stopping it"
+                        );
+                        return Ok(HandlerEnd::Revoked);
+                    }
+                    Err(error) => match error.session_end() {
+                        Some(ended) => return Err(WorkerError::SessionEnded { state: Some(ended) }),
+                        // Lost with the connection: looked at again once
+                        // the session is back.
+                        None => look_again_on_reconnection = true,
+                    },
+                },
                 () = sleep_until_set(give_up_at), if give_up_at.is_some() => {
                     tracing::warn!(
                         target: "zkdist::worker",
@@ -766,6 +840,17 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                         | SessionState::Closed
                         | SessionState::AuthFailed),
                     )) => return Err(WorkerError::SessionEnded { state: Some(ended) }),
+                    // The worker deletes its assignment only once the task
+                    // is done, so a deletion now is someone else's (the
+                    // master's), or an older node's whose event comes late:
+                    // after a reconnection, a watch re-sent fires what it
+                    // missed, while the worker may have read the new node
+                    // already. A look at the node tells.
+                    Some(Event::Watch(watch))
+                        if watch.path == assignment && watch.kind == WatchKind::NodeDeleted =>
+                    {
+                        look.set(self.zk.exists(assignment, Watch::No).fuse());
+                    }
                     Some(other) => {
                         match other {
                             Event::Session(SessionState::Disconnected) => {
@@ -773,7 +858,12 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                                     Instant::now() + Duration::from_millis(grace_ms)
                                 });
                             }
-                            Event::Session(SessionState::Connected) => give_up_at = None,
+                            Event::Session(SessionState::Connected) => {
+                                give_up_at = None;
+                                if std::mem::take(&mut look_again_on_reconnection) {
+                                    look.set(self.zk.exists(assignment, Watch::No).fuse());
+                                }
+                            }
                             _ => {}
                         }
                         // The main loop acts on them too once the task is
@@ -789,6 +879,12 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     fn note(&self, decision: WorkerDecision) {
         note(self.observer.as_ref(), decision);
     }
+}
+
+/// Whether a look at the assignment node (`found`) shows the very node
+/// `held` still there.
+fn still_held(found: ZkResult<Option<Stat>>, held: AssignmentNode) -> ZkResult<bool> {
+    found.map(|now| now.is_some_and(|stat| stat.czxid == held.czxid))
 }
 
 /// Sleeps until `at`; `None` never comes (the caller disables the branch).

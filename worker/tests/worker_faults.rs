@@ -227,12 +227,18 @@ fn a_zombie_whose_assignment_was_revoked_writes_nothing() {
         let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
 
         // The master thought the worker dead and took the assignment back.
+        // A zombie hears nothing of it (the worker's link holds what the
+        // server sends) and completes.
+        let session = worker.session.session_id();
+        setup.sim.hold(session).await;
         setup
             .master
             .delete(&setup.layout.assignment(&id), None)
             .await
             .unwrap();
         handler.open_once();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        setup.sim.release(session).await;
         assert_eq!(
             worker.next_decision().await,
             WorkerDecision::AssignmentRevoked {
@@ -271,16 +277,108 @@ fn a_zombie_whose_assignment_was_revoked_writes_nothing() {
     });
 }
 
+/// The master takes an assignment back only from a worker it holds for
+/// gone: one whose registration was deleted, by its session's end or by
+/// hand while the session lives. A live worker hears the deletion: it
+/// stops the task at once (the master gives it to another worker, and
+/// running it here too would run it twice at once) and, its registration
+/// gone, joins again under a new id, which the role does with a new
+/// session (the master never gives work to an id it saw leave).
+#[test]
+fn a_worker_whose_registration_is_deleted_stops_its_task_and_joins_again() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let registration = setup.layout.worker(&id);
+        setup.master.delete(&registration, None).await.unwrap();
+        // The master's reclaim.
+        setup
+            .master
+            .delete(&setup.layout.assignment(&id), None)
+            .await
+            .unwrap();
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::AssignmentRevoked {
+                worker: id.clone(),
+                task: Some(task.clone())
+            }
+        );
+        assert_eq!(
+            worker.handle.await.unwrap(),
+            Err(WorkerError::Deregistered { registration })
+        );
+        // The handler's future was dropped: a permit given now stays unused.
+        handler.open_once();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(handler.gate.available_permits(), 1, "the task is not run");
+        let result_path = setup.layout.result(&task);
+        assert!(
+            !setup
+                .sim
+                .inspect(move |tree| tree.exists(&result_path))
+                .await,
+            "no result was written"
+        );
+    });
+}
+
+/// An assignment taken back from a worker whose registration stands (no
+/// master of zkdist's does that) stops the task all the same; the worker
+/// stays in the pool and runs what it is given next.
+#[test]
+fn a_worker_whose_assignment_is_taken_back_stops_its_task_and_stays() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        setup
+            .master
+            .delete(&setup.layout.assignment(&id), None)
+            .await
+            .unwrap();
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::AssignmentRevoked {
+                worker: id.clone(),
+                task: Some(task.clone())
+            }
+        );
+        let next = setup
+            .client
+            .submit(&task_payload("echo", "next"))
+            .await
+            .unwrap();
+        // One permit for the next task: the dropped run takes none.
+        handler.open_once();
+        assign_and_wait(&setup, &id, next.as_str()).await;
+        assert_eq!(
+            setup
+                .client
+                .session()
+                .get_data(&setup.layout.result(&next), zkdist_coord::Watch::No)
+                .await
+                .map(|(data, _)| TaskResult::decode(&data).unwrap()),
+            Ok(TaskResult::Success {
+                output: b"next".to_vec()
+            })
+        );
+        assert!(!worker.handle.is_finished(), "still a worker");
+    });
+}
+
 #[test]
 fn a_zombie_finding_another_workers_result_leaves_it_and_writes_nothing() {
     run_sim(async {
         let setup = setup(Latency::Fixed { ms: 2 }).await;
         let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
 
-        // Revoked, re-run elsewhere and finished before the zombie is done.
+        // Revoked, re-run elsewhere and finished before the zombie (which
+        // hears nothing meanwhile) is done.
         let theirs = TaskResult::Success {
             output: b"theirs".to_vec(),
         };
+        let session = worker.session.session_id();
+        setup.sim.hold(session).await;
         setup
             .master
             .delete(&setup.layout.assignment(&id), None)
@@ -296,6 +394,8 @@ fn a_zombie_finding_another_workers_result_leaves_it_and_writes_nothing() {
             .await
             .unwrap();
         handler.open_once();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        setup.sim.release(session).await;
         assert_eq!(
             worker.next_decision().await,
             WorkerDecision::ResultAlreadyPresent {
@@ -344,6 +444,8 @@ fn read_back_after_revocation(after: AfterRevocation) -> (WorkerId, TaskId, Vec<
         let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
         let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
         let session = worker.session.session_id();
+        // A zombie: it hears nothing of the revocation.
+        setup.sim.hold(session).await;
         setup
             .master
             .delete(&setup.layout.assignment(&id), None)
@@ -375,7 +477,6 @@ fn read_back_after_revocation(after: AfterRevocation) -> (WorkerId, TaskId, Vec<
         }
         // The completion reaches the server and fails there; its reply is
         // held, then lost with the link.
-        setup.sim.hold(session).await;
         handler.open_once();
         tokio::time::sleep(Duration::from_millis(3 * LATENCY_MS)).await;
         setup.sim.cut(session, Duration::from_secs(1)).await;
