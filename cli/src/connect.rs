@@ -127,25 +127,48 @@ pub fn explain_no_auth(error: anyhow::Error, args: &ConnectArgs) -> anyhow::Erro
     error.context(hint)
 }
 
+/// Names `ZKDIST_ROOT` in an error that refuses the root (a root nested
+/// in another deployment, say, which only the ensemble can tell) when the
+/// root came from that variable: the user may never have typed `--root`.
+pub fn explain_environment_root(error: anyhow::Error, args: &ConnectArgs) -> anyhow::Error {
+    if !args.from_env.root {
+        return error;
+    }
+    let refuses_the_root = zk_errors(&error)
+        .any(|zk| matches!(zk, ZkError::InvalidPath { path, .. } if *path == args.root));
+    // The checks made before connecting name it already.
+    if !refuses_the_root || format!("{error:#}").contains("ZKDIST_ROOT") {
+        return error;
+    }
+    error.context(format!(
+        "ZKDIST_ROOT {:?} (the environment variable behind --root)",
+        args.root
+    ))
+}
+
 /// The path of the first `NoAuth` refusal in the error's chain, if any.
 fn refused_path(error: &anyhow::Error) -> Option<String> {
-    error.chain().find_map(|cause| {
-        let zk = if let Some(zk) = cause.downcast_ref::<ZkError>() {
-            zk
+    zk_errors(error).find_map(no_auth_path)
+}
+
+/// The ZooKeeper errors in the error's chain, whatever wraps them.
+fn zk_errors(error: &anyhow::Error) -> impl Iterator<Item = &ZkError> {
+    error.chain().filter_map(|cause| {
+        if let Some(zk) = cause.downcast_ref::<ZkError>() {
+            Some(zk)
         } else if let Some(ClientError::Zk(zk)) = cause.downcast_ref::<ClientError>() {
-            zk
+            Some(zk)
         } else if let Some(MasterError::Layout { error, .. } | MasterError::Request { error, .. }) =
             cause.downcast_ref::<MasterError>()
         {
-            error
+            Some(error)
         } else if let Some(WorkerError::Layout { error, .. } | WorkerError::Request { error, .. }) =
             cause.downcast_ref::<WorkerError>()
         {
-            error
+            Some(error)
         } else {
-            return None;
-        };
-        no_auth_path(zk)
+            None
+        }
     })
 }
 
@@ -197,6 +220,46 @@ mod tests {
         Err::<(), _>(ClientError::Zk(ZkError::NoAuth { path: path.into() }))
             .context("cannot submit the task")
             .unwrap_err()
+    }
+
+    #[test]
+    fn a_refused_root_from_the_environment_names_the_variable() {
+        let refusal = |path: &str| {
+            Err::<(), _>(ClientError::Zk(ZkError::InvalidPath {
+                path: path.into(),
+                reason: "not usable as the zkdist root: it lies under `workers`".into(),
+            }))
+            .context("cannot submit the task")
+            .unwrap_err()
+        };
+        let mut from_env = args(None);
+        from_env.from_env.root = true;
+        let shown = format!("{:#}", explain_environment_root(refusal("/r"), &from_env));
+        assert!(
+            shown.starts_with(
+                "ZKDIST_ROOT \"/r\" (the environment variable behind --root): \
+                 cannot submit the task: "
+            ),
+            "{shown}"
+        );
+        // Typed as --root, or about another path: left as it was.
+        let typed = format!("{:#}", explain_environment_root(refusal("/r"), &args(None)));
+        assert!(typed.starts_with("cannot submit the task: "), "{typed}");
+        let other = format!("{:#}", explain_environment_root(refusal("/s"), &from_env));
+        assert!(other.starts_with("cannot submit the task: "), "{other}");
+        let worker = anyhow::Error::new(WorkerError::Layout {
+            root: "/r".into(),
+            error: ZkError::InvalidPath {
+                path: "/r".into(),
+                reason: "nested".into(),
+            },
+        });
+        let shown = format!("{:#}", explain_environment_root(worker, &from_env));
+        assert!(shown.starts_with("ZKDIST_ROOT \"/r\""), "{shown}");
+        // Named once, not again.
+        let named = refusal("/r").context("invalid ZKDIST_ROOT \"/r\"");
+        let shown = format!("{:#}", explain_environment_root(named, &from_env));
+        assert_eq!(shown.matches("ZKDIST_ROOT").count(), 1, "{shown}");
     }
 
     #[test]

@@ -56,8 +56,9 @@ fn main() -> ExitCode {
         // (an expiry warns that the worker joins again), seed after seed;
         // the trace and the checker already say all of it.
         Command::Explore(_) | Command::Replay(_) => "off",
-        // A bench's actors would log every decision of every task.
-        Command::Bench(_) => "warn",
+        // A bench's actors would log every decision of every task, and a
+        // demo's would repeat its trace (and break the quiet of `--quiet`).
+        Command::Bench(_) | Command::Demo(_) => "warn",
         // A one-shot command would print the client library's session
         // lines (established, closed) around every answer; its own news
         // (a new session after an outage, say) still shows.
@@ -97,7 +98,9 @@ fn main() -> ExitCode {
     // with its status. A one-shot command stopped by one was cut short.
     let one_shot = matches!(cli.command, Command::Submit(_) | Command::Bench(_));
     let outcome = execute(cli.command).map_err(|error| match &connect_args {
-        Some(args) => connect::explain_no_auth(error, args),
+        Some(args) => {
+            connect::explain_environment_root(connect::explain_no_auth(error, args), args)
+        }
         None => error,
     });
     let exit_code = match outcome {

@@ -11,6 +11,8 @@ mod submit_lines;
 
 use std::io::Write;
 
+use anyhow::Context;
+
 use zkdist_coord::TaskResult;
 
 use crate::stdout::errln;
@@ -28,14 +30,23 @@ pub enum Outcome {
 
 /// Prints a result: a success's output to stdout as it is, a failure's
 /// message to stderr.
-pub fn print_result(task: &zkdist_coord::TaskId, result: &TaskResult) -> std::io::Result<Outcome> {
+pub fn print_result(task: &zkdist_coord::TaskId, result: &TaskResult) -> anyhow::Result<Outcome> {
     match result {
         TaskResult::Success { output } => {
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(output)?;
-            if !output.ends_with(b"\n") {
-                stdout.write_all(b"\n")?;
-            }
+            stdout
+                .write_all(output)
+                .and_then(|()| {
+                    if output.ends_with(b"\n") {
+                        Ok(())
+                    } else {
+                        stdout.write_all(b"\n")
+                    }
+                })
+                .and_then(|()| stdout.flush())
+                .with_context(|| {
+                    format!("cannot write the result of {task} to standard output")
+                })?;
             Ok(Outcome::Done)
         }
         TaskResult::Failure { message } => {

@@ -99,31 +99,64 @@ async fn check_chroot(client: &zkc::Client, chroot: &str, config: &ZkConfig) -> 
 async fn unreachable_error(config: &ZkConfig, target: &Target) -> ZkError {
     let servers = target.servers.clone();
     let probe = tokio::task::spawn_blocking(move || servers.iter().map(probe).collect::<Vec<_>>());
-    let findings = match tokio::time::timeout(DIAGNOSIS_TIMEOUT, probe).await {
-        Ok(Ok(findings)) => findings.join("; "),
-        _ => "no server answered a TCP probe in time".to_owned(),
+    let (findings, some_accepted) = match tokio::time::timeout(DIAGNOSIS_TIMEOUT, probe).await {
+        Ok(Ok(findings)) => (
+            findings
+                .iter()
+                .map(|(text, _)| text.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+            findings.iter().any(|(_, accepted)| *accepted),
+        ),
+        _ => ("no server answered a TCP probe in time".to_owned(), false),
+    };
+    // A server that takes connections may well be healthy: a handshake
+    // takes a round trip or two, and more while the server is busy.
+    let too_short = if some_accepted && config.connect_timeout_ms < SHORT_CONNECT_TIMEOUT_MS {
+        format!(
+            "; a connect timeout of {} ms may be too short for a handshake",
+            config.connect_timeout_ms
+        )
+    } else {
+        String::new()
     };
     ZkError::ConnectionLoss {
         reason: format!(
-            "no ZooKeeper session within {} ms for {:?}: {findings}",
+            "no ZooKeeper session within {} ms for {:?}: {findings}{too_short}",
             config.connect_timeout_ms, config.connect
         ),
     }
 }
 
-/// What a plain TCP connect to `server` shows, in words.
-fn probe(server: &Server) -> String {
+/// Under this connect timeout, a server that accepts connections but
+/// granted no session in time may just not have had the time.
+const SHORT_CONNECT_TIMEOUT_MS: u64 = 1_000;
+
+/// What a plain TCP connect to `server` shows, in words, and whether it
+/// accepted the connection.
+fn probe(server: &Server) -> (String, bool) {
     let addresses = match (server.host.as_str(), server.port).to_socket_addrs() {
         Ok(addresses) => addresses.collect::<Vec<_>>(),
-        Err(error) => return format!("{server}: cannot resolve the host ({error})"),
+        Err(error) => {
+            return (
+                format!("{server}: cannot resolve the host ({error})"),
+                false,
+            );
+        }
     };
     let Some(address) = addresses.first() else {
-        return format!("{server}: the host resolves to no address");
+        return (format!("{server}: the host resolves to no address"), false);
     };
-    match TcpStream::connect_timeout(address, PROBE_TIMEOUT) {
-        Ok(_) => format!(
-            "{server}: accepts TCP connections but granted no session (starting, without quorum, or not ZooKeeper)"
-        ),
+    let text = match TcpStream::connect_timeout(address, PROBE_TIMEOUT) {
+        Ok(_) => {
+            return (
+                format!(
+                    "{server}: accepts TCP connections but granted no session (starting, \
+                     without quorum, or not ZooKeeper)"
+                ),
+                true,
+            );
+        }
         Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
             format!("{server}: connection refused (nothing listens there)")
         }
@@ -134,5 +167,6 @@ fn probe(server: &Server) -> String {
             )
         }
         Err(error) => format!("{server}: {error}"),
-    }
+    };
+    (text, false)
 }
