@@ -19,7 +19,10 @@ fn demo_prints_a_summary_in_which_every_task_succeeds_in_submission_order() {
     let demo = run(&["demo", "--seed", "3", "--quiet"]);
     demo.expect_code(0);
     // Quiet: the actors' decisions are the trace's, not logged again.
-    assert_eq!(demo.stderr, "", "demo --quiet writes nothing but the summary");
+    assert_eq!(
+        demo.stderr, "",
+        "demo --quiet writes nothing but the summary"
+    );
     let lines = demo.stdout_lines();
     assert_eq!(lines[0], "summary (seed 3, 4 workers, 12 tasks)");
     // One line per task, in submission order, with its pi estimate.

@@ -93,8 +93,14 @@ pub enum ClientError {
 /// [`Client::status`] for how far that can move the counts).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Status {
-    /// Whether a master holds the `master` node.
+    /// Whether a master holds the `master` node: it exists, and is
+    /// ephemeral (a master claims it with its session).
     pub master_present: bool,
+    /// Whether the `master` node exists but is not ephemeral: no session
+    /// holds it, nobody deletes it, and no master can be elected until an
+    /// operator does (it was made by hand, or by laying a tree out under
+    /// it).
+    pub master_not_ephemeral: bool,
     /// Registered workers, sorted.
     pub workers: Vec<WorkerId>,
     /// Registrations that are not ephemeral nodes, so no live worker's: a
@@ -894,10 +900,10 @@ impl<C: Coordinator> Client<C> {
         // (a submit that returned, a worker that finished) shows.
         until_known(|| self.zk.sync(self.layout.root())).await?;
         let master_path = self.layout.master();
+        let master = until_known(|| self.zk.exists(&master_path, Watch::No)).await?;
         let mut status = Status {
-            master_present: until_known(|| self.zk.exists(&master_path, Watch::No))
-                .await?
-                .is_some(),
+            master_present: master.is_some_and(|stat| stat.ephemeral_owner != 0),
+            master_not_ephemeral: master.is_some_and(|stat| stat.ephemeral_owner == 0),
             ..Status::default()
         };
 

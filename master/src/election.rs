@@ -150,11 +150,18 @@ pub(crate) async fn stand_by<C: Coordinator>(
     layout: &Layout,
 ) -> ZkResult<StandbyEnd> {
     let master = layout.master();
-    if until_known(|| zk.exists(&master, Watch::Yes))
-        .await?
-        .is_none()
-    {
+    let Some(held) = until_known(|| zk.exists(&master, Watch::Yes)).await? else {
         return Ok(StandbyEnd::ClaimAgain);
+    };
+    if held.ephemeral_owner == 0 {
+        // No session holds it, so nothing deletes it: waiting is all a
+        // candidate can do, and the operator must hear why.
+        tracing::warn!(
+            target: "zkdist::master",
+            path = %master,
+            "the master node is not ephemeral, so no master's (made by hand, or by laying a tree \
+             out under it): no master can be elected until it is deleted"
+        );
     }
     let mut disconnected = false;
     loop {

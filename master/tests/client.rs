@@ -247,6 +247,41 @@ fn wait_and_cleanup_name_what_is_wrong() {
     });
 }
 
+/// A `master` node that is not ephemeral is no master's: nothing deletes
+/// it, and no candidate can claim it. Status says so instead of reporting
+/// a master present.
+#[test]
+fn status_tells_a_master_node_that_is_not_ephemeral_from_a_master() {
+    run_sim(0, async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::default();
+        let client = client(&sim, &layout).await;
+        client.submit(&payload("echo", 0, 0)).await.unwrap();
+        let status = client.status().await.unwrap();
+        assert!(!status.master_present && !status.master_not_ephemeral);
+
+        let (actor, _actor_events) = sim.connect("actor").await.unwrap();
+        actor
+            .create(&layout.master(), b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        let status = client.status().await.unwrap();
+        assert!(!status.master_present, "{status:?}");
+        assert!(status.master_not_ephemeral, "{status:?}");
+
+        actor.delete(&layout.master(), None).await.unwrap();
+        actor
+            .create(&layout.master(), b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        let status = client.status().await.unwrap();
+        assert!(
+            status.master_present && !status.master_not_ephemeral,
+            "{status:?}"
+        );
+    });
+}
+
 #[test]
 fn status_counts_workers_assignments_and_tasks() {
     run_sim(0, async {

@@ -44,9 +44,7 @@ pub fn print_result(task: &zkdist_coord::TaskId, result: &TaskResult) -> anyhow:
                     }
                 })
                 .and_then(|()| stdout.flush())
-                .with_context(|| {
-                    format!("cannot write the result of {task} to standard output")
-                })?;
+                .with_context(|| format!("cannot write the result of {task} to standard output"))?;
             Ok(Outcome::Done)
         }
         TaskResult::Failure { message } => {

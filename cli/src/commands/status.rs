@@ -29,6 +29,7 @@ fn print(args: &StatusArgs, status: &Status) -> anyhow::Result<()> {
         let json = serde_json::json!({
             "root": args.connect.root,
             "master_present": status.master_present,
+            "master_not_ephemeral": status.master_not_ephemeral,
             "workers": status.workers.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "not_ephemeral": status.not_ephemeral.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "assignments": assignments,
@@ -43,14 +44,15 @@ fn print(args: &StatusArgs, status: &Status) -> anyhow::Result<()> {
         return Ok(());
     }
     outln!("root {}", args.connect.root)?;
-    outln!(
-        "master {}",
-        if status.master_present {
-            "present"
-        } else {
-            "absent"
-        }
-    )?;
+    let master = if status.master_present {
+        "present"
+    } else if status.master_not_ephemeral {
+        "absent: the master node is not ephemeral, so no master's (made by hand, or by laying \
+         a tree out under it); no master can be elected until it is deleted"
+    } else {
+        "absent"
+    };
+    outln!("master {master}")?;
     outln!("workers {}", status.workers.len())?;
     for worker in &status.workers {
         let state = match status.assignments.get(worker) {
