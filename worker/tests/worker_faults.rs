@@ -40,6 +40,29 @@ async fn worker_holding_a_task(setup: &Setup) -> (RunningWorker, WorkerId, TaskI
     (worker, id, task, handler)
 }
 
+/// Submits an `echo` task, lets the handler run it once, assigns it to
+/// worker `id` and checks its result: the worker is still one.
+async fn runs_the_next_task(setup: &Setup, id: &WorkerId, handler: &GatedHandler) {
+    let next = setup
+        .client
+        .submit(&task_payload("echo", "next"))
+        .await
+        .unwrap();
+    handler.open_once();
+    assign_and_wait(setup, id, next.as_str()).await;
+    assert_eq!(
+        setup
+            .client
+            .session()
+            .get_data(&setup.layout.result(&next), zkdist_coord::Watch::No)
+            .await
+            .map(|(data, _)| TaskResult::decode(&data).unwrap()),
+        Ok(TaskResult::Success {
+            output: b"next".to_vec()
+        })
+    );
+}
+
 fn result_of(tree: &zkdist_sim::Tree, path: &str) -> Option<TaskResult> {
     tree.data(path)
         .map(|bytes| TaskResult::decode(bytes).unwrap())
@@ -256,24 +279,7 @@ fn a_zombie_whose_assignment_was_revoked_writes_nothing() {
         );
 
         // Still a worker: the next assignment is run.
-        let next = setup
-            .client
-            .submit(&task_payload("echo", "next"))
-            .await
-            .unwrap();
-        handler.open_once();
-        assign_and_wait(&setup, &id, next.as_str()).await;
-        assert_eq!(
-            setup
-                .client
-                .session()
-                .get_data(&setup.layout.result(&next), zkdist_coord::Watch::No)
-                .await
-                .map(|(data, _)| TaskResult::decode(&data).unwrap()),
-            Ok(TaskResult::Success {
-                output: b"next".to_vec()
-            })
-        );
+        runs_the_next_task(&setup, &id, &handler).await;
     });
 }
 
@@ -343,25 +349,8 @@ fn a_worker_whose_assignment_is_taken_back_stops_its_task_and_stays() {
                 task: Some(task.clone())
             }
         );
-        let next = setup
-            .client
-            .submit(&task_payload("echo", "next"))
-            .await
-            .unwrap();
         // One permit for the next task: the dropped run takes none.
-        handler.open_once();
-        assign_and_wait(&setup, &id, next.as_str()).await;
-        assert_eq!(
-            setup
-                .client
-                .session()
-                .get_data(&setup.layout.result(&next), zkdist_coord::Watch::No)
-                .await
-                .map(|(data, _)| TaskResult::decode(&data).unwrap()),
-            Ok(TaskResult::Success {
-                output: b"next".to_vec()
-            })
-        );
+        runs_the_next_task(&setup, &id, &handler).await;
         assert!(!worker.handle.is_finished(), "still a worker");
     });
 }
