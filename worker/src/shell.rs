@@ -78,8 +78,8 @@ pub enum WorkerError {
     CutOff { grace_ms: u64 },
     #[error(
         "the worker's registration {registration} was deleted while its session lived, so the \
-         master took it for gone and gave its task to another worker: the task was stopped, and \
-         the worker joins again as a new one"
+         master took it for gone and took its task back: the task was stopped, and the worker \
+         joins again as a new one"
     )]
     Deregistered { registration: String },
     #[error("cannot open a session: {error}")]
@@ -126,6 +126,10 @@ enum TaskRead {
     /// task's, not the session's, and every worker would meet the same.
     Refused(ZkError),
 }
+
+/// How long a worker waits before it looks again at its assignment node
+/// after a look failed (see [`Worker::run_handler`]).
+const LOOK_RETRY_DELAY_MS: u64 = 200;
 
 /// How a run of the handler ended.
 enum HandlerEnd {
@@ -417,21 +421,27 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             .await?
         {
             HandlerEnd::Ran(outcome) => outcome,
-            HandlerEnd::Revoked => {
-                self.note(state.on_assignment_revoked());
-                return self.check_registration(state).await;
-            }
+            HandlerEnd::Revoked => return self.revoked(state).await,
         };
         let result = state.result_for(outcome);
         self.complete(state, &task, assignment, result).await
     }
 
+    /// The master took the assignment back, however the worker learned it
+    /// (while the task ran, or when completing or releasing): the worker
+    /// wrote nothing and is idle, and looks whether it is still a worker.
+    async fn revoked(&self, state: &mut WorkerState) -> Result<(), WorkerError> {
+        self.note(state.on_assignment_revoked());
+        self.check_registration(state).await
+    }
+
     /// After the master took an assignment back from this worker: it does
     /// so only from a worker it holds for gone, whose registration was
-    /// deleted while its session lived (by hand, say). Such a worker is
-    /// out of the pool for good (the master never gives work to an id it
-    /// saw leave), so it must join again under a new id rather than wait
-    /// idle for ever.
+    /// deleted (with its session, or by hand while the session lived).
+    /// Such a worker is out of the pool for good (the master never gives
+    /// work to an id it saw leave), so it must join again under a new id
+    /// rather than wait idle for ever. A zombie, whose session ended, hears
+    /// so from this read.
     async fn check_registration(&self, state: &WorkerState) -> Result<(), WorkerError> {
         let registration = self.layout.worker(state.worker());
         match until_known(|| self.zk.exists(&registration, Watch::No)).await {
@@ -524,10 +534,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     let why = format!("{task}'s result cannot be written: {error}");
                     return self.refuse(state, task, assignment, why, error).await;
                 }
-                CompletionReply::AssignmentRevoked => {
-                    self.note(state.on_assignment_revoked());
-                    return Ok(());
-                }
+                CompletionReply::AssignmentRevoked => return self.revoked(state).await,
                 CompletionReply::OutcomeUnknown => {
                     let now = self.read_after_loss(assignment).await?;
                     match state.assignment_after_loss(now.as_ref()) {
@@ -601,7 +608,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 self.note(state.on_completion_read_back(found));
                 self.note(state.on_assignment_released());
             }
-            None => self.note(state.on_assignment_revoked()),
+            None => return self.revoked(state).await,
         }
         Ok(())
     }
@@ -620,10 +627,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     self.note(state.on_assignment_released());
                     return Ok(());
                 }
-                ReleaseReply::Revoked => {
-                    self.note(state.on_assignment_revoked());
-                    return Ok(());
-                }
+                ReleaseReply::Revoked => return self.revoked(state).await,
                 ReleaseReply::OutcomeUnknown => {
                     if self.released_after_loss(state, assignment).await? {
                         return Ok(());
@@ -710,10 +714,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     unmarked(&error);
                     return self.release(state, assignment).await;
                 }
-                CompletionReply::AssignmentRevoked => {
-                    self.note(state.on_assignment_revoked());
-                    return Ok(());
-                }
+                CompletionReply::AssignmentRevoked => return self.revoked(state).await,
                 CompletionReply::OutcomeUnknown => {
                     if self.released_after_loss(state, assignment).await? {
                         return Ok(());
@@ -787,12 +788,13 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         let grace_ms = self.zk.disconnected_grace_ms();
         let mut give_up_at: Option<Instant> = None;
         // A deletion of the assignment node heard meanwhile is looked into
-        // (see `look_again`) without holding the handler or the deadline.
+        // (an `exists` of it) without holding the handler or the deadline;
+        // a look that failed is made again after a pause.
         let held = state
             .held_assignment()
             .expect("a task runs while its assignment is held");
         let mut look = pin!(futures::future::Fuse::terminated());
-        let mut look_again_on_reconnection = false;
+        let mut look_again_at: Option<Instant> = None;
         loop {
             let stop_requested = state.stop_requested();
             tokio::select! {
@@ -819,11 +821,18 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     }
                     Err(error) => match error.session_end() {
                         Some(ended) => return Err(WorkerError::SessionEnded { state: Some(ended) }),
-                        // Lost with the connection: looked at again once
-                        // the session is back.
-                        None => look_again_on_reconnection = true,
+                        // Lost with the connection, throttled, moved: the
+                        // question stands.
+                        None => {
+                            look_again_at =
+                                Some(Instant::now() + Duration::from_millis(LOOK_RETRY_DELAY_MS));
+                        }
                     },
                 },
+                () = sleep_until_set(look_again_at), if look_again_at.is_some() => {
+                    look_again_at = None;
+                    look.set(self.zk.exists(assignment, Watch::No).fuse());
+                }
                 () = sleep_until_set(give_up_at), if give_up_at.is_some() => {
                     tracing::warn!(
                         target: "zkdist::worker",
@@ -858,12 +867,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                                     Instant::now() + Duration::from_millis(grace_ms)
                                 });
                             }
-                            Event::Session(SessionState::Connected) => {
-                                give_up_at = None;
-                                if std::mem::take(&mut look_again_on_reconnection) {
-                                    look.set(self.zk.exists(assignment, Watch::No).fuse());
-                                }
-                            }
+                            Event::Session(SessionState::Connected) => give_up_at = None,
                             _ => {}
                         }
                         // The main loop acts on them too once the task is

@@ -329,6 +329,42 @@ fn a_worker_whose_registration_is_deleted_stops_its_task_and_joins_again() {
     });
 }
 
+/// A worker that learns of the revocation only when it completes (the
+/// task ended before the deletion's event came) is out of the pool all
+/// the same once its registration is gone: it joins again.
+#[test]
+fn a_revocation_found_at_completion_with_the_registration_gone_joins_again() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let session = worker.session.session_id();
+        setup.sim.hold(session).await;
+        let registration = setup.layout.worker(&id);
+        setup.master.delete(&registration, None).await.unwrap();
+        setup
+            .master
+            .delete(&setup.layout.assignment(&id), None)
+            .await
+            .unwrap();
+        handler.open_once();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        setup.sim.release(session).await;
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::AssignmentRevoked {
+                worker: id.clone(),
+                task: Some(task.clone())
+            }
+        );
+        // A worker that stayed would wait for work for ever.
+        let ended = tokio::time::timeout(Duration::from_secs(60), worker.handle).await;
+        assert_eq!(
+            ended.expect("the worker ends").unwrap(),
+            Err(WorkerError::Deregistered { registration })
+        );
+    });
+}
+
 /// An assignment taken back from a worker whose registration stands (no
 /// master of zkdist's does that) stops the task all the same; the worker
 /// stays in the pool and runs what it is given next.
