@@ -88,19 +88,27 @@ pub enum ClientError {
     Zk(#[from] ZkError),
 }
 
+/// What [`Client::status`] found at the `master` node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MasterNode {
+    /// No node: no master leads.
+    #[default]
+    Absent,
+    /// An ephemeral node: a master holds it with its session.
+    Held,
+    /// A node that is not ephemeral: no session holds it, nobody deletes
+    /// it, and no master can be elected until an operator does (it was
+    /// made by hand, or by laying a tree out under it).
+    NotEphemeral,
+}
+
 /// The system as a few reads saw it. They are not one snapshot: a task can
 /// finish, or be submitted or cleaned up, between two of them (see
 /// [`Client::status`] for how far that can move the counts).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Status {
-    /// Whether a master holds the `master` node: it exists, and is
-    /// ephemeral (a master claims it with its session).
-    pub master_present: bool,
-    /// Whether the `master` node exists but is not ephemeral: no session
-    /// holds it, nobody deletes it, and no master can be elected until an
-    /// operator does (it was made by hand, or by laying a tree out under
-    /// it).
-    pub master_not_ephemeral: bool,
+    /// Who holds the `master` node, if anyone.
+    pub master: MasterNode,
     /// Registered workers, sorted.
     pub workers: Vec<WorkerId>,
     /// Registrations that are not ephemeral nodes, so no live worker's: a
@@ -902,8 +910,11 @@ impl<C: Coordinator> Client<C> {
         let master_path = self.layout.master();
         let master = until_known(|| self.zk.exists(&master_path, Watch::No)).await?;
         let mut status = Status {
-            master_present: master.is_some_and(|stat| stat.ephemeral_owner != 0),
-            master_not_ephemeral: master.is_some_and(|stat| stat.ephemeral_owner == 0),
+            master: match master {
+                None => MasterNode::Absent,
+                Some(stat) if stat.ephemeral_owner != 0 => MasterNode::Held,
+                Some(_) => MasterNode::NotEphemeral,
+            },
             ..Status::default()
         };
 

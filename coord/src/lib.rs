@@ -31,7 +31,9 @@ pub mod zk;
 pub use assignment::{
     AssignmentView, MAX_INLINE_PAYLOAD_BYTES, assignment_label, encode_assignment,
 };
-pub use client::{Client, ClientError, MAX_LISTING_ATTEMPTS, STATUS_MAX_LISTED_TASKS, Status};
+pub use client::{
+    Client, ClientError, MAX_LISTING_ATTEMPTS, MasterNode, STATUS_MAX_LISTED_TASKS, Status,
+};
 pub use codec::{CodecError, MAX_RESULT_OUTPUT_BYTES, TaskPayload, TaskResult};
 pub use connector::Connector;
 pub use coordinator::Coordinator;

@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use zkdist_coord::{
-    ClientError, Coordinator, CreateMode, Event, Layout, MAX_DATA_BYTES, TaskId, TaskResult, Watch,
-    WorkerId, ZkError,
+    ClientError, Coordinator, CreateMode, Event, Layout, MAX_DATA_BYTES, MasterNode, TaskId,
+    TaskResult, Watch, WorkerId, ZkError,
 };
 use zkdist_sim::{SimConfig, SimZk};
 
@@ -258,7 +258,7 @@ fn status_tells_a_master_node_that_is_not_ephemeral_from_a_master() {
         let client = client(&sim, &layout).await;
         client.submit(&payload("echo", 0, 0)).await.unwrap();
         let status = client.status().await.unwrap();
-        assert!(!status.master_present && !status.master_not_ephemeral);
+        assert_eq!(status.master, MasterNode::Absent);
 
         let (actor, _actor_events) = sim.connect("actor").await.unwrap();
         actor
@@ -266,8 +266,7 @@ fn status_tells_a_master_node_that_is_not_ephemeral_from_a_master() {
             .await
             .unwrap();
         let status = client.status().await.unwrap();
-        assert!(!status.master_present, "{status:?}");
-        assert!(status.master_not_ephemeral, "{status:?}");
+        assert_eq!(status.master, MasterNode::NotEphemeral);
 
         actor.delete(&layout.master(), None).await.unwrap();
         actor
@@ -275,10 +274,7 @@ fn status_tells_a_master_node_that_is_not_ephemeral_from_a_master() {
             .await
             .unwrap();
         let status = client.status().await.unwrap();
-        assert!(
-            status.master_present && !status.master_not_ephemeral,
-            "{status:?}"
-        );
+        assert_eq!(status.master, MasterNode::Held);
     });
 }
 
@@ -330,7 +326,7 @@ fn status_counts_workers_assignments_and_tasks() {
             .unwrap();
 
         let status = client.status().await.unwrap();
-        assert!(status.master_present);
+        assert_eq!(status.master, MasterNode::Held);
         assert_eq!(status.workers, vec![worker.clone()]);
         assert_eq!(
             status.assignments.into_iter().collect::<Vec<_>>(),

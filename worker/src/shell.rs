@@ -49,8 +49,7 @@ use crate::completion::{
 use crate::decision::WorkerDecision;
 use crate::handler::TaskHandler;
 use crate::state::{
-    AssignmentAfterLoss, AssignmentNode, CompletionReadBack, HandlerOutcome, ResultWrite,
-    WorkerState,
+    AssignmentAfterLoss, CompletionReadBack, HandlerOutcome, ResultWrite, WorkerState,
 };
 
 /// How long a worker told to stop keeps trying to delete its registration.
@@ -790,9 +789,6 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         // A deletion of the assignment node heard meanwhile is looked into
         // (an `exists` of it) without holding the handler or the deadline;
         // a look that failed is made again after a pause.
-        let held = state
-            .held_assignment()
-            .expect("a task runs while its assignment is held");
         let mut look = pin!(futures::future::Fuse::terminated());
         let mut look_again_at: Option<Instant> = None;
         loop {
@@ -809,7 +805,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     let decision = state.on_stop_requested().expect("first stop request");
                     note(self.observer.as_ref(), decision);
                 }
-                found = &mut look, if !look.is_terminated() => match still_held(found, held) {
+                found = &mut look, if !look.is_terminated() => match look_shows_held(state, found) {
                     Ok(true) => {}
                     Ok(false) => {
                         tracing::warn!(
@@ -885,10 +881,11 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     }
 }
 
-/// Whether a look at the assignment node (`found`) shows the very node
-/// `held` still there.
-fn still_held(found: ZkResult<Option<Stat>>, held: AssignmentNode) -> ZkResult<bool> {
-    found.map(|now| now.is_some_and(|stat| stat.czxid == held.czxid))
+/// Whether a look at the assignment node (`found`, an `exists`) shows the
+/// node read for the task in hand still there (see
+/// [`WorkerState::still_holds`]).
+fn look_shows_held(state: &WorkerState, found: ZkResult<Option<Stat>>) -> ZkResult<bool> {
+    found.map(|now| state.still_holds(now.as_ref()))
 }
 
 /// Sleeps until `at`; `None` never comes (the caller disables the branch).

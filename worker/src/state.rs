@@ -160,13 +160,21 @@ impl WorkerState {
     /// Judges a read of the assignment node (`exists`) made after a write
     /// whose outcome is unknown.
     pub fn assignment_after_loss(&self, now: Option<&Stat>) -> AssignmentAfterLoss {
+        if self.still_holds(now) {
+            AssignmentAfterLoss::StillHeld
+        } else {
+            AssignmentAfterLoss::Gone
+        }
+    }
+
+    /// Whether a read of the assignment node (`exists`) shows the very node
+    /// and version read for the task in hand: not deleted, nor deleted and
+    /// made anew.
+    pub fn still_holds(&self, now: Option<&Stat>) -> bool {
         let held = self
             .held_assignment()
-            .expect("an outcome is recovered only while working");
-        match now {
-            Some(stat) if AssignmentNode::of(stat) == held => AssignmentAfterLoss::StillHeld,
-            _ => AssignmentAfterLoss::Gone,
-        }
+            .expect("the assignment is looked at only while working");
+        now.is_some_and(|stat| AssignmentNode::of(stat) == held)
     }
 
     pub fn stop_requested(&self) -> bool {

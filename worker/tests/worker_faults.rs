@@ -63,6 +63,24 @@ async fn runs_the_next_task(setup: &Setup, id: &WorkerId, handler: &GatedHandler
     );
 }
 
+/// The handler's future was dropped: a permit given now stays unused.
+async fn assert_run_dropped(handler: &GatedHandler) {
+    handler.open_once();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(handler.gate.available_permits(), 1, "the task is not run");
+}
+
+async fn assert_no_result(setup: &Setup, task: &TaskId) {
+    let result_path = setup.layout.result(task);
+    assert!(
+        !setup
+            .sim
+            .inspect(move |tree| tree.exists(&result_path))
+            .await,
+        "no result was written"
+    );
+}
+
 fn result_of(tree: &zkdist_sim::Tree, path: &str) -> Option<TaskResult> {
     tree.data(path)
         .map(|bytes| TaskResult::decode(bytes).unwrap())
@@ -269,14 +287,7 @@ fn a_zombie_whose_assignment_was_revoked_writes_nothing() {
                 task: Some(task.clone())
             }
         );
-        let result_path = setup.layout.result(&task);
-        assert!(
-            !setup
-                .sim
-                .inspect(move |tree| tree.exists(&result_path))
-                .await,
-            "no result was written"
-        );
+        assert_no_result(&setup, &task).await;
 
         // Still a worker: the next assignment is run.
         runs_the_next_task(&setup, &id, &handler).await;
@@ -314,18 +325,8 @@ fn a_worker_whose_registration_is_deleted_stops_its_task_and_joins_again() {
             worker.handle.await.unwrap(),
             Err(WorkerError::Deregistered { registration })
         );
-        // The handler's future was dropped: a permit given now stays unused.
-        handler.open_once();
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        assert_eq!(handler.gate.available_permits(), 1, "the task is not run");
-        let result_path = setup.layout.result(&task);
-        assert!(
-            !setup
-                .sim
-                .inspect(move |tree| tree.exists(&result_path))
-                .await,
-            "no result was written"
-        );
+        assert_run_dropped(&handler).await;
+        assert_no_result(&setup, &task).await;
     });
 }
 
@@ -593,17 +594,8 @@ fn expiry_while_a_task_runs_abandons_it_at_once() {
                 state: Some(zkdist_coord::SessionState::Expired)
             })
         );
-        // The handler's future was dropped: a permit given now stays unused.
-        handler.open_once();
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        assert_eq!(handler.gate.available_permits(), 1, "the task is not run");
-        let result_path = setup.layout.result(&task);
-        assert!(
-            !setup
-                .sim
-                .inspect(move |tree| tree.exists(&result_path))
-                .await
-        );
+        assert_run_dropped(&handler).await;
+        assert_no_result(&setup, &task).await;
     });
 }
 
@@ -728,10 +720,7 @@ fn a_worker_cut_off_past_its_grace_stops_its_task_before_the_session_can_expire(
             worker.handle.await.unwrap(),
             Err(WorkerError::CutOff { grace_ms })
         );
-        // The handler's future was dropped: a permit given now stays unused.
-        handler.open_once();
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        assert_eq!(handler.gate.available_permits(), 1, "the task is not run");
+        assert_run_dropped(&handler).await;
     });
 }
 

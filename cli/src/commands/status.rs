@@ -1,7 +1,7 @@
 //! `status`.
 
 use anyhow::Context;
-use zkdist_coord::{Client, STATUS_MAX_LISTED_TASKS, Status};
+use zkdist_coord::{Client, MasterNode, STATUS_MAX_LISTED_TASKS, Status};
 
 use crate::args::StatusArgs;
 use crate::connect;
@@ -28,8 +28,8 @@ fn print(args: &StatusArgs, status: &Status) -> anyhow::Result<()> {
             .collect();
         let json = serde_json::json!({
             "root": args.connect.root,
-            "master_present": status.master_present,
-            "master_not_ephemeral": status.master_not_ephemeral,
+            "master_present": status.master == MasterNode::Held,
+            "master_not_ephemeral": status.master == MasterNode::NotEphemeral,
             "workers": status.workers.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "not_ephemeral": status.not_ephemeral.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "assignments": assignments,
@@ -44,13 +44,13 @@ fn print(args: &StatusArgs, status: &Status) -> anyhow::Result<()> {
         return Ok(());
     }
     outln!("root {}", args.connect.root)?;
-    let master = if status.master_present {
-        "present"
-    } else if status.master_not_ephemeral {
-        "absent: the master node is not ephemeral, so no master's (made by hand, or by laying \
-         a tree out under it); no master can be elected until it is deleted"
-    } else {
-        "absent"
+    let master = match status.master {
+        MasterNode::Held => "present",
+        MasterNode::NotEphemeral => {
+            "absent: the master node is not ephemeral, so no master's (made by hand, or by \
+             laying a tree out under it); no master can be elected until it is deleted"
+        }
+        MasterNode::Absent => "absent",
     };
     outln!("master {master}")?;
     outln!("workers {}", status.workers.len())?;

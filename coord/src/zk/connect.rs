@@ -147,16 +147,12 @@ fn probe(server: &Server) -> (String, bool) {
     let Some(address) = addresses.first() else {
         return (format!("{server}: the host resolves to no address"), false);
     };
-    let text = match TcpStream::connect_timeout(address, PROBE_TIMEOUT) {
-        Ok(_) => {
-            return (
-                format!(
-                    "{server}: accepts TCP connections but granted no session (starting, \
-                     without quorum, or not ZooKeeper)"
-                ),
-                true,
-            );
-        }
+    let connected = TcpStream::connect_timeout(address, PROBE_TIMEOUT);
+    let text = match &connected {
+        Ok(_) => format!(
+            "{server}: accepts TCP connections but granted no session (starting, without \
+             quorum, or not ZooKeeper)"
+        ),
         Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
             format!("{server}: connection refused (nothing listens there)")
         }
@@ -168,5 +164,5 @@ fn probe(server: &Server) -> (String, bool) {
         }
         Err(error) => format!("{server}: {error}"),
     };
-    (text, false)
+    (text, connected.is_ok())
 }
