@@ -188,12 +188,13 @@ impl Tally {
                      or refused its result: {decision}"
                 )));
             }
-            // A benchmark injects no faults: a worker losing its session or
-            // its assignment is a failed run.
+            // A benchmark injects no faults: a worker losing its session, its
+            // registration or its assignment is a failed run.
             WorkerDecision::BadAssignment { .. }
             | WorkerDecision::AssignmentRevoked { .. }
             | WorkerDecision::TaskAbandoned { .. }
-            | WorkerDecision::SessionLost { .. } => {
+            | WorkerDecision::SessionLost { .. }
+            | WorkerDecision::RegistrationLost { .. } => {
                 return Err(WorkloadError::Inconsistent(format!("{decision}")));
             }
             WorkerDecision::Registered { .. }

@@ -154,8 +154,9 @@ pub struct Tree {
     /// Every session's ephemeral nodes, kept equal to the owners recorded in
     /// the nodes' stats.
     ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
-    /// Every sequential name ever handed out, to assert none is reused.
-    /// It grows with every sequential create, so only debug builds keep it.
+    /// Every sequential name handed out under a parent that lives, to
+    /// assert none is reused. It grows with every sequential create, so only
+    /// debug builds keep it.
     #[cfg(debug_assertions)]
     sequential_issued: BTreeSet<String>,
     /// Parents whose counter a test moved by hand: only there may a
@@ -451,6 +452,23 @@ impl Tree {
             });
         }
         self.remove(zxid, target, journal);
+        // A node made anew under the same path starts its counter at zero,
+        // as ZooKeeper's does: the names its children were given may come
+        // again. (A multi that fails after this delete puts the node back
+        // with its counter; its children's names then go unchecked.)
+        #[cfg(debug_assertions)]
+        {
+            let children = format!("{target}/");
+            let issued: Vec<String> = self
+                .sequential_issued
+                .range(children.clone()..)
+                .take_while(|name| name.starts_with(&children))
+                .cloned()
+                .collect();
+            for name in issued {
+                self.sequential_issued.remove(&name);
+            }
+        }
         Ok(())
     }
 

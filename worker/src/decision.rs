@@ -68,6 +68,15 @@ pub enum WorkerDecision {
     StopRequested { worker: WorkerId },
     /// The worker deleted its registration.
     Deregistered { worker: WorkerId },
+    /// The worker's registration is gone while its session lives (deleted
+    /// by hand, or with the deployment's root), or belongs to another
+    /// session: the master holds this id for gone and reclaims its
+    /// assignment. The worker stops `task` if it ran one, writes nothing,
+    /// and acts no more under this id (it joins again under a new one).
+    RegistrationLost {
+        worker: WorkerId,
+        task: Option<TaskId>,
+    },
 }
 
 /// Stable one-line renderings, used in traces and logs.
@@ -126,6 +135,10 @@ impl fmt::Display for WorkerDecision {
             WorkerDecision::SessionLost { worker } => write!(f, "{worker} lost its session"),
             WorkerDecision::StopRequested { worker } => write!(f, "{worker} stop requested"),
             WorkerDecision::Deregistered { worker } => write!(f, "{worker} deregistered"),
+            WorkerDecision::RegistrationLost { worker, task } => match task {
+                Some(task) => write!(f, "{worker} lost its registration, stopped {task}"),
+                None => write!(f, "{worker} lost its registration"),
+            },
         }
     }
 }

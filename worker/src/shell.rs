@@ -25,6 +25,17 @@
 //! worker); the master revokes only from a worker whose registration is
 //! gone, so the worker then returns [`WorkerError::Deregistered`] and joins
 //! again under a new id.
+//!
+//! Registration lost while the session lives (deleted by hand, or with the
+//! deployment's root): a second persistent watch, on the registration,
+//! announces it. The master holds such a worker for gone and reclaims its
+//! assignment, so the worker stops its task unwritten, if it runs one, and
+//! joins again under a new id ([`WorkerError::Deregistered`]); idle, it
+//! would otherwise wait for ever for work the master never sends. After a
+//! reconnection, which persistent watches do not report missed events
+//! across, it reads the registration instead, and takes it as lost if its
+//! owner is another session: a deleted root restarts the ids, and a new
+//! worker may hold this one's.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -32,7 +43,7 @@ use std::future::Future;
 use std::pin::{Pin, pin};
 use std::time::Duration;
 
-use futures::future::{FusedFuture, FutureExt, join};
+use futures::future::{FusedFuture, FutureExt, join3};
 use tokio::time::Instant;
 use zkdist_coord::retry::until_known;
 use zkdist_coord::{
@@ -76,9 +87,9 @@ pub enum WorkerError {
     )]
     CutOff { grace_ms: u64 },
     #[error(
-        "the worker's registration {registration} was deleted while its session lived, so the \
-         master took it for gone and took its task back: the task was stopped, and the worker \
-         joins again as a new one"
+        "the worker's registration {registration} was deleted while its session lived (or is \
+         now another session's), so the master holds it for gone and reclaims its task: a task \
+         in hand was stopped without a result, and the worker joins again as a new one"
     )]
     Deregistered { registration: String },
     #[error("cannot open a session: {error}")]
@@ -135,6 +146,8 @@ enum HandlerEnd {
     Ran(HandlerOutcome),
     /// The master took the assignment back: the handler was stopped.
     Revoked,
+    /// The registration was deleted: the handler was stopped.
+    RegistrationLost,
 }
 
 /// A worker on one session. Build it with [`Worker::new`], optionally attach
@@ -142,8 +155,9 @@ enum HandlerEnd {
 pub struct Worker<C: Coordinator, H: TaskHandler> {
     zk: C,
     events: EventStream,
-    /// Events read while a task ran, not yet acted on: the main loop takes
-    /// them before reading the stream again, so none is lost.
+    /// Events read while a task ran, or taken early after an assignment
+    /// was read, not yet acted on: they are taken before the stream is read
+    /// again, so none is lost.
     unhandled_events: VecDeque<Event>,
     layout: Layout,
     handler: H,
@@ -248,9 +262,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         let assignment = self.layout.assignment(&worker);
 
         // Arm first, register second (see `WorkerState`).
-        let mut assignment_waiting = self.arm(&assignment).await?;
-        state.on_watch_armed();
         let registration = self.layout.worker(&worker);
+        let mut assignment_waiting = self.arm(&assignment, &registration).await?;
+        state.on_watch_armed();
         // Sent again after a connection loss; `NodeExists` then means the
         // first create was applied (the id is this session's alone). The
         // data says which assignment formats this worker reads.
@@ -279,15 +293,19 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             if state.stop_requested() {
                 break;
             }
-            if assignment_waiting {
-                self.work(state, &assignment, shutdown).await?;
-                // Nothing to re-arm: the persistent watch announces the
-                // next assignment, whenever the master makes it.
-                assignment_waiting = false;
-                continue;
-            }
+            // Events heard already come before an assignment is read: one
+            // may say the registration is gone, and the assignment then is
+            // not this worker's to run.
             let event = match self.unhandled_events.pop_front() {
                 Some(event) => Some(Some(event)),
+                None if assignment_waiting => {
+                    self.work(state, &assignment, &registration, shutdown)
+                        .await?;
+                    // Nothing to re-arm: the persistent watch announces the
+                    // next assignment, whenever the master makes it.
+                    assignment_waiting = false;
+                    continue;
+                }
                 None => tokio::select! {
                     biased;
                     () = shutdown.as_mut() => None,
@@ -305,15 +323,26 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 // the assignment node: look at it. A deletion never brings
                 // an assignment (it is mostly this worker's own completion),
                 // and the watch stays, so it needs no read.
+                Some(Event::Watch(watch)) if watch.path == assignment => {
+                    assignment_waiting = watch.kind != WatchKind::NodeDeleted;
+                }
+                // The registration's creation is this worker's own; a data
+                // change means nothing to it.
                 Some(Event::Watch(watch)) => {
-                    assignment_waiting =
-                        watch.path == assignment && watch.kind != WatchKind::NodeDeleted;
+                    debug_assert_eq!(watch.path, registration, "the session watches two nodes");
+                    if watch.kind == WatchKind::NodeDeleted {
+                        return Err(self.registration_lost(state, &registration));
+                    }
                 }
                 Some(Event::Session(SessionState::Disconnected)) => disconnected = true,
                 // Back after a disconnection: events may have been missed
-                // while away, so read rather than wait.
+                // while away, so read rather than wait: the registration
+                // first, then the assignment.
                 Some(Event::Session(SessionState::Connected)) => {
-                    assignment_waiting = std::mem::take(&mut disconnected);
+                    if std::mem::take(&mut disconnected) {
+                        self.check_registration(state).await?;
+                        assignment_waiting = true;
+                    }
                 }
                 Some(Event::Session(
                     ended @ (SessionState::Expired
@@ -353,20 +382,27 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         Ok(())
     }
 
-    /// Leaves the persistent watch on the assignment node and, in the same
-    /// round trip, looks whether the node is there; returns whether it is.
+    /// Leaves the persistent watches on the assignment node and on the
+    /// registration (not made yet) and, in the same round trip, looks
+    /// whether the assignment node is there; returns whether it is.
     ///
-    /// Both requests go out back to back (`join` polls, and so sends, the
-    /// watch first; one session's requests are applied in order), so the
+    /// The requests go out back to back (`join3` polls, and so sends, the
+    /// watches first; one session's requests are applied in order), so the
     /// look sees the tree after the watch was set: an assignment is either
     /// seen by it or announced by the watch. None can exist yet (the id is
     /// new and the master assigns only to registered workers); looking
-    /// costs no extra wait, and keeps the worker right if one did.
-    async fn arm(&self, assignment: &str) -> Result<bool, WorkerError> {
+    /// costs no extra wait, and keeps the worker right if one did. The
+    /// registration's watch is set before the node is made, so no deletion
+    /// of it can come unannounced.
+    async fn arm(&self, assignment: &str, registration: &str) -> Result<bool, WorkerError> {
         let watch = until_known(|| self.zk.add_watch(assignment, AddWatchMode::Persistent));
+        let registration_watch =
+            until_known(|| self.zk.add_watch(registration, AddWatchMode::Persistent));
         let look = until_known(|| self.zk.exists(assignment, Watch::No));
-        let (watched, present) = join(watch, look).await;
+        let (watched, registration_watched, present) = join3(watch, registration_watch, look).await;
         watched.map_err(|error| WorkerError::request(format!("watching {assignment}"), error))?;
+        registration_watched
+            .map_err(|error| WorkerError::request(format!("watching {registration}"), error))?;
         present
             .map(|stat| stat.is_some())
             .map_err(|error| WorkerError::request(format!("reading {assignment}"), error))
@@ -379,8 +415,13 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         &mut self,
         state: &mut WorkerState,
         assignment: &str,
+        registration: &str,
         shutdown: &mut Pin<&mut S>,
     ) -> Result<(), WorkerError> {
+        assert!(
+            self.unhandled_events.is_empty(),
+            "events heard before an assignment is read are acted on first"
+        );
         // The stat tells which node and version this assignment is, which
         // the completion deletes and nothing else.
         let (data, stat) = match until_known(|| self.zk.get_data(assignment, Watch::No)).await {
@@ -391,6 +432,22 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 return Err(WorkerError::request(format!("reading {assignment}"), error));
             }
         };
+        // Every event of a change the read saw came before its reply. A
+        // deletion of the registration among them ends this id before the
+        // node read is taken for its own: after the deployment's root was
+        // deleted, it may be one the master made for a new worker that
+        // took this id. The other events are acted on first thing while the
+        // task runs, or by the main loop.
+        while let Ok(event) = self.events.try_recv() {
+            self.unhandled_events.push_back(event);
+        }
+        if self
+            .unhandled_events
+            .iter()
+            .any(|event| is_deletion_of(event, registration))
+        {
+            return Err(self.registration_lost(state, registration));
+        }
         let (view, decision) = state.on_assignment_read(&data, &stat);
         self.note(decision);
         let Some(AssignmentView { task, payload }) = view else {
@@ -416,11 +473,19 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             },
         };
         let outcome = match self
-            .run_handler(state, &payload, assignment, shutdown)
+            .run_handler(state, &payload, assignment, registration, shutdown)
             .await?
         {
             HandlerEnd::Ran(outcome) => outcome,
             HandlerEnd::Revoked => return self.revoked(state).await,
+            HandlerEnd::RegistrationLost => {
+                tracing::warn!(
+                    target: "zkdist::worker",
+                    worker = %state.worker(),
+                    "the registration was deleted while its task ran: stopping it"
+                );
+                return Err(self.registration_lost(state, registration));
+            }
         };
         let result = state.result_for(outcome);
         self.complete(state, &task, assignment, result).await
@@ -434,22 +499,33 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         self.check_registration(state).await
     }
 
-    /// After the master took an assignment back from this worker: it does
-    /// so only from a worker it holds for gone, whose registration was
-    /// deleted (with its session, or by hand while the session lived).
-    /// Such a worker is out of the pool for good (the master never gives
-    /// work to an id it saw leave), so it must join again under a new id
-    /// rather than wait idle for ever. A zombie, whose session ended, hears
-    /// so from this read.
-    async fn check_registration(&self, state: &WorkerState) -> Result<(), WorkerError> {
+    /// Reads the registration, when its watch may have missed a deletion:
+    /// after the master took an assignment back (it does so only from a
+    /// worker it holds for gone, whose registration was deleted with its
+    /// session or while the session lived), and after a reconnection.
+    /// Gone, or made anew by another session (a new worker that took this
+    /// id after the root was deleted), it is lost: the worker is out of
+    /// the pool for good (the master never gives work to an id it saw
+    /// leave), and must join again under a new id rather than wait idle
+    /// for ever. A zombie, whose session ended, hears so from this read.
+    async fn check_registration(&self, state: &mut WorkerState) -> Result<(), WorkerError> {
         let registration = self.layout.worker(state.worker());
         match until_known(|| self.zk.exists(&registration, Watch::No)).await {
-            Ok(Some(_)) => Ok(()),
-            Ok(None) => Err(WorkerError::Deregistered { registration }),
+            Ok(Some(stat)) if stat.ephemeral_owner == self.zk.session_id().0 => Ok(()),
+            Ok(_) => Err(self.registration_lost(state, &registration)),
             Err(error) => Err(WorkerError::request(
                 format!("reading {registration}"),
                 error,
             )),
+        }
+    }
+
+    /// The registration is gone or another session's: notes it, and names
+    /// the error that makes the role join again under a new id.
+    fn registration_lost(&self, state: &mut WorkerState, registration: &str) -> WorkerError {
+        self.note(state.on_registration_lost());
+        WorkerError::Deregistered {
+            registration: registration.to_owned(),
         }
     }
 
@@ -765,14 +841,18 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// when the session stays disconnected past its grace. When the master
     /// takes the assignment back meanwhile, the handler's future is dropped
     /// too ([`HandlerEnd::Revoked`]): the master gives the task to another
-    /// worker, and running it on here would run it twice at once. A
-    /// shutdown asked for meanwhile is noted and honoured after the task.
-    /// Other events are kept for the main loop.
+    /// worker, and running it on here would run it twice at once; so it is
+    /// when the registration is deleted ([`HandlerEnd::RegistrationLost`]),
+    /// after which the master takes the assignment back. A shutdown asked
+    /// for meanwhile is noted and honoured after the task. Events taken
+    /// early, after the assignment was read, are acted on before the
+    /// handler starts; other events are kept for the main loop.
     async fn run_handler<S: Future<Output = ()>>(
         &mut self,
         state: &mut WorkerState,
         payload: &[u8],
         assignment: &str,
+        registration: &str,
         shutdown: &mut Pin<&mut S>,
     ) -> Result<HandlerEnd, WorkerError> {
         // The handler is called inside the guarded future, at its first
@@ -791,87 +871,101 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         // a look that failed is made again after a pause.
         let mut look = pin!(futures::future::Fuse::terminated());
         let mut look_again_at: Option<Instant> = None;
+        let mut early_events = std::mem::take(&mut self.unhandled_events);
         loop {
             let stop_requested = state.stop_requested();
-            tokio::select! {
-                biased;
-                outcome = &mut run => {
-                    return Ok(HandlerEnd::Ran(match outcome {
-                        Ok(finished) => HandlerOutcome::Finished(finished),
-                        Err(message) => HandlerOutcome::Panicked(message),
-                    }));
-                }
-                () = shutdown.as_mut(), if !stop_requested => {
-                    let decision = state.on_stop_requested().expect("first stop request");
-                    note(self.observer.as_ref(), decision);
-                }
-                found = &mut look, if !look.is_terminated() => match look_shows_held(state, found) {
-                    Ok(true) => {}
-                    Ok(false) => {
+            let event = match early_events.pop_front() {
+                Some(event) => Some(event),
+                None => tokio::select! {
+                    biased;
+                    outcome = &mut run => {
+                        return Ok(HandlerEnd::Ran(match outcome {
+                            Ok(finished) => HandlerOutcome::Finished(finished),
+                            Err(message) => HandlerOutcome::Panicked(message),
+                        }));
+                    }
+                    () = shutdown.as_mut(), if !stop_requested => {
+                        let decision = state.on_stop_requested().expect("first stop request");
+                        note(self.observer.as_ref(), decision);
+                        continue;
+                    }
+                    found = &mut look, if !look.is_terminated() => {
+                        match look_shows_held(state, found) {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                tracing::warn!(
+                                    target: "zkdist::worker",
+                                    worker = %state.worker(),
+                                    "the master took the assignment back while its task ran: stopping it"
+                                );
+                                return Ok(HandlerEnd::Revoked);
+                            }
+                            Err(error) => match error.session_end() {
+                                Some(ended) => {
+                                    return Err(WorkerError::SessionEnded { state: Some(ended) });
+                                }
+                                // Lost with the connection, throttled,
+                                // moved: the question stands.
+                                None => {
+                                    look_again_at = Some(
+                                        Instant::now() + Duration::from_millis(LOOK_RETRY_DELAY_MS),
+                                    );
+                                }
+                            },
+                        }
+                        continue;
+                    }
+                    () = sleep_until_set(look_again_at), if look_again_at.is_some() => {
+                        look_again_at = None;
+                        look.set(self.zk.exists(assignment, Watch::No).fuse());
+                        continue;
+                    }
+                    () = sleep_until_set(give_up_at), if give_up_at.is_some() => {
                         tracing::warn!(
                             target: "zkdist::worker",
                             worker = %state.worker(),
-                            "the master took the assignment back while its task ran: stopping it"
+                            grace_ms,
+                            "disconnected for the session's grace while a task runs: stopping it"
                         );
-                        return Ok(HandlerEnd::Revoked);
+                        return Err(WorkerError::CutOff { grace_ms });
                     }
-                    Err(error) => match error.session_end() {
-                        Some(ended) => return Err(WorkerError::SessionEnded { state: Some(ended) }),
-                        // Lost with the connection, throttled, moved: the
-                        // question stands.
-                        None => {
-                            look_again_at =
-                                Some(Instant::now() + Duration::from_millis(LOOK_RETRY_DELAY_MS));
-                        }
-                    },
+                    event = self.events.recv() => event,
                 },
-                () = sleep_until_set(look_again_at), if look_again_at.is_some() => {
-                    look_again_at = None;
+            };
+            match event {
+                None => return Err(WorkerError::SessionEnded { state: None }),
+                Some(Event::Session(
+                    ended @ (SessionState::Expired
+                    | SessionState::Closed
+                    | SessionState::AuthFailed),
+                )) => return Err(WorkerError::SessionEnded { state: Some(ended) }),
+                // The worker deletes its assignment only once the task is
+                // done, so a deletion now is someone else's (the master's),
+                // or an older node's whose event comes late: after a
+                // reconnection, a watch re-sent fires what it missed, while
+                // the worker may have read the new node already. A look at
+                // the node tells.
+                Some(event) if is_deletion_of(&event, assignment) => {
                     look.set(self.zk.exists(assignment, Watch::No).fuse());
                 }
-                () = sleep_until_set(give_up_at), if give_up_at.is_some() => {
-                    tracing::warn!(
-                        target: "zkdist::worker",
-                        worker = %state.worker(),
-                        grace_ms,
-                        "disconnected for the session's grace while a task runs: stopping it"
-                    );
-                    return Err(WorkerError::CutOff { grace_ms });
+                Some(event) if is_deletion_of(&event, registration) => {
+                    return Ok(HandlerEnd::RegistrationLost);
                 }
-                event = self.events.recv() => match event {
-                    None => return Err(WorkerError::SessionEnded { state: None }),
-                    Some(Event::Session(
-                        ended @ (SessionState::Expired
-                        | SessionState::Closed
-                        | SessionState::AuthFailed),
-                    )) => return Err(WorkerError::SessionEnded { state: Some(ended) }),
-                    // The worker deletes its assignment only once the task
-                    // is done, so a deletion now is someone else's (the
-                    // master's), or an older node's whose event comes late:
-                    // after a reconnection, a watch re-sent fires what it
-                    // missed, while the worker may have read the new node
-                    // already. A look at the node tells.
-                    Some(Event::Watch(watch))
-                        if watch.path == assignment && watch.kind == WatchKind::NodeDeleted =>
-                    {
-                        look.set(self.zk.exists(assignment, Watch::No).fuse());
-                    }
-                    Some(other) => {
-                        match other {
-                            Event::Session(SessionState::Disconnected) => {
-                                give_up_at.get_or_insert_with(|| {
-                                    Instant::now() + Duration::from_millis(grace_ms)
-                                });
-                            }
-                            Event::Session(SessionState::Connected) => give_up_at = None,
-                            _ => {}
+                Some(other) => {
+                    match other {
+                        Event::Session(SessionState::Disconnected) => {
+                            give_up_at.get_or_insert_with(|| {
+                                Instant::now() + Duration::from_millis(grace_ms)
+                            });
                         }
-                        // The main loop acts on them too once the task is
-                        // done (a reconnection makes it look for an
-                        // assignment it may have missed).
-                        self.unhandled_events.push_back(other);
+                        Event::Session(SessionState::Connected) => give_up_at = None,
+                        _ => {}
                     }
-                },
+                    // The main loop acts on them too once the task is done
+                    // (a reconnection makes it look for an assignment it
+                    // may have missed).
+                    self.unhandled_events.push_back(other);
+                }
             }
         }
     }
@@ -886,6 +980,11 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
 /// [`WorkerState::still_holds`]).
 fn look_shows_held(state: &WorkerState, found: ZkResult<Option<Stat>>) -> ZkResult<bool> {
     found.map(|now| state.still_holds(now.as_ref()))
+}
+
+/// Whether `event` tells of the deletion of the node at `path`.
+fn is_deletion_of(event: &Event, path: &str) -> bool {
+    matches!(event, Event::Watch(watch) if watch.path == path && watch.kind == WatchKind::NodeDeleted)
 }
 
 /// Sleeps until `at`; `None` never comes (the caller disables the branch).

@@ -31,7 +31,8 @@ enum Phase {
         task: Option<TaskId>,
         assignment: AssignmentNode,
     },
-    /// The session ended: nothing more happens.
+    /// The session ended, or the registration is gone: nothing more
+    /// happens under this id.
     Lost,
 }
 
@@ -152,7 +153,8 @@ impl WorkerState {
         }
     }
 
-    /// Whether the session was lost: the worker is finished.
+    /// Whether the session or the registration was lost: the worker is
+    /// finished.
     pub fn lost(&self) -> bool {
         self.phase == Phase::Lost
     }
@@ -354,6 +356,31 @@ impl WorkerState {
         self.registered = false;
         decisions.push(WorkerDecision::SessionLost { worker });
         decisions
+    }
+
+    /// The registration is gone, or is another session's (see
+    /// [`WorkerDecision::RegistrationLost`]): the task in hand, if any, is
+    /// stopped without a result, and the worker acts no more under this
+    /// id. The master reclaims its assignment.
+    pub fn on_registration_lost(&mut self) -> WorkerDecision {
+        assert!(
+            self.registered,
+            "{} lost a registration it did not hold",
+            self.worker
+        );
+        assert!(
+            matches!(self.phase, Phase::Idle | Phase::Working { .. }),
+            "{} lost its registration while {:?}",
+            self.worker,
+            self.phase
+        );
+        let task = self.current_task().cloned();
+        self.phase = Phase::Lost;
+        self.registered = false;
+        WorkerDecision::RegistrationLost {
+            worker: self.worker.clone(),
+            task,
+        }
     }
 
     /// Shutdown was asked for. Returns the decision the first time only.
@@ -617,6 +644,39 @@ mod tests {
                 worker: idle.worker().clone()
             }]
         );
+    }
+
+    #[test]
+    fn losing_the_registration_stops_the_task_in_hand_and_ends_the_id() {
+        let mut state = registered();
+        state.on_assignment_read(b"task-0000000006", &assignment_stat());
+        let lost = state.on_registration_lost();
+        assert_eq!(
+            lost.to_string(),
+            "worker-0000000001 lost its registration, stopped task-0000000006"
+        );
+        assert!(state.lost());
+        assert_eq!(state.current_task(), None);
+        assert_eq!(state.tasks_finished(), 0);
+        assert!(
+            state.on_session_lost().is_empty(),
+            "the id acts no more: its session's end adds nothing"
+        );
+
+        let mut idle = registered();
+        assert_eq!(
+            idle.on_registration_lost().to_string(),
+            "worker-0000000001 lost its registration"
+        );
+        assert!(idle.lost());
+    }
+
+    #[test]
+    #[should_panic(expected = "lost a registration it did not hold")]
+    fn losing_the_registration_twice_is_a_bug() {
+        let mut state = registered();
+        state.on_registration_lost();
+        state.on_registration_lost();
     }
 
     #[test]

@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use zkdist_coord::{Coordinator, CreateMode, TaskId, TaskResult, WorkerId};
+use zkdist_coord::{Coordinator, CreateMode, TaskId, TaskResult, Watch, WorkerId};
 use zkdist_sim::Latency;
 use zkdist_worker::{CompletionReadBack, WorkerDecision, WorkerError};
 
@@ -296,11 +296,12 @@ fn a_zombie_whose_assignment_was_revoked_writes_nothing() {
 
 /// The master takes an assignment back only from a worker it holds for
 /// gone: one whose registration was deleted, by its session's end or by
-/// hand while the session lives. A live worker hears the deletion: it
-/// stops the task at once (the master gives it to another worker, and
-/// running it here too would run it twice at once) and, its registration
-/// gone, joins again under a new id, which the role does with a new
-/// session (the master never gives work to an id it saw leave).
+/// hand while the session lives. A live worker hears the deletion of its
+/// registration: it stops the task at once, without waiting for the
+/// master's reclaim (the master gives the task to another worker, and
+/// running it here too would run it twice at once) and joins again under
+/// a new id, which the role does with a new session (the master never
+/// gives work to an id it saw leave).
 #[test]
 fn a_worker_whose_registration_is_deleted_stops_its_task_and_joins_again() {
     run_sim(async {
@@ -308,15 +309,9 @@ fn a_worker_whose_registration_is_deleted_stops_its_task_and_joins_again() {
         let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
         let registration = setup.layout.worker(&id);
         setup.master.delete(&registration, None).await.unwrap();
-        // The master's reclaim.
-        setup
-            .master
-            .delete(&setup.layout.assignment(&id), None)
-            .await
-            .unwrap();
         assert_eq!(
             worker.next_decision().await,
-            WorkerDecision::AssignmentRevoked {
+            WorkerDecision::RegistrationLost {
                 worker: id.clone(),
                 task: Some(task.clone())
             }
@@ -327,12 +322,145 @@ fn a_worker_whose_registration_is_deleted_stops_its_task_and_joins_again() {
         );
         assert_run_dropped(&handler).await;
         assert_no_result(&setup, &task).await;
+        // The assignment is the master's to reclaim, not the worker's.
+        let assignment = setup.layout.assignment(&id);
+        assert!(
+            setup
+                .sim
+                .inspect(move |tree| tree.exists(&assignment))
+                .await
+        );
     });
 }
 
-/// A worker that learns of the revocation only when it completes (the
-/// task ended before the deletion's event came) is out of the pool all
-/// the same once its registration is gone: it joins again.
+/// An idle worker whose registration is deleted would wait for ever: the
+/// master sends no work to an id it saw leave. It joins again instead.
+#[test]
+fn an_idle_worker_whose_registration_is_deleted_joins_again() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id) = RunningWorker::start(&setup).await;
+        let registration = setup.layout.worker(&id);
+        setup.master.delete(&registration, None).await.unwrap();
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::RegistrationLost {
+                worker: id.clone(),
+                task: None
+            }
+        );
+        assert_eq!(
+            worker.handle.await.unwrap(),
+            Err(WorkerError::Deregistered { registration })
+        );
+    });
+}
+
+/// Deletes `path` and everything under it, children first, as an operator
+/// removing a deployment's root does (`deleteall`).
+fn delete_tree<'a>(
+    zk: &'a zkdist_sim::SimSession,
+    path: &'a str,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 'a>> {
+    Box::pin(async move {
+        let (children, _) = zk.get_children(path, Watch::No).await.unwrap();
+        for child in children {
+            delete_tree(zk, &zkdist_coord::path::join(path, &child)).await;
+        }
+        zk.delete(path, None).await.unwrap();
+    })
+}
+
+/// The deployment's root is deleted under a live worker, and made anew:
+/// ids restart, so the next worker takes the orphan's id, and the master's
+/// assignments to it land on the node the orphan watches.
+/// `disconnected` says whether the orphan, whose inbound traffic was
+/// held meanwhile, hears it all (it then hears the deletion of its
+/// registration) or is disconnected past it (events to persistent watches
+/// are lost, and it reads its registration, now another session's).
+/// Returns the orphan's id, and its decisions after the root's deletion,
+/// once the new worker has finished its task.
+fn root_deleted_under_a_worker(disconnected: bool) -> (WorkerId, Vec<WorkerDecision>) {
+    run_sim(async {
+        let mut setup = setup(Latency::Fixed { ms: 2 }).await;
+        let orphan_handler = GatedHandler::closed();
+        let (mut orphan, id) = RunningWorker::start_with(&setup, orphan_handler.clone()).await;
+        let session = orphan.session.session_id();
+        setup.sim.hold(session).await;
+        // An assignment the orphan hears of only after the root is gone.
+        let early = setup
+            .client
+            .submit(&task_payload("echo", "early"))
+            .await
+            .unwrap();
+        assign(&setup, &id, early.as_str()).await;
+        delete_tree(&setup.master, setup.layout.root()).await;
+        setup.layout.ensure_layout(&setup.master).await.unwrap();
+
+        let handler = GatedHandler::closed();
+        let (_successor, successor_id) = RunningWorker::start_with(&setup, handler.clone()).await;
+        assert_eq!(successor_id, id, "the ids restarted with the root");
+        let task = setup
+            .client
+            .submit(&task_payload("echo", "late"))
+            .await
+            .unwrap();
+        assign(&setup, &id, task.as_str()).await;
+        if disconnected {
+            setup.sim.cut(session, Duration::from_secs(1)).await;
+        }
+        setup.sim.release(session).await;
+
+        let orphan_end = tokio::time::timeout(STEP_TIMEOUT, &mut orphan.handle)
+            .await
+            .expect("the orphan notices it lost its registration");
+        assert_eq!(
+            orphan_end.unwrap(),
+            Err(WorkerError::Deregistered {
+                registration: setup.layout.worker(&id)
+            })
+        );
+        handler.open_once();
+        let result = tokio::time::timeout(STEP_TIMEOUT, setup.client.wait(&task))
+            .await
+            .expect("the successor finishes its task")
+            .unwrap();
+        assert_eq!(
+            result,
+            TaskResult::Success {
+                output: b"late".to_vec()
+            }
+        );
+        assert_eq!(orphan_handler.runs(), 0, "the orphan started nothing");
+        assert_eq!(handler.runs(), 1);
+        (id, orphan.drain())
+    })
+}
+
+#[test]
+fn an_orphan_of_a_deleted_root_runs_nothing_of_the_worker_that_took_its_id() {
+    let (id, decisions) = root_deleted_under_a_worker(false);
+    assert_eq!(
+        decisions,
+        [WorkerDecision::RegistrationLost {
+            worker: id,
+            task: None
+        }]
+    );
+}
+
+#[test]
+fn an_orphan_reconnecting_after_its_root_was_deleted_runs_nothing() {
+    let (id, decisions) = root_deleted_under_a_worker(true);
+    assert_eq!(
+        decisions,
+        [WorkerDecision::RegistrationLost {
+            worker: id,
+            task: None
+        }]
+    );
+}
+
 #[test]
 fn a_revocation_found_at_completion_with_the_registration_gone_joins_again() {
     run_sim(async {

@@ -293,8 +293,15 @@ fn an_assignment_made_right_after_a_completion_is_announced_without_rearming() {
         let announced = count_lines(&trace, &format!("deliver worker event NodeCreated {path}"));
         assert_eq!(announced, 2, "both assignments came by event");
         // The watch was left once, and the node looked at once, when the
-        // worker started: nothing is re-armed after a task.
-        assert_eq!(count_lines(&trace, "worker add_watch"), 1);
+        // worker started: nothing is re-armed after a task. The other
+        // watch is the registration's.
+        assert_eq!(count_lines(&trace, &format!("worker add_watch {path}")), 1);
+        let registration = setup.layout.worker(&id);
+        assert_eq!(
+            count_lines(&trace, &format!("worker add_watch {registration}")),
+            1
+        );
+        assert_eq!(count_lines(&trace, "worker add_watch"), 2);
         assert_eq!(
             count_lines(&trace, &format!("read worker exists {path}")),
             1

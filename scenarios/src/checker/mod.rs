@@ -1121,11 +1121,13 @@ impl Checker {
                 None
             }
             // The worker stops running its task: it released it, it was
-            // taken back, or its session ended (it wrote nothing then).
+            // taken back, its session ended or its registration went (it
+            // wrote nothing then).
             WorkerDecision::AssignmentReleased { worker, .. }
             | WorkerDecision::AssignmentRevoked { worker, .. }
             | WorkerDecision::TaskAbandoned { worker, .. }
-            | WorkerDecision::SessionLost { worker } => {
+            | WorkerDecision::SessionLost { worker }
+            | WorkerDecision::RegistrationLost { worker, .. } => {
                 self.running.remove(worker);
                 None
             }

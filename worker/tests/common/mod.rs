@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
@@ -73,6 +74,8 @@ pub struct GatedHandler {
     pub gate: Arc<Semaphore>,
     /// Signalled each time a run starts.
     started: Arc<Notify>,
+    /// How many runs started.
+    runs: Arc<AtomicUsize>,
 }
 
 impl GatedHandler {
@@ -80,7 +83,13 @@ impl GatedHandler {
         GatedHandler {
             gate: Arc::new(Semaphore::new(0)),
             started: Arc::new(Notify::new()),
+            runs: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// How many runs started, finished or not.
+    pub fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
     }
 
     /// Returns once a run has started (at once if one started since the
@@ -100,6 +109,7 @@ impl GatedHandler {
 impl TaskHandler for GatedHandler {
     async fn run(&self, task: &[u8]) -> Result<Vec<u8>, TaskError> {
         self.started.notify_one();
+        self.runs.fetch_add(1, Ordering::SeqCst);
         self.gate
             .acquire()
             .await
