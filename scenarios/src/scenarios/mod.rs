@@ -175,7 +175,7 @@ pub const ALL: [Scenario; 28] = [
     },
     Scenario {
         name: "connection_loss_on_assignment_create_applied",
-        seed: 4,
+        seed: 1,
         about: "the master's assignment create is applied but its reply lost",
         run: |seed| connection_loss::run_write(seed, Write::AssignmentCreate, true),
     },
@@ -205,7 +205,7 @@ pub const ALL: [Scenario; 28] = [
     },
     Scenario {
         name: "connection_loss_on_reclaim_not_applied",
-        seed: 4,
+        seed: 0,
         about: "the master's reclaim of a dead worker's assignment is lost on the way",
         run: |seed| connection_loss::run_write(seed, Write::Reclaim, false),
     },
