@@ -805,8 +805,10 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     // A worker whose registration is deleted while it runs a task (by
     // hand: `status` lists registrations by name) is one the master takes
     // for gone: it reclaims the task to give it to another worker. The
-    // worker hears the reclaim and kills the command at once, lest the
-    // task run twice at once, then joins again under a new id.
+    // worker hears the deletion of its registration (before the reclaim,
+    // which comes later in ZooKeeper's order) and kills the command at
+    // once, lest the task run twice at once, then joins again under a new
+    // id.
     // Workers killed above leave registrations until their sessions
     // expire: the new worker's is the one not there before it. Their
     // tasks, queued again then, may come first: they end at once now.
@@ -841,7 +843,7 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     assert!(
         deregistered
             .log()
-            .contains("the master took the assignment back while its task ran"),
+            .contains("the registration was deleted while its task ran: stopping it"),
         "{}",
         deregistered.log()
     );
@@ -853,6 +855,25 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     std::fs::write(&rerun_gate, b"").unwrap();
     target.run(&["wait", &task]).expect_code(0);
     assert_eq!(new_registrations(), second_id);
+    // Idle now, the worker loses its registration again: it would wait for
+    // ever for work the master never sends to an id it saw leave, so it
+    // joins again under a new id here too.
+    target.delete(&format!("{}/{}", layout.workers_dir(), second_id[0]));
+    let third_id = eventually("the idle worker joins again under a new id", || {
+        let ids = new_registrations();
+        (ids.len() == 1 && ids != second_id).then_some(ids)
+    });
+    assert_ne!(third_id, first_id);
+    assert!(deregistered.is_running(), "{}", deregistered.log());
+    let idle_loss = format!("{} lost its registration", second_id[0]);
+    assert!(
+        deregistered
+            .log()
+            .lines()
+            .any(|line| line.contains(&idle_loss) && !line.contains("stopped")),
+        "{}",
+        deregistered.log()
+    );
     terminate_all(std::slice::from_mut(&mut deregistered));
 
     // The master stops: the standby takes over at once (the node goes with
