@@ -448,6 +448,17 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         {
             return Err(self.registration_lost(state, registration));
         }
+        // A read that spanned a disconnection may have missed that
+        // deletion: events to persistent watches are not replayed. The
+        // registration is read back then, before the node is taken for
+        // this id's.
+        if self
+            .unhandled_events
+            .iter()
+            .any(|event| matches!(event, Event::Session(SessionState::Connected)))
+        {
+            self.check_registration(state).await?;
+        }
         let (view, decision) = state.on_assignment_read(&data, &stat);
         self.note(decision);
         let Some(AssignmentView { task, payload }) = view else {
