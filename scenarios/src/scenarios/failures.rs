@@ -354,24 +354,37 @@ pub fn worker_partitioned_mid_task(seed: u64) -> RunReport {
         let expired = find(trace, stopped, "w1 expire (session timeout)");
         find(trace, expired, &format!("decide m1: task-requeued {task}"));
         find(trace, expired, &format!("{survivor} started {task}"));
-        let ms_at = |line: usize| trace_ms(&trace[line]);
+        let us_at = |line: usize| trace_us(&trace[line]);
         assert_eq!(
-            ms_at(expired) - ms_at(noticed),
-            700.001,
+            us_at(expired) - us_at(noticed),
+            700_001,
             "the seed draws the worst case: the expiry 0.35 of the timeout after the notice"
         );
         report
     })
 }
 
-/// The simulated time a trace line is stamped with, in milliseconds.
-fn trace_ms(line: &str) -> f64 {
+/// The simulated time a trace line is stamped with, in whole
+/// microseconds: the stamp's three decimals, read without floating point
+/// so that differences between stamps are exact.
+fn trace_us(line: &str) -> u64 {
     let stamp = line
         .strip_prefix('[')
         .and_then(|rest| rest.split_once("ms]"))
         .map(|(stamp, _)| stamp.trim())
         .unwrap_or_else(|| panic!("a stamped trace line: {line}"));
-    stamp
-        .parse()
-        .unwrap_or_else(|_| panic!("a time in ms: {line}"))
+    let (whole_ms, fraction) = stamp
+        .split_once('.')
+        .unwrap_or_else(|| panic!("a time in ms with three decimals: {line}"));
+    assert_eq!(
+        fraction.len(),
+        3,
+        "a time in ms with three decimals: {line}"
+    );
+    let parse = |digits: &str| -> u64 {
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("a time in ms: {line}"))
+    };
+    parse(whole_ms) * 1_000 + parse(fraction)
 }
