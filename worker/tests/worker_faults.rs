@@ -81,6 +81,30 @@ async fn assert_no_result(setup: &Setup, task: &TaskId) {
     );
 }
 
+/// Deletes `id`'s registration by hand and checks that the worker notes
+/// the loss, stopping `task` if it holds one, and ends with the error that
+/// makes the role join again.
+async fn registration_deleted_under(
+    setup: &Setup,
+    mut worker: RunningWorker,
+    id: &WorkerId,
+    task: Option<&TaskId>,
+) {
+    let registration = setup.layout.worker(id);
+    setup.master.delete(&registration, None).await.unwrap();
+    assert_eq!(
+        worker.next_decision().await,
+        WorkerDecision::RegistrationLost {
+            worker: id.clone(),
+            task: task.cloned()
+        }
+    );
+    assert_eq!(
+        worker.handle.await.unwrap(),
+        Err(WorkerError::Deregistered { registration })
+    );
+}
+
 fn result_of(tree: &zkdist_sim::Tree, path: &str) -> Option<TaskResult> {
     tree.data(path)
         .map(|bytes| TaskResult::decode(bytes).unwrap())
@@ -306,20 +330,8 @@ fn a_zombie_whose_assignment_was_revoked_writes_nothing() {
 fn a_worker_whose_registration_is_deleted_stops_its_task_and_joins_again() {
     run_sim(async {
         let setup = setup(Latency::Fixed { ms: 2 }).await;
-        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
-        let registration = setup.layout.worker(&id);
-        setup.master.delete(&registration, None).await.unwrap();
-        assert_eq!(
-            worker.next_decision().await,
-            WorkerDecision::RegistrationLost {
-                worker: id.clone(),
-                task: Some(task.clone())
-            }
-        );
-        assert_eq!(
-            worker.handle.await.unwrap(),
-            Err(WorkerError::Deregistered { registration })
-        );
+        let (worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        registration_deleted_under(&setup, worker, &id, Some(&task)).await;
         assert_run_dropped(&handler).await;
         assert_no_result(&setup, &task).await;
         // The assignment is the master's to reclaim, not the worker's.
@@ -339,20 +351,8 @@ fn a_worker_whose_registration_is_deleted_stops_its_task_and_joins_again() {
 fn an_idle_worker_whose_registration_is_deleted_joins_again() {
     run_sim(async {
         let setup = setup(Latency::Fixed { ms: 2 }).await;
-        let (mut worker, id) = RunningWorker::start(&setup).await;
-        let registration = setup.layout.worker(&id);
-        setup.master.delete(&registration, None).await.unwrap();
-        assert_eq!(
-            worker.next_decision().await,
-            WorkerDecision::RegistrationLost {
-                worker: id.clone(),
-                task: None
-            }
-        );
-        assert_eq!(
-            worker.handle.await.unwrap(),
-            Err(WorkerError::Deregistered { registration })
-        );
+        let (worker, id) = RunningWorker::start(&setup).await;
+        registration_deleted_under(&setup, worker, &id, None).await;
     });
 }
 
