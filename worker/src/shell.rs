@@ -20,11 +20,15 @@
 //! master give the task to another worker, so the worker drops the
 //! handler's future then, before that can happen, and gives the session up
 //! ([`WorkerError::CutOff`]). Revocation while a task runs: a deletion of
-//! the assignment node, once a look shows the node read for the task gone,
-//! drops the handler's future too (the master gives the task to another
-//! worker); the master revokes only from a worker whose registration is
-//! gone, so the worker then returns [`WorkerError::Deregistered`] and joins
-//! again under a new id.
+//! the assignment node, or a reconnection (which brings no event of what
+//! was missed), makes the worker look at the node; once the look shows the
+//! node read for the task gone, or made anew, the handler's future is
+//! dropped too (the master gives the task to another worker), and a
+//! handler that finished meanwhile has its result left unwritten. The
+//! completion checks the node's version only, which a node made anew
+//! shares, so it is never sent while a look is out. The master revokes
+//! only from a worker whose registration is gone, so the worker then
+//! returns [`WorkerError::Deregistered`] and joins again under a new id.
 //!
 //! Registration lost while the session lives (deleted by hand, or with the
 //! deployment's root): a second persistent watch, on the registration,
@@ -35,7 +39,8 @@
 //! reconnection, which persistent watches do not report missed events
 //! across, it reads the registration instead, and takes it as lost if its
 //! owner is another session: a deleted root restarts the ids, and a new
-//! worker may hold this one's.
+//! worker may hold this one's. For the same reason a worker told to stop
+//! deletes its registration only while it is its own session's node.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -354,7 +359,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
 
         let deleted = tokio::time::timeout(
             std::time::Duration::from_millis(DEREGISTRATION_TIMEOUT_MS),
-            until_known(|| self.zk.delete(&registration, None)),
+            self.deregister(&registration),
         )
         .await;
         let Ok(deleted) = deleted else {
@@ -367,7 +372,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             return Err(WorkerError::SessionEnded { state: None });
         };
         match deleted {
-            Ok(()) | Err(ZkError::NoNode { .. }) => {}
+            Ok(()) => {}
             Err(error) => {
                 return Err(WorkerError::request(
                     format!("deleting {registration}"),
@@ -438,9 +443,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         // deleted, it may be one the master made for a new worker that
         // took this id. The other events are acted on first thing while the
         // task runs, or by the main loop.
-        while let Ok(event) = self.events.try_recv() {
-            self.unhandled_events.push_back(event);
-        }
+        self.take_ready_events();
         if self
             .unhandled_events
             .iter()
@@ -502,6 +505,14 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         self.complete(state, &task, assignment, result).await
     }
 
+    /// Moves the events that have arrived, without waiting for more, to
+    /// the unhandled ones, behind those already there.
+    fn take_ready_events(&mut self) {
+        while let Ok(event) = self.events.try_recv() {
+            self.unhandled_events.push_back(event);
+        }
+    }
+
     /// The master took the assignment back, however the worker learned it
     /// (while the task ran, or when completing or releasing): the worker
     /// wrote nothing and is idle, and looks whether it is still a worker.
@@ -521,13 +532,47 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// for ever. A zombie, whose session ended, hears so from this read.
     async fn check_registration(&self, state: &mut WorkerState) -> Result<(), WorkerError> {
         let registration = self.layout.worker(state.worker());
-        match until_known(|| self.zk.exists(&registration, Watch::No)).await {
-            Ok(Some(stat)) if stat.ephemeral_owner == self.zk.session_id().0 => Ok(()),
-            Ok(_) => Err(self.registration_lost(state, &registration)),
+        match self.own_registration(&registration).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(self.registration_lost(state, &registration)),
             Err(error) => Err(WorkerError::request(
                 format!("reading {registration}"),
                 error,
             )),
+        }
+    }
+
+    /// The stat of `registration` if it is this session's node; `None` if
+    /// it is gone or another session's (after the deployment's root was
+    /// deleted, a new worker may have taken this id).
+    async fn own_registration(&self, registration: &str) -> ZkResult<Option<Stat>> {
+        let stat = until_known(|| self.zk.exists(registration, Watch::No)).await?;
+        Ok(stat.filter(|stat| stat.ephemeral_owner == self.zk.session_id().0))
+    }
+
+    /// Deletes the registration if it is still this session's node, and
+    /// only then: a node of the same name made by another session (a new
+    /// worker that took this id after the root was deleted) is that
+    /// worker's, and deleting it would take a live worker out of the pool.
+    /// The delete names the version read, and after a reply that leaves
+    /// its outcome unknown the node is looked at again rather than the
+    /// delete sent again: the node may have gone with it and been made
+    /// anew since.
+    async fn deregister(&self, registration: &str) -> ZkResult<()> {
+        loop {
+            let Some(stat) = self.own_registration(registration).await? else {
+                return Ok(());
+            };
+            match self.zk.delete(registration, Some(stat.version)).await {
+                Ok(()) | Err(ZkError::NoNode { .. }) => return Ok(()),
+                // Its data changed since the look (no role of zkdist's
+                // writes it; an operator may), or the delete's outcome is
+                // unknown: look again. The look's own retries pause while
+                // the connection is down.
+                Err(ZkError::BadVersion { .. }) => {}
+                Err(error) if error.is_outcome_unknown() => {}
+                Err(error) => return Err(error),
+            }
         }
     }
 
@@ -854,10 +899,13 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// too ([`HandlerEnd::Revoked`]): the master gives the task to another
     /// worker, and running it on here would run it twice at once; so it is
     /// when the registration is deleted ([`HandlerEnd::RegistrationLost`]),
-    /// after which the master takes the assignment back. A shutdown asked
-    /// for meanwhile is noted and honoured after the task. Events taken
-    /// early, after the assignment was read, are acted on before the
-    /// handler starts; other events are kept for the main loop.
+    /// after which the master takes the assignment back. A reconnection
+    /// within the grace is followed by a look at the assignment node, as a
+    /// deletion is; a handler that finishes while a look is out waits for
+    /// its verdict. A shutdown asked for meanwhile is noted and honoured
+    /// after the task. Events taken early, after the assignment was read,
+    /// and those that came during the reads are acted on before the
+    /// handler is first polled; other events are kept for the main loop.
     async fn run_handler<S: Future<Output = ()>>(
         &mut self,
         state: &mut WorkerState,
@@ -866,6 +914,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         registration: &str,
         shutdown: &mut Pin<&mut S>,
     ) -> Result<HandlerEnd, WorkerError> {
+        // Events that came during the reads are acted on before the
+        // handler's first poll: one may end the task before it starts.
+        self.take_ready_events();
         // The handler is called inside the guarded future, at its first
         // poll: a handler may do work (decode the payload, say) before it
         // returns its future, and a panic there must fail the task as one
@@ -877,23 +928,35 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         // only a `Connected` ends it.
         let grace_ms = self.zk.disconnected_grace_ms();
         let mut give_up_at: Option<Instant> = None;
-        // A deletion of the assignment node heard meanwhile is looked into
-        // (an `exists` of it) without holding the handler or the deadline;
-        // a look that failed is made again after a pause.
+        // A deletion of the assignment node heard meanwhile, or a
+        // reconnection (after which no event of what was missed comes), is
+        // looked into (an `exists` of the node) without holding the handler
+        // or the deadline; a look that failed is made again after a pause.
         let mut look = pin!(futures::future::Fuse::terminated());
         let mut look_again_at: Option<Instant> = None;
+        // A handler that finishes while a look is out waits for its
+        // verdict: the completion checks the node's version only, and a
+        // node deleted and made anew (the deployment's root re-made, and
+        // this id taken by a new worker) has the same version.
+        let mut finished: Option<HandlerOutcome> = None;
         let mut early_events = std::mem::take(&mut self.unhandled_events);
         loop {
             let stop_requested = state.stop_requested();
+            let looking = !look.is_terminated() || look_again_at.is_some();
             let event = match early_events.pop_front() {
                 Some(event) => Some(event),
                 None => tokio::select! {
                     biased;
-                    outcome = &mut run => {
-                        return Ok(HandlerEnd::Ran(match outcome {
-                            Ok(finished) => HandlerOutcome::Finished(finished),
+                    outcome = &mut run, if finished.is_none() => {
+                        let outcome = match outcome {
+                            Ok(output) => HandlerOutcome::Finished(output),
                             Err(message) => HandlerOutcome::Panicked(message),
-                        }));
+                        };
+                        if !looking {
+                            return Ok(HandlerEnd::Ran(outcome));
+                        }
+                        finished = Some(outcome);
+                        continue;
                     }
                     () = shutdown.as_mut(), if !stop_requested => {
                         let decision = state.on_stop_requested().expect("first stop request");
@@ -902,12 +965,17 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     }
                     found = &mut look, if !look.is_terminated() => {
                         match look_shows_held(state, found) {
-                            Ok(true) => {}
+                            Ok(true) => {
+                                if let Some(outcome) = finished.take() {
+                                    return Ok(HandlerEnd::Ran(outcome));
+                                }
+                            }
                             Ok(false) => {
                                 tracing::warn!(
                                     target: "zkdist::worker",
                                     worker = %state.worker(),
-                                    "the master took the assignment back while its task ran: stopping it"
+                                    finished = finished.is_some(),
+                                    "the master took the assignment back while its task ran: stopping it, its result unwritten"
                                 );
                                 return Ok(HandlerEnd::Revoked);
                             }
@@ -969,7 +1037,12 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                                 Instant::now() + Duration::from_millis(grace_ms)
                             });
                         }
-                        Event::Session(SessionState::Connected) => give_up_at = None,
+                        // Back within the grace: what changed meanwhile
+                        // came without events, so the node is looked at.
+                        Event::Session(SessionState::Connected) if give_up_at.take().is_some() => {
+                            look_again_at = None;
+                            look.set(self.zk.exists(assignment, Watch::No).fuse());
+                        }
                         _ => {}
                     }
                     // The main loop acts on them too once the task is done

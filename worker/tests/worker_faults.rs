@@ -453,6 +453,235 @@ fn an_orphan_reconnecting_after_its_root_was_deleted_runs_nothing() {
     root_deleted_under_a_worker(true);
 }
 
+/// The busy variant of the above: the root is deleted and made anew while
+/// the orphan runs a task, disconnected, so that it hears of none of it.
+/// Its assignment node is now the successor's, at the same version (0), so
+/// a completion, which checks only the version, would write the orphan's
+/// result under the successor's task and delete its assignment. On
+/// reconnecting, the orphan looks at the node instead, sees another node
+/// (another `czxid`), stops its task, and finds its registration another
+/// session's.
+#[test]
+fn an_orphan_busy_while_its_root_is_deleted_stops_its_task_on_reconnecting() {
+    run_sim(async {
+        let mut setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut orphan, id, early, orphan_handler) = worker_holding_a_task(&setup).await;
+        let session = orphan.session.session_id();
+        setup.sim.hold(session).await;
+        delete_tree(&setup.master, setup.layout.root()).await;
+        setup.layout.ensure_layout(&setup.master).await.unwrap();
+        let handler = GatedHandler::closed();
+        let (_successor, successor_id) = RunningWorker::start_with(&setup, handler.clone()).await;
+        assert_eq!(successor_id, id, "the ids restarted with the root");
+        let task = setup
+            .client
+            .submit(&task_payload("echo", "late"))
+            .await
+            .unwrap();
+        assign(&setup, &id, task.as_str()).await;
+        handler.wait_started().await;
+        setup.sim.cut(session, Duration::from_secs(1)).await;
+        setup.sim.release(session).await;
+
+        let orphan_end = tokio::time::timeout(STEP_TIMEOUT, &mut orphan.handle)
+            .await
+            .expect("the orphan notices on reconnecting");
+        assert_eq!(
+            orphan_end.unwrap(),
+            Err(WorkerError::Deregistered {
+                registration: setup.layout.worker(&id)
+            })
+        );
+        assert_eq!(
+            orphan.drain(),
+            [
+                WorkerDecision::AssignmentRevoked {
+                    worker: id.clone(),
+                    task: Some(early),
+                },
+                WorkerDecision::RegistrationLost {
+                    worker: id.clone(),
+                    task: None
+                }
+            ]
+        );
+        assert_run_dropped(&orphan_handler).await;
+        assert_no_result(&setup, &task).await;
+        handler.open_once();
+        let result = tokio::time::timeout(STEP_TIMEOUT, setup.client.wait(&task))
+            .await
+            .expect("the successor finishes its task")
+            .unwrap();
+        assert_eq!(
+            result,
+            TaskResult::Success {
+                output: b"late".to_vec()
+            }
+        );
+        assert_eq!(handler.runs(), 1);
+    });
+}
+
+/// A handler that finishes while a look at its assignment node is out
+/// waits for the look: here the node was deleted and made anew, for
+/// another task, at the same version, which a completion (checking the
+/// version only) would take for the node read: it would write the old
+/// task's result and delete the new assignment, whose task would then
+/// never run.
+#[test]
+fn a_task_finishing_while_its_assignment_is_looked_at_waits_for_the_look() {
+    run_sim(async {
+        let mut setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let session = worker.session.session_id();
+        let next = setup
+            .client
+            .submit(&task_payload("echo", "next"))
+            .await
+            .unwrap();
+        // The worker hears the deletion and the creation together, and
+        // its look at the node is out for a round trip (4 ms).
+        setup.sim.hold(session).await;
+        let assignment = setup.layout.assignment(&id);
+        setup.master.delete(&assignment, None).await.unwrap();
+        assign(&setup, &id, next.as_str()).await;
+        setup.sim.release(session).await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        handler.open_once();
+
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::AssignmentRevoked {
+                worker: id.clone(),
+                task: Some(task.clone())
+            }
+        );
+        assert_no_result(&setup, &task).await;
+        // The new assignment stands, and runs.
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::TaskStarted {
+                worker: id.clone(),
+                task: next.clone()
+            }
+        );
+        handler.open_once();
+        let result = tokio::time::timeout(STEP_TIMEOUT, setup.client.wait(&next))
+            .await
+            .expect("the new task finishes")
+            .unwrap();
+        assert_eq!(
+            result,
+            TaskResult::Success {
+                output: b"next".to_vec()
+            }
+        );
+        assert_no_result(&setup, &task).await;
+    });
+}
+
+/// Told to stop after its root was deleted and made anew, an orphan that
+/// heard none of it deregisters only a registration of its own session's:
+/// the node of its name is now its successor's, which deleting would take
+/// out of the pool.
+#[test]
+fn an_orphan_stopping_leaves_the_registration_of_the_worker_that_took_its_id() {
+    run_sim(async {
+        let mut setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (orphan, id) = RunningWorker::start(&setup).await;
+        let session = orphan.session.session_id();
+        setup.sim.hold(session).await;
+        delete_tree(&setup.master, setup.layout.root()).await;
+        setup.layout.ensure_layout(&setup.master).await.unwrap();
+        let (successor, successor_id) = RunningWorker::start(&setup).await;
+        assert_eq!(successor_id, id, "the ids restarted with the root");
+        let _ = orphan.stop.send(());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        setup.sim.release(session).await;
+        let stopped = tokio::time::timeout(STEP_TIMEOUT, orphan.handle)
+            .await
+            .expect("the orphan stops");
+        assert_eq!(stopped.unwrap(), Ok(id.clone()));
+
+        let registration = setup.layout.worker(&id);
+        let successor_session = successor.session.session_id().0;
+        assert_eq!(
+            setup
+                .sim
+                .inspect(move |tree| tree.stat(&registration).map(|stat| stat.ephemeral_owner))
+                .await,
+            Some(successor_session),
+            "the successor's registration stands"
+        );
+        let task = setup
+            .client
+            .submit(&task_payload("echo", "kept"))
+            .await
+            .unwrap();
+        assign(&setup, &id, task.as_str()).await;
+        let result = tokio::time::timeout(STEP_TIMEOUT, setup.client.wait(&task))
+            .await
+            .expect("the successor runs its task")
+            .unwrap();
+        assert_eq!(
+            result,
+            TaskResult::Success {
+                output: b"kept".to_vec()
+            }
+        );
+    });
+}
+
+/// A deletion of the registration heard while the task's node is read,
+/// after the assignment was, ends the task before the handler is first
+/// polled: a handler may act on the world as soon as it is.
+#[test]
+fn a_registration_deleted_while_the_task_is_read_stops_it_before_it_starts() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let handler = GatedHandler::closed();
+        let (mut worker, id) = RunningWorker::start_with(&setup, handler.clone()).await;
+        let task = setup
+            .client
+            .submit(&task_payload("echo", "never"))
+            .await
+            .unwrap();
+        // Released at t0, the worker reads its assignment (t0 to t0 + 4 ms)
+        // and then the task (t0 + 4 to t0 + 8 ms); the deletion, sent at
+        // t0 + 2, is applied at t0 + 4 and heard at t0 + 6, between the two.
+        let session = worker.session.session_id();
+        setup.sim.hold(session).await;
+        assign(&setup, &id, task.as_str()).await;
+        setup.sim.release(session).await;
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let registration = setup.layout.worker(&id);
+        setup.master.delete(&registration, None).await.unwrap();
+
+        let ended = tokio::time::timeout(STEP_TIMEOUT, &mut worker.handle)
+            .await
+            .expect("the worker ends");
+        assert_eq!(
+            ended.unwrap(),
+            Err(WorkerError::Deregistered { registration })
+        );
+        assert_eq!(
+            worker.drain(),
+            [
+                WorkerDecision::TaskStarted {
+                    worker: id.clone(),
+                    task: task.clone()
+                },
+                WorkerDecision::RegistrationLost {
+                    worker: id,
+                    task: Some(task.clone())
+                }
+            ]
+        );
+        assert_eq!(handler.runs(), 0, "the handler was never polled");
+        assert_no_result(&setup, &task).await;
+    });
+}
+
 #[test]
 fn a_revocation_found_at_completion_with_the_registration_gone_joins_again() {
     run_sim(async {
