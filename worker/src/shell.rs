@@ -26,7 +26,10 @@
 //! dropped too (the master gives the task to another worker), and a
 //! handler that finished meanwhile has its result left unwritten. The
 //! completion checks the node's version only, which a node made anew
-//! shares, so it is never sent while a look is out. The master revokes
+//! shares, so it is never sent while a look is out; a look syncs first, as
+//! a server behind the leader would show the old node. (A node made anew
+//! after the last look, before the completion is applied, is beyond what
+//! the completion can check.) The master revokes
 //! only from a worker whose registration is gone, so the worker then
 //! returns [`WorkerError::Deregistered`] and joins again under a new id.
 //!
@@ -367,7 +370,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 target: "zkdist::worker",
                 %worker,
                 timeout_ms = DEREGISTRATION_TIMEOUT_MS,
-                "cannot delete the registration, the ensemble is out of reach: giving the session up, which takes the registration with it"
+                "cannot delete the registration in time (the ensemble out of reach, most likely): giving the session up, which takes the registration with it"
             );
             return Err(WorkerError::SessionEnded { state: None });
         };
@@ -496,7 +499,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 tracing::warn!(
                     target: "zkdist::worker",
                     worker = %state.worker(),
-                    "the registration was deleted while its task ran: stopping it"
+                    "the registration was deleted before or while its task ran: stopping it"
                 );
                 return Err(self.registration_lost(state, registration));
             }
@@ -544,8 +547,12 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
 
     /// The stat of `registration` if it is this session's node; `None` if
     /// it is gone or another session's (after the deployment's root was
-    /// deleted, a new worker may have taken this id).
+    /// deleted, a new worker may have taken this id). The read follows a
+    /// `sync`: it is made after a reconnection, or before a delete, and a
+    /// server behind the leader would show a node deleted and made anew
+    /// by another session as this one's (same name, same version).
     async fn own_registration(&self, registration: &str) -> ZkResult<Option<Stat>> {
+        until_known(|| self.zk.sync(registration)).await?;
         let stat = until_known(|| self.zk.exists(registration, Watch::No)).await?;
         Ok(stat.filter(|stat| stat.ephemeral_owner == self.zk.session_id().0))
     }
@@ -561,6 +568,11 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     async fn deregister(&self, registration: &str) -> ZkResult<()> {
         loop {
             let Some(stat) = self.own_registration(registration).await? else {
+                tracing::debug!(
+                    target: "zkdist::worker",
+                    registration,
+                    "the registration is gone or another session's already: nothing to delete"
+                );
                 return Ok(());
             };
             match self.zk.delete(registration, Some(stat.version)).await {
@@ -971,17 +983,34 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                                 }
                             }
                             Ok(false) => {
-                                tracing::warn!(
-                                    target: "zkdist::worker",
-                                    worker = %state.worker(),
-                                    finished = finished.is_some(),
-                                    "the master took the assignment back while its task ran: stopping it, its result unwritten"
-                                );
+                                if finished.is_some() {
+                                    tracing::warn!(
+                                        target: "zkdist::worker",
+                                        worker = %state.worker(),
+                                        "the assignment node is gone or was made anew (taken back, or the root re-made) as its task finished: the result is left unwritten"
+                                    );
+                                } else {
+                                    tracing::warn!(
+                                        target: "zkdist::worker",
+                                        worker = %state.worker(),
+                                        "the assignment node is gone or was made anew (taken back, or the root re-made) while its task ran: stopping it"
+                                    );
+                                }
                                 return Ok(HandlerEnd::Revoked);
                             }
                             Err(error) => match error.session_end() {
                                 Some(ended) => {
                                     return Err(WorkerError::SessionEnded { state: Some(ended) });
+                                }
+                                // A finished handler waits on the look
+                                // alone, so one that cannot be answered
+                                // ends the session's work (the role starts
+                                // a new one) rather than stall it for ever.
+                                None if finished.is_some() && !error.is_outcome_unknown() => {
+                                    return Err(WorkerError::request(
+                                        format!("reading {assignment}"),
+                                        error,
+                                    ));
                                 }
                                 // Lost with the connection, throttled,
                                 // moved: the question stands.
@@ -996,10 +1025,13 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     }
                     () = sleep_until_set(look_again_at), if look_again_at.is_some() => {
                         look_again_at = None;
-                        look.set(self.zk.exists(assignment, Watch::No).fuse());
+                        look.set(look_at(&self.zk, assignment).fuse());
                         continue;
                     }
-                    () = sleep_until_set(give_up_at), if give_up_at.is_some() => {
+                    // Only a running handler is cut off: a finished one
+                    // runs nothing, and its result waits for the look (a
+                    // session that ends says so with `Expired`).
+                    () = sleep_until_set(give_up_at), if give_up_at.is_some() && finished.is_none() => {
                         tracing::warn!(
                             target: "zkdist::worker",
                             worker = %state.worker(),
@@ -1025,7 +1057,8 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 // the worker may have read the new node already. A look at
                 // the node tells.
                 Some(event) if is_deletion_of(&event, assignment) => {
-                    look.set(self.zk.exists(assignment, Watch::No).fuse());
+                    look_again_at = None;
+                    look.set(look_at(&self.zk, assignment).fuse());
                 }
                 Some(event) if is_deletion_of(&event, registration) => {
                     return Ok(HandlerEnd::RegistrationLost);
@@ -1041,7 +1074,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                         // came without events, so the node is looked at.
                         Event::Session(SessionState::Connected) if give_up_at.take().is_some() => {
                             look_again_at = None;
-                            look.set(self.zk.exists(assignment, Watch::No).fuse());
+                            look.set(look_at(&self.zk, assignment).fuse());
                         }
                         _ => {}
                     }
@@ -1064,6 +1097,17 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
 /// [`WorkerState::still_holds`]).
 fn look_shows_held(state: &WorkerState, found: ZkResult<Option<Stat>>) -> ZkResult<bool> {
     found.map(|now| state.still_holds(now.as_ref()))
+}
+
+/// Looks at the node at `path` (an `exists`), after a `sync`: after a
+/// reconnection the session may talk to a server that has not applied
+/// what changed while it was away, and would show a node deleted and made
+/// anew as the old one (same version; only the leader's `czxid` tells).
+/// A look after a deletion's event would not need it, but one that failed
+/// and is made again may be on another server by then: every look syncs.
+async fn look_at<C: Coordinator>(zk: &C, path: &str) -> ZkResult<Option<Stat>> {
+    zk.sync(path).await?;
+    zk.exists(path, Watch::No).await
 }
 
 /// Whether `event` tells of the deletion of the node at `path`.

@@ -40,10 +40,14 @@ enum Phase {
 /// and its data version. Completing deletes the node at this version, so a
 /// worker whose assignment was taken back and not made anew writes
 /// nothing. A delete checks the version only, and an assignment made anew
-/// has version 0 too: what keeps a zombie from completing a new one is the
-/// master, which takes an assignment back only from a worker it holds for
-/// gone and never assigns to that worker again. Read-backs after a lost
-/// reply compare `czxid` as well.
+/// has version 0 too. What keeps a zombie from completing a new one is
+/// the master, which takes an assignment back only from a worker it holds
+/// for gone and never assigns to that worker again; and, when the
+/// deployment's root is deleted and made anew (ids restart, and another
+/// worker may hold this one's), the worker's looks at the node, which
+/// compare `czxid` as well, as do read-backs after a lost reply. A node
+/// made anew after the last look and before the completion is applied is
+/// not caught: the completion cannot name a `czxid`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AssignmentNode {
     pub czxid: i64,

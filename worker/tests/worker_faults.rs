@@ -460,13 +460,18 @@ fn an_orphan_reconnecting_after_its_root_was_deleted_runs_nothing() {
 /// result under the successor's task and delete its assignment. On
 /// reconnecting, the orphan looks at the node instead, sees another node
 /// (another `czxid`), stops its task, and finds its registration another
-/// session's.
-#[test]
-fn an_orphan_busy_while_its_root_is_deleted_stops_its_task_on_reconnecting() {
+/// session's. `lagging`: the orphan's server falls behind the leader
+/// before the root goes, and would show the old node to a look that did
+/// not `sync` first. The orphan's handler is let finish after the
+/// reconnection: a run still going would then complete.
+fn orphan_busy_while_its_root_is_deleted(lagging: bool) {
     run_sim(async {
         let mut setup = setup(Latency::Fixed { ms: 2 }).await;
         let (mut orphan, id, early, orphan_handler) = worker_holding_a_task(&setup).await;
         let session = orphan.session.session_id();
+        if lagging {
+            setup.sim.stall(session, Duration::from_secs(30)).await;
+        }
         setup.sim.hold(session).await;
         delete_tree(&setup.master, setup.layout.root()).await;
         setup.layout.ensure_layout(&setup.master).await.unwrap();
@@ -482,6 +487,8 @@ fn an_orphan_busy_while_its_root_is_deleted_stops_its_task_on_reconnecting() {
         handler.wait_started().await;
         setup.sim.cut(session, Duration::from_secs(1)).await;
         setup.sim.release(session).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        orphan_handler.open_once();
 
         let orphan_end = tokio::time::timeout(STEP_TIMEOUT, &mut orphan.handle)
             .await
@@ -492,20 +499,33 @@ fn an_orphan_busy_while_its_root_is_deleted_stops_its_task_on_reconnecting() {
                 registration: setup.layout.worker(&id)
             })
         );
-        assert_eq!(
-            orphan.drain(),
-            [
+        // A lagging server owes the events of what it had not applied, and
+        // sends them before the look's `sync` is answered: the deletion of
+        // the registration ends the task then. An up-to-date one shows the
+        // node made anew, and the registration read next another session's.
+        let expected = if lagging {
+            vec![WorkerDecision::RegistrationLost {
+                worker: id.clone(),
+                task: Some(early),
+            }]
+        } else {
+            vec![
                 WorkerDecision::AssignmentRevoked {
                     worker: id.clone(),
                     task: Some(early),
                 },
                 WorkerDecision::RegistrationLost {
                     worker: id.clone(),
-                    task: None
-                }
+                    task: None,
+                },
             ]
+        };
+        assert_eq!(orphan.drain(), expected);
+        assert_eq!(
+            orphan_handler.gate.available_permits(),
+            1,
+            "the orphan's run was dropped before it could finish"
         );
-        assert_run_dropped(&orphan_handler).await;
         assert_no_result(&setup, &task).await;
         handler.open_once();
         let result = tokio::time::timeout(STEP_TIMEOUT, setup.client.wait(&task))
@@ -520,6 +540,16 @@ fn an_orphan_busy_while_its_root_is_deleted_stops_its_task_on_reconnecting() {
         );
         assert_eq!(handler.runs(), 1);
     });
+}
+
+#[test]
+fn an_orphan_busy_while_its_root_is_deleted_stops_its_task_on_reconnecting() {
+    orphan_busy_while_its_root_is_deleted(false);
+}
+
+#[test]
+fn an_orphan_busy_while_its_root_is_deleted_is_not_fooled_by_a_lagging_server() {
+    orphan_busy_while_its_root_is_deleted(true);
 }
 
 /// A handler that finishes while a look at its assignment node is out
@@ -583,13 +613,17 @@ fn a_task_finishing_while_its_assignment_is_looked_at_waits_for_the_look() {
 /// Told to stop after its root was deleted and made anew, an orphan that
 /// heard none of it deregisters only a registration of its own session's:
 /// the node of its name is now its successor's, which deleting would take
-/// out of the pool.
-#[test]
-fn an_orphan_stopping_leaves_the_registration_of_the_worker_that_took_its_id() {
+/// out of the pool. `lagging`: the orphan's server falls behind the leader
+/// before the root goes, and would show the old registration (same name,
+/// same version) to a read that did not `sync` first.
+fn orphan_stopping_after_its_root_is_deleted(lagging: bool) {
     run_sim(async {
         let mut setup = setup(Latency::Fixed { ms: 2 }).await;
         let (orphan, id) = RunningWorker::start(&setup).await;
         let session = orphan.session.session_id();
+        if lagging {
+            setup.sim.stall(session, Duration::from_secs(30)).await;
+        }
         setup.sim.hold(session).await;
         delete_tree(&setup.master, setup.layout.root()).await;
         setup.layout.ensure_layout(&setup.master).await.unwrap();
@@ -630,6 +664,16 @@ fn an_orphan_stopping_leaves_the_registration_of_the_worker_that_took_its_id() {
             }
         );
     });
+}
+
+#[test]
+fn an_orphan_stopping_leaves_the_registration_of_the_worker_that_took_its_id() {
+    orphan_stopping_after_its_root_is_deleted(false);
+}
+
+#[test]
+fn an_orphan_stopping_through_a_lagging_server_leaves_its_successors_registration() {
+    orphan_stopping_after_its_root_is_deleted(true);
 }
 
 /// A deletion of the registration heard while the task's node is read,
@@ -679,6 +723,43 @@ fn a_registration_deleted_while_the_task_is_read_stops_it_before_it_starts() {
         );
         assert_eq!(handler.runs(), 0, "the handler was never polled");
         assert_no_result(&setup, &task).await;
+    });
+}
+
+/// The grace deadline stops a running handler; one that finished while a
+/// look at its assignment was out runs nothing, and its result waits for
+/// the look, through a second disconnection longer than the grace (short
+/// of the session timeout), rather than be thrown away with the session.
+#[test]
+fn a_finished_task_waiting_for_a_look_is_not_cut_off_at_the_grace() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 10 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let session = worker.session.session_id();
+        let grace_ms = worker.session.disconnected_grace_ms();
+        let outage = Duration::from_millis(grace_ms + 1_500);
+        assert!(
+            outage < Duration::from_millis(zkdist_sim::SimConfig::default().session_timeout_ms),
+            "the second outage ends before the session can expire"
+        );
+        // Healed, the worker looks; the second cut, at once, loses the look,
+        // and the looks made again fail until the link heals.
+        setup.sim.cut(session, Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(115)).await;
+        setup.sim.cut(session, outage).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        handler.open_once();
+
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::ResultWritten {
+                worker: id.clone(),
+                task: task.clone(),
+                success: true
+            },
+            "the finished task's result is written after the reconnection"
+        );
+        assert!(!worker.handle.is_finished(), "still a worker");
     });
 }
 
