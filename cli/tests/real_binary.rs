@@ -843,7 +843,7 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     assert!(
         deregistered
             .log()
-            .contains("the registration was deleted before or while its task ran: stopping it"),
+            .contains("the registration was deleted before the task's result was written"),
         "{}",
         deregistered.log()
     );

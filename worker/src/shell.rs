@@ -26,10 +26,13 @@
 //! dropped too (the master gives the task to another worker), and a
 //! handler that finished meanwhile has its result left unwritten. The
 //! completion checks the node's version only, which a node made anew
-//! shares, so it is never sent while a look is out; a look syncs first, as
-//! a server behind the leader would show the old node. (A node made anew
-//! after the last look, before the completion is applied, is beyond what
-//! the completion can check.) The master revokes
+//! shares, so it is never sent while a look is out, nor for a handler
+//! that finished while disconnected before the look that follows the
+//! reconnection (a handler that finished runs nothing, so the grace does
+//! not cut it off); a look syncs first, as a server behind the leader
+//! would show the old node. (A node made anew after the last look, before
+//! the completion is applied, is beyond what the completion can check.)
+//! The master revokes
 //! only from a worker whose registration is gone, so the worker then
 //! returns [`WorkerError::Deregistered`] and joins again under a new id.
 //!
@@ -378,7 +381,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             Ok(()) => {}
             Err(error) => {
                 return Err(WorkerError::request(
-                    format!("deleting {registration}"),
+                    format!("deregistering (reading, then deleting) {registration}"),
                     error,
                 ));
             }
@@ -499,7 +502,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 tracing::warn!(
                     target: "zkdist::worker",
                     worker = %state.worker(),
-                    "the registration was deleted before or while its task ran: stopping it"
+                    "the registration was deleted before the task's result was written: the task is stopped, or its result left unwritten"
                 );
                 return Err(self.registration_lost(state, registration));
             }
@@ -955,19 +958,30 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         loop {
             let stop_requested = state.stop_requested();
             let looking = !look.is_terminated() || look_again_at.is_some();
+            // A finished handler's result goes to the completion only when
+            // nothing says the node read may have changed unseen: no look
+            // out, connected since the last one was started (a completion
+            // queued while disconnected would go out unlooked-at on the
+            // reconnection), and no event left to act on.
+            if finished.is_some() && !looking && give_up_at.is_none() && early_events.is_empty() {
+                let outcome = finished.take().expect("checked just above");
+                return Ok(HandlerEnd::Ran(outcome));
+            }
             let event = match early_events.pop_front() {
                 Some(event) => Some(event),
                 None => tokio::select! {
                     biased;
                     outcome = &mut run, if finished.is_none() => {
-                        let outcome = match outcome {
+                        finished = Some(match outcome {
                             Ok(output) => HandlerOutcome::Finished(output),
                             Err(message) => HandlerOutcome::Panicked(message),
-                        };
-                        if !looking {
-                            return Ok(HandlerEnd::Ran(outcome));
+                        });
+                        // Events that came with the result are acted on
+                        // before it is written: the handler is polled
+                        // first, and one of them may say the node changed.
+                        while let Ok(event) = self.events.try_recv() {
+                            early_events.push_back(event);
                         }
-                        finished = Some(outcome);
                         continue;
                     }
                     () = shutdown.as_mut(), if !stop_requested => {
@@ -977,11 +991,10 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     }
                     found = &mut look, if !look.is_terminated() => {
                         match look_shows_held(state, found) {
-                            Ok(true) => {
-                                if let Some(outcome) = finished.take() {
-                                    return Ok(HandlerEnd::Ran(outcome));
-                                }
-                            }
+                            // Still the node read: a finished handler's
+                            // result goes out at the top of the loop, if
+                            // nothing came meanwhile.
+                            Ok(true) => {}
                             Ok(false) => {
                                 if finished.is_some() {
                                     tracing::warn!(

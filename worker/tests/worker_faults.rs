@@ -462,9 +462,11 @@ fn an_orphan_reconnecting_after_its_root_was_deleted_runs_nothing() {
 /// (another `czxid`), stops its task, and finds its registration another
 /// session's. `lagging`: the orphan's server falls behind the leader
 /// before the root goes, and would show the old node to a look that did
-/// not `sync` first. The orphan's handler is let finish after the
-/// reconnection: a run still going would then complete.
-fn orphan_busy_while_its_root_is_deleted(lagging: bool) {
+/// not `sync` first. `finish`: when the orphan's handler is let finish; a
+/// run still going after the reconnection would then complete, and one
+/// that finished during the outage would have its completion queued and
+/// sent on reconnecting, unlooked-at.
+fn orphan_busy_while_its_root_is_deleted(lagging: bool, finish: OrphanFinishes) {
     run_sim(async {
         let mut setup = setup(Latency::Fixed { ms: 2 }).await;
         let (mut orphan, id, early, orphan_handler) = worker_holding_a_task(&setup).await;
@@ -487,7 +489,11 @@ fn orphan_busy_while_its_root_is_deleted(lagging: bool) {
         handler.wait_started().await;
         setup.sim.cut(session, Duration::from_secs(1)).await;
         setup.sim.release(session).await;
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        let finish_after = match finish {
+            OrphanFinishes::DuringTheOutage => Duration::from_millis(100),
+            OrphanFinishes::AfterTheReconnection => Duration::from_secs(2),
+        };
+        tokio::time::sleep(finish_after).await;
         orphan_handler.open_once();
 
         let orphan_end = tokio::time::timeout(STEP_TIMEOUT, &mut orphan.handle)
@@ -521,11 +527,18 @@ fn orphan_busy_while_its_root_is_deleted(lagging: bool) {
             ]
         };
         assert_eq!(orphan.drain(), expected);
-        assert_eq!(
-            orphan_handler.gate.available_permits(),
-            1,
-            "the orphan's run was dropped before it could finish"
-        );
+        match finish {
+            OrphanFinishes::DuringTheOutage => assert_eq!(
+                orphan_handler.gate.available_permits(),
+                0,
+                "the orphan's run finished, to no effect"
+            ),
+            OrphanFinishes::AfterTheReconnection => assert_eq!(
+                orphan_handler.gate.available_permits(),
+                1,
+                "the orphan's run was dropped before it could finish"
+            ),
+        }
         assert_no_result(&setup, &task).await;
         handler.open_once();
         let result = tokio::time::timeout(STEP_TIMEOUT, setup.client.wait(&task))
@@ -542,14 +555,25 @@ fn orphan_busy_while_its_root_is_deleted(lagging: bool) {
     });
 }
 
+#[derive(Debug, Clone, Copy)]
+enum OrphanFinishes {
+    DuringTheOutage,
+    AfterTheReconnection,
+}
+
 #[test]
 fn an_orphan_busy_while_its_root_is_deleted_stops_its_task_on_reconnecting() {
-    orphan_busy_while_its_root_is_deleted(false);
+    orphan_busy_while_its_root_is_deleted(false, OrphanFinishes::AfterTheReconnection);
 }
 
 #[test]
 fn an_orphan_busy_while_its_root_is_deleted_is_not_fooled_by_a_lagging_server() {
-    orphan_busy_while_its_root_is_deleted(true);
+    orphan_busy_while_its_root_is_deleted(true, OrphanFinishes::AfterTheReconnection);
+}
+
+#[test]
+fn an_orphan_finishing_during_the_outage_writes_nothing_on_reconnecting() {
+    orphan_busy_while_its_root_is_deleted(false, OrphanFinishes::DuringTheOutage);
 }
 
 /// A handler that finishes while a look at its assignment node is out
@@ -570,7 +594,8 @@ fn a_task_finishing_while_its_assignment_is_looked_at_waits_for_the_look() {
             .await
             .unwrap();
         // The worker hears the deletion and the creation together, and
-        // its look at the node is out for a round trip (4 ms).
+        // its look at the node (a sync, then an exists) is out for two
+        // round trips (8 ms): the handler finishes 1 ms into it.
         setup.sim.hold(session).await;
         let assignment = setup.layout.assignment(&id);
         setup.master.delete(&assignment, None).await.unwrap();
@@ -629,6 +654,9 @@ fn orphan_stopping_after_its_root_is_deleted(lagging: bool) {
         setup.layout.ensure_layout(&setup.master).await.unwrap();
         let (successor, successor_id) = RunningWorker::start(&setup).await;
         assert_eq!(successor_id, id, "the ids restarted with the root");
+        // The stop is taken before the held events are let through: one
+        // of them, the registration's deletion, would end the orphan as
+        // `Deregistered` instead.
         let _ = orphan.stop.send(());
         tokio::time::sleep(Duration::from_millis(20)).await;
         setup.sim.release(session).await;
@@ -726,26 +754,23 @@ fn a_registration_deleted_while_the_task_is_read_stops_it_before_it_starts() {
     });
 }
 
-/// The grace deadline stops a running handler; one that finished while a
-/// look at its assignment was out runs nothing, and its result waits for
-/// the look, through a second disconnection longer than the grace (short
-/// of the session timeout), rather than be thrown away with the session.
+/// The grace deadline stops a running handler. One that finished during
+/// an outage runs nothing: its result waits for the reconnection and a
+/// look at the assignment after it, through an outage longer than the
+/// grace (short of the session timeout), rather than be thrown away with
+/// the session.
 #[test]
-fn a_finished_task_waiting_for_a_look_is_not_cut_off_at_the_grace() {
+fn a_task_finished_during_an_outage_is_not_cut_off_at_the_grace() {
     run_sim(async {
-        let setup = setup(Latency::Fixed { ms: 10 }).await;
+        let mut setup = setup(Latency::Fixed { ms: 2 }).await;
         let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
         let session = worker.session.session_id();
         let grace_ms = worker.session.disconnected_grace_ms();
         let outage = Duration::from_millis(grace_ms + 1_500);
         assert!(
             outage < Duration::from_millis(zkdist_sim::SimConfig::default().session_timeout_ms),
-            "the second outage ends before the session can expire"
+            "the outage ends before the session can expire"
         );
-        // Healed, the worker looks; the second cut, at once, loses the look,
-        // and the looks made again fail until the link heals.
-        setup.sim.cut(session, Duration::from_millis(100)).await;
-        tokio::time::sleep(Duration::from_millis(115)).await;
         setup.sim.cut(session, outage).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
         handler.open_once();
@@ -759,7 +784,41 @@ fn a_finished_task_waiting_for_a_look_is_not_cut_off_at_the_grace() {
             },
             "the finished task's result is written after the reconnection"
         );
-        assert!(!worker.handle.is_finished(), "still a worker");
+        assert_eq!(
+            worker.next_decision().await,
+            WorkerDecision::AssignmentReleased {
+                worker: id.clone(),
+                task: Some(task.clone())
+            }
+        );
+        let trace = setup.sim.trace().await;
+        let assignment = setup.layout.assignment(&id);
+        let position = |needle: &str| {
+            trace
+                .iter()
+                .position(|line| line.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle:?} in the trace:\n{}", trace.join("\n")))
+        };
+        let heal = position("heal worker");
+        let look = heal
+            + trace[heal..]
+                .iter()
+                .position(|line| line.contains(&format!("read worker exists {assignment}")))
+                .expect("a look after the reconnection");
+        assert!(
+            look < position("worker multi [create"),
+            "the completion went out after the reconnection's look:\n{}",
+            trace.join("\n")
+        );
+        // Still a worker: the next assignment is run.
+        runs_the_next_task(&setup, &id, &handler).await;
+        let result = setup.client.wait(&task).await.unwrap();
+        assert_eq!(
+            result,
+            TaskResult::Success {
+                output: b"done".to_vec()
+            }
+        );
     });
 }
 
@@ -1030,10 +1089,11 @@ fn expiry_while_a_task_runs_abandons_it_at_once() {
 }
 
 /// A worker cut off past its session timeout finishes its task while
-/// partitioned, within the session's grace, so its completion waits for
-/// the link. The server expired it meanwhile (the master would re-queue
-/// the task); when the link heals the worker learns of the expiry and
-/// writes nothing.
+/// partitioned, within the session's grace, so its result waits for the
+/// link (and for a look at the assignment after it, since what changed
+/// meanwhile comes without events). The server expired it meanwhile (the
+/// master would re-queue the task); when the link heals the worker learns
+/// of the expiry and writes nothing.
 #[test]
 fn a_worker_partitioned_past_its_session_timeout_writes_nothing() {
     run_sim(async {
@@ -1042,7 +1102,7 @@ fn a_worker_partitioned_past_its_session_timeout_writes_nothing() {
         let registration = setup.layout.worker(&id);
 
         // The default session timeout is 10 s, its grace 2.5 s: the task
-        // ends a second into the cut, and its completion is queued.
+        // ends a second into the cut, and its result waits.
         setup
             .sim
             .cut(worker.session.session_id(), Duration::from_secs(15))
@@ -1093,9 +1153,10 @@ fn a_worker_partitioned_past_its_session_timeout_writes_nothing() {
             trace.join("\n")
         );
         assert_eq!(
-            count_lines(&trace, "fail worker multi [create"),
-            1,
-            "the completion, queued while cut off, failed with the expiry"
+            count_lines(&trace, "worker multi [create"),
+            0,
+            "no completion was even sent: a result finished while cut off waits for the \
+             reconnection and a look, and the session expired first"
         );
     });
 }
