@@ -909,15 +909,19 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// Runs the handler to the end, unless the session ends first: then
     /// the handler's future is dropped (the task is abandoned) and the
     /// session's end is returned. So it is, with [`WorkerError::CutOff`],
-    /// when the session stays disconnected past its grace. When the master
+    /// when the session stays disconnected past its grace while the
+    /// handler runs, or, once a stop was asked for, while its result waits
+    /// for the link. When the master
     /// takes the assignment back meanwhile, the handler's future is dropped
     /// too ([`HandlerEnd::Revoked`]): the master gives the task to another
     /// worker, and running it on here would run it twice at once; so it is
     /// when the registration is deleted ([`HandlerEnd::RegistrationLost`]),
     /// after which the master takes the assignment back. A reconnection
     /// within the grace is followed by a look at the assignment node, as a
-    /// deletion is; a handler that finishes while a look is out waits for
-    /// its verdict. A shutdown asked for meanwhile is noted and honoured
+    /// deletion is; a handler that finishes while a look is out, or while
+    /// disconnected, waits for a look's verdict after the reconnection
+    /// before its result is returned. A shutdown asked for meanwhile is
+    /// noted and honoured
     /// after the task. Events taken early, after the assignment was read,
     /// and those that came during the reads are acted on before the
     /// handler is first polled; other events are kept for the main loop.
@@ -940,7 +944,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         let mut run = pin!(CatchUnwind::new(async move { handler.run(payload).await }));
         // The reads that brought the task in were answered, so the session
         // was connected then; a `Disconnected` since starts the grace, and
-        // only a `Connected` ends it.
+        // only a `Connected` ends it. (One among the early events may be
+        // older than the reads' answers: the grace then starts late, and
+        // its `Connected` brings a look the node did not need.)
         let grace_ms = self.zk.disconnected_grace_ms();
         let mut give_up_at: Option<Instant> = None;
         // A deletion of the assignment node heard meanwhile, or a
@@ -962,10 +968,17 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             // nothing says the node read may have changed unseen: no look
             // out, connected since the last one was started (a completion
             // queued while disconnected would go out unlooked-at on the
-            // reconnection), and no event left to act on.
-            if finished.is_some() && !looking && give_up_at.is_none() && early_events.is_empty() {
-                let outcome = finished.take().expect("checked just above");
-                return Ok(HandlerEnd::Ran(outcome));
+            // reconnection), and no event left to act on, including one
+            // delivered already but not read (a `Disconnected` ready at the
+            // same poll as the look's verdict, which the select took first).
+            if finished.is_some() && !looking && give_up_at.is_none() {
+                while let Ok(event) = self.events.try_recv() {
+                    early_events.push_back(event);
+                }
+                if early_events.is_empty() {
+                    let outcome = finished.take().expect("checked just above");
+                    return Ok(HandlerEnd::Ran(outcome));
+                }
             }
             let event = match early_events.pop_front() {
                 Some(event) => Some(event),
@@ -1041,10 +1054,13 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                         look.set(look_at(&self.zk, assignment).fuse());
                         continue;
                     }
-                    // Only a running handler is cut off: a finished one
-                    // runs nothing, and its result waits for the look (a
-                    // session that ends says so with `Expired`).
-                    () = sleep_until_set(give_up_at), if give_up_at.is_some() && finished.is_none() => {
+                    // A running handler is cut off. A finished one runs
+                    // nothing, and its result waits for the reconnection
+                    // and a look, however long the outage (the session's
+                    // end is reported only when the link is back), unless
+                    // the worker was told to stop: a stop does not wait
+                    // for an ensemble out of reach.
+                    () = sleep_until_set(give_up_at), if give_up_at.is_some() && (finished.is_none() || stop_requested) => {
                         tracing::warn!(
                             target: "zkdist::worker",
                             worker = %state.worker(),

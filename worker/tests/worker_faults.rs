@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use zkdist_coord::{Coordinator, CreateMode, TaskId, TaskResult, Watch, WorkerId};
+use zkdist_coord::{Coordinator, CreateMode, TaskId, TaskResult, WorkerId};
 use zkdist_sim::Latency;
 use zkdist_worker::{CompletionReadBack, WorkerDecision, WorkerError};
 
@@ -354,21 +354,6 @@ fn an_idle_worker_whose_registration_is_deleted_joins_again() {
         let (worker, id) = RunningWorker::start(&setup).await;
         registration_deleted_under(&setup, worker, &id, None).await;
     });
-}
-
-/// Deletes `path` and everything under it, children first, as an operator
-/// removing a deployment's root does (`deleteall`).
-fn delete_tree<'a>(
-    zk: &'a zkdist_sim::SimSession,
-    path: &'a str,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 'a>> {
-    Box::pin(async move {
-        let (children, _) = zk.get_children(path, Watch::No).await.unwrap();
-        for child in children {
-            delete_tree(zk, &zkdist_coord::path::join(path, &child)).await;
-        }
-        zk.delete(path, None).await.unwrap();
-    })
 }
 
 /// The deployment's root is deleted under a live worker, and made anew:
@@ -819,6 +804,45 @@ fn a_task_finished_during_an_outage_is_not_cut_off_at_the_grace() {
                 output: b"done".to_vec()
             }
         );
+    });
+}
+
+/// A worker told to stop does not wait for an ensemble out of reach: a
+/// result that finished during an outage, and waits for the link, is
+/// given up at the grace once a stop is asked for, as a running task is
+/// (the session's end would be heard only when the link is back, here
+/// after ten minutes).
+#[test]
+fn a_stopping_worker_gives_up_a_finished_task_waiting_out_an_outage_at_the_grace() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: 2 }).await;
+        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let session = worker.session.session_id();
+        let grace_ms = worker.session.disconnected_grace_ms();
+        setup.sim.cut(session, Duration::from_secs(600)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        handler.open_once();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _ = worker.stop.send(());
+
+        let ended = tokio::time::timeout(Duration::from_millis(grace_ms), &mut worker.handle)
+            .await
+            .expect("the worker gives up within the grace, long before the link is back");
+        assert_eq!(ended.unwrap(), Err(WorkerError::CutOff { grace_ms }));
+        let decisions: Vec<_> = std::iter::from_fn(|| worker.decisions.try_recv().ok()).collect();
+        assert_eq!(
+            decisions,
+            [
+                WorkerDecision::StopRequested { worker: id.clone() },
+                WorkerDecision::TaskAbandoned {
+                    worker: id.clone(),
+                    task: task.clone()
+                },
+                WorkerDecision::SessionLost { worker: id }
+            ]
+        );
+        assert_eq!(handler.runs(), 1);
+        assert_no_result(&setup, &task).await;
     });
 }
 

@@ -257,3 +257,21 @@ pub fn count_applied(trace: &[String], needle: &str) -> usize {
         .filter(|line| line.contains("zxid=") && line.contains(needle))
         .count()
 }
+
+/// Deletes `path` and everything under it, children first, as an operator
+/// removing a deployment's root does (`deleteall`).
+pub fn delete_tree<'a>(
+    zk: &'a SimSession,
+    path: &'a str,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 'a>> {
+    Box::pin(async move {
+        let (children, _) = zk
+            .get_children(path, zkdist_coord::Watch::No)
+            .await
+            .unwrap();
+        for child in children {
+            delete_tree(zk, &zkdist_coord::path::join(path, &child)).await;
+        }
+        zk.delete(path, None).await.unwrap();
+    })
+}
