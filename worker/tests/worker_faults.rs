@@ -379,18 +379,7 @@ fn root_deleted_under_a_worker(disconnected: bool) {
             .await
             .unwrap();
         assign(&setup, &id, early.as_str()).await;
-        delete_tree(&setup.master, setup.layout.root()).await;
-        setup.layout.ensure_layout(&setup.master).await.unwrap();
-
-        let handler = GatedHandler::closed();
-        let (_successor, successor_id) = RunningWorker::start_with(&setup, handler.clone()).await;
-        assert_eq!(successor_id, id, "the ids restarted with the root");
-        let task = setup
-            .client
-            .submit(&task_payload("echo", "late"))
-            .await
-            .unwrap();
-        assign(&setup, &id, task.as_str()).await;
+        let (_successor, handler, task) = remake_root_with_successor(&setup, &id).await;
         if disconnected {
             setup.sim.cut(session, Duration::from_secs(1)).await;
         }
@@ -405,19 +394,8 @@ fn root_deleted_under_a_worker(disconnected: bool) {
                 registration: setup.layout.worker(&id)
             })
         );
-        handler.open_once();
-        let result = tokio::time::timeout(STEP_TIMEOUT, setup.client.wait(&task))
-            .await
-            .expect("the successor finishes its task")
-            .unwrap();
-        assert_eq!(
-            result,
-            TaskResult::Success {
-                output: b"late".to_vec()
-            }
-        );
+        successor_finishes(&mut setup, &handler, &task).await;
         assert_eq!(orphan_handler.runs(), 0, "the orphan started nothing");
-        assert_eq!(handler.runs(), 1);
         assert_eq!(
             orphan.drain(),
             [WorkerDecision::RegistrationLost {
@@ -460,18 +438,7 @@ fn orphan_busy_while_its_root_is_deleted(lagging: bool, finish: OrphanFinishes) 
             setup.sim.stall(session, Duration::from_secs(30)).await;
         }
         setup.sim.hold(session).await;
-        delete_tree(&setup.master, setup.layout.root()).await;
-        setup.layout.ensure_layout(&setup.master).await.unwrap();
-        let handler = GatedHandler::closed();
-        let (_successor, successor_id) = RunningWorker::start_with(&setup, handler.clone()).await;
-        assert_eq!(successor_id, id, "the ids restarted with the root");
-        let task = setup
-            .client
-            .submit(&task_payload("echo", "late"))
-            .await
-            .unwrap();
-        assign(&setup, &id, task.as_str()).await;
-        handler.wait_started().await;
+        let (_successor, handler, task) = remake_root_with_successor(&setup, &id).await;
         setup.sim.cut(session, Duration::from_secs(1)).await;
         setup.sim.release(session).await;
         let finish_after = match finish {
@@ -525,18 +492,7 @@ fn orphan_busy_while_its_root_is_deleted(lagging: bool, finish: OrphanFinishes) 
             ),
         }
         assert_no_result(&setup, &task).await;
-        handler.open_once();
-        let result = tokio::time::timeout(STEP_TIMEOUT, setup.client.wait(&task))
-            .await
-            .expect("the successor finishes its task")
-            .unwrap();
-        assert_eq!(
-            result,
-            TaskResult::Success {
-                output: b"late".to_vec()
-            }
-        );
-        assert_eq!(handler.runs(), 1);
+        successor_finishes(&mut setup, &handler, &task).await;
     });
 }
 

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc};
-use zkdist_coord::{Coordinator, Event, Reply, Request, SessionId, TaskResult, ZkResult};
+use zkdist_coord::{Coordinator, Event, Reply, Request, SessionId, ZkResult};
 use zkdist_sim::{Latency, SimSession};
 use zkdist_worker::{Worker, WorkerDecision, WorkerError};
 
@@ -173,19 +173,7 @@ fn a_disconnection_ready_with_the_looks_verdict_is_acted_on_before_the_result() 
 
         // During the outage the root is deleted and made anew; a new
         // worker takes the id, and is given a task.
-        delete_tree(&setup.master, setup.layout.root()).await;
-        setup.layout.ensure_layout(&setup.master).await.unwrap();
-        let successor_handler = GatedHandler::closed();
-        let (_successor, successor_id) =
-            RunningWorker::start_with(&setup, successor_handler.clone()).await;
-        assert_eq!(successor_id, id, "the ids restarted with the root");
-        let late = setup
-            .client
-            .submit(&task_payload("echo", "late"))
-            .await
-            .unwrap();
-        assign(&setup, &id, late.as_str()).await;
-        successor_handler.wait_started().await;
+        let (_successor, successor_handler, late) = remake_root_with_successor(&setup, &id).await;
 
         // Reconnected, the orphan looks again, sees another node, and
         // leaves: its registration is another session's.
@@ -206,16 +194,6 @@ fn a_disconnection_ready_with_the_looks_verdict_is_acted_on_before_the_result() 
                 .await,
             "the successor's assignment stands"
         );
-        successor_handler.open_once();
-        let result = tokio::time::timeout(STEP_TIMEOUT, setup.client.wait(&late))
-            .await
-            .expect("the successor finishes its task")
-            .unwrap();
-        assert_eq!(
-            result,
-            TaskResult::Success {
-                output: b"late".to_vec()
-            }
-        );
+        successor_finishes(&mut setup, &successor_handler, &late).await;
     });
 }

@@ -11,8 +11,8 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use zkdist_coord::{
-    Client, Coordinator, CreateMode, Layout, MAX_DATA_BYTES, MAX_RESULT_OUTPUT_BYTES, TaskPayload,
-    WorkerId,
+    Client, Coordinator, CreateMode, Layout, MAX_DATA_BYTES, MAX_RESULT_OUTPUT_BYTES, TaskId,
+    TaskPayload, TaskResult, WorkerId,
 };
 use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
 use zkdist_worker::{TaskError, TaskHandler, Worker, WorkerDecision, WorkerError};
@@ -274,4 +274,45 @@ pub fn delete_tree<'a>(
         }
         zk.delete(path, None).await.unwrap();
     })
+}
+
+/// Deletes the deployment's root and makes it anew under a worker `id`
+/// that lives on, then starts a successor with a closed gated handler:
+/// the ids restart with the root, so it takes `id` (checked). Submits a
+/// task `late`, assigns it to the successor and waits for it to start.
+/// Returns the successor, its handler and the task.
+pub async fn remake_root_with_successor(
+    setup: &Setup,
+    id: &WorkerId,
+) -> (RunningWorker, GatedHandler, TaskId) {
+    delete_tree(&setup.master, setup.layout.root()).await;
+    setup.layout.ensure_layout(&setup.master).await.unwrap();
+    let handler = GatedHandler::closed();
+    let (successor, successor_id) = RunningWorker::start_with(setup, handler.clone()).await;
+    assert_eq!(&successor_id, id, "the ids restarted with the root");
+    let task = setup
+        .client
+        .submit(&task_payload("echo", "late"))
+        .await
+        .unwrap();
+    assign(setup, id, task.as_str()).await;
+    handler.wait_started().await;
+    (successor, handler, task)
+}
+
+/// Lets the successor of [`remake_root_with_successor`] finish its task,
+/// and checks that the result is its own and that it ran the task once.
+pub async fn successor_finishes(setup: &mut Setup, handler: &GatedHandler, task: &TaskId) {
+    handler.open_once();
+    let result = tokio::time::timeout(STEP_TIMEOUT, setup.client.wait(task))
+        .await
+        .expect("the successor finishes its task")
+        .unwrap();
+    assert_eq!(
+        result,
+        TaskResult::Success {
+            output: b"late".to_vec()
+        }
+    );
+    assert_eq!(handler.runs(), 1);
 }
