@@ -32,9 +32,9 @@
 //! not cut it off); a look syncs first, as a server behind the leader
 //! would show the old node. (A node made anew after the last look, before
 //! the completion is applied, is beyond what the completion can check.)
-//! The master revokes
-//! only from a worker whose registration is gone, so the worker then
-//! returns [`WorkerError::Deregistered`] and joins again under a new id.
+//! The master revokes only from a worker whose registration is gone, so
+//! the worker then returns [`WorkerError::Deregistered`] and joins again
+//! under a new id.
 //!
 //! Registration lost while the session lives (deleted by hand, or with the
 //! deployment's root): a second persistent watch, on the registration,
@@ -514,9 +514,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// Moves the events that have arrived, without waiting for more, to
     /// the unhandled ones, behind those already there.
     fn take_ready_events(&mut self) {
-        while let Ok(event) = self.events.try_recv() {
-            self.unhandled_events.push_back(event);
-        }
+        take_ready(&mut self.events, &mut self.unhandled_events);
     }
 
     /// The master took the assignment back, however the worker learned it
@@ -911,20 +909,20 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// session's end is returned. So it is, with [`WorkerError::CutOff`],
     /// when the session stays disconnected past its grace while the
     /// handler runs, or, once a stop was asked for, while its result waits
-    /// for the link. When the master
-    /// takes the assignment back meanwhile, the handler's future is dropped
-    /// too ([`HandlerEnd::Revoked`]): the master gives the task to another
-    /// worker, and running it on here would run it twice at once; so it is
-    /// when the registration is deleted ([`HandlerEnd::RegistrationLost`]),
-    /// after which the master takes the assignment back. A reconnection
-    /// within the grace is followed by a look at the assignment node, as a
-    /// deletion is; a handler that finishes while a look is out, or while
-    /// disconnected, waits for a look's verdict after the reconnection
-    /// before its result is returned. A shutdown asked for meanwhile is
-    /// noted and honoured
-    /// after the task. Events taken early, after the assignment was read,
-    /// and those that came during the reads are acted on before the
-    /// handler is first polled; other events are kept for the main loop.
+    /// for the link. When the master takes the assignment back meanwhile,
+    /// the handler's future is dropped too ([`HandlerEnd::Revoked`]): the
+    /// master gives the task to another worker, and running it on here
+    /// would run it twice at once; so it is when the registration is
+    /// deleted ([`HandlerEnd::RegistrationLost`]), after which the master
+    /// takes the assignment back. A reconnection within the grace is
+    /// followed by a look at the assignment node, as a deletion is; a
+    /// handler that finishes while a look is out, or while disconnected,
+    /// waits for a look's verdict after the reconnection before its result
+    /// is returned, and events already delivered are acted on first. A
+    /// shutdown asked for meanwhile is noted and honoured after the task.
+    /// Events taken early, after the assignment was read, and those that
+    /// came during the reads are acted on before the handler is first
+    /// polled; other events are kept for the main loop.
     async fn run_handler<S: Future<Output = ()>>(
         &mut self,
         state: &mut WorkerState,
@@ -955,10 +953,11 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         // or the deadline; a look that failed is made again after a pause.
         let mut look = pin!(futures::future::Fuse::terminated());
         let mut look_again_at: Option<Instant> = None;
-        // A handler that finishes while a look is out waits for its
-        // verdict: the completion checks the node's version only, and a
-        // node deleted and made anew (the deployment's root re-made, and
-        // this id taken by a new worker) has the same version.
+        // A handler that finishes while a look is out, or while
+        // disconnected, waits for a look's verdict: the completion checks
+        // the node's version only, and a node deleted and made anew (the
+        // deployment's root re-made, and this id taken by a new worker)
+        // has the same version.
         let mut finished: Option<HandlerOutcome> = None;
         let mut early_events = std::mem::take(&mut self.unhandled_events);
         loop {
@@ -972,9 +971,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             // delivered already but not read (a `Disconnected` ready at the
             // same poll as the look's verdict, which the select took first).
             if finished.is_some() && !looking && give_up_at.is_none() {
-                while let Ok(event) = self.events.try_recv() {
-                    early_events.push_back(event);
-                }
+                take_ready(&mut self.events, &mut early_events);
                 if early_events.is_empty() {
                     let outcome = finished.take().expect("checked just above");
                     return Ok(HandlerEnd::Ran(outcome));
@@ -990,11 +987,10 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                             Err(message) => HandlerOutcome::Panicked(message),
                         });
                         // Events that came with the result are acted on
-                        // before it is written: the handler is polled
+                        // before it is written (and before a look's verdict
+                        // ready at the same time): the handler is polled
                         // first, and one of them may say the node changed.
-                        while let Ok(event) = self.events.try_recv() {
-                            early_events.push_back(event);
-                        }
+                        take_ready(&mut self.events, &mut early_events);
                         continue;
                     }
                     () = shutdown.as_mut(), if !stop_requested => {
@@ -1009,19 +1005,16 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                             // nothing came meanwhile.
                             Ok(true) => {}
                             Ok(false) => {
-                                if finished.is_some() {
-                                    tracing::warn!(
-                                        target: "zkdist::worker",
-                                        worker = %state.worker(),
-                                        "the assignment node is gone or was made anew (taken back, or the root re-made) as its task finished: the result is left unwritten"
-                                    );
+                                let outcome = if finished.is_some() {
+                                    "as its task finished: the result is left unwritten"
                                 } else {
-                                    tracing::warn!(
-                                        target: "zkdist::worker",
-                                        worker = %state.worker(),
-                                        "the assignment node is gone or was made anew (taken back, or the root re-made) while its task ran: stopping it"
-                                    );
-                                }
+                                    "while its task ran: stopping it"
+                                };
+                                tracing::warn!(
+                                    target: "zkdist::worker",
+                                    worker = %state.worker(),
+                                    "the assignment node is gone or was made anew (taken back, or the root re-made) {outcome}"
+                                );
                                 return Ok(HandlerEnd::Revoked);
                             }
                             Err(error) => match error.session_end() {
@@ -1137,6 +1130,15 @@ fn look_shows_held(state: &WorkerState, found: ZkResult<Option<Stat>>) -> ZkResu
 async fn look_at<C: Coordinator>(zk: &C, path: &str) -> ZkResult<Option<Stat>> {
     zk.sync(path).await?;
     zk.exists(path, Watch::No).await
+}
+
+/// Moves the events that have arrived on `events`, without waiting for
+/// more, behind those in `into`. A free function, so that `run_handler`
+/// can call it while its handler's future borrows the worker.
+fn take_ready(events: &mut EventStream, into: &mut VecDeque<Event>) {
+    while let Ok(event) = events.try_recv() {
+        into.push_back(event);
+    }
 }
 
 /// Whether `event` tells of the deletion of the node at `path`.
