@@ -4,19 +4,40 @@
 
 use std::fmt::{self, Write as _};
 
-/// The lines, kept end to end in one buffer: a run records thousands of
-/// lines, and one allocation per line (and one free per line when the
-/// simulation ends) cost more than writing them.
+/// How many bytes of lines one chunk holds before the next line starts a
+/// new one. Big enough that a chunk's allocation is rare, small enough that
+/// no growth ever copies much: one growing buffer for a whole run was
+/// reallocated a dozen times on its way to megabytes, and those copies
+/// were a twentieth of a zero-latency run's instructions.
+const CHUNK_BYTES: usize = 64 * 1024;
+
+/// Room a chunk keeps for the line being written: a line that does not
+/// fit grows its chunk (copying at most one chunk), so this only needs to
+/// cover the usual line.
+const LINE_ROOM_BYTES: usize = 512;
+
+/// The lines, kept end to end in chunks of about [`CHUNK_BYTES`]: a run
+/// records thousands of lines, and one allocation per line (and one free
+/// per line when the simulation ends) cost more than writing them. A line
+/// never spans two chunks.
 #[derive(Debug, Default)]
 pub(crate) struct Trace {
-    text: String,
-    /// Where each line ends in `text`.
-    ends: Vec<usize>,
+    /// Every chunk; the last is the one being written.
+    chunks: Vec<String>,
+    /// Where each line is: its chunk, and its start and end in it.
+    spans: Vec<LineSpan>,
     /// The last timestamp written, and for which time: lines come in
     /// bursts at one instant (every line of a zero-latency run is at
     /// 0.000ms), and copying a stamp costs a fraction of writing it.
     stamp: String,
     stamp_us: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct LineSpan {
+    chunk: u32,
+    start: u32,
+    end: u32,
 }
 
 /// `[   12.345ms]`: milliseconds with microsecond precision, fixed width up
@@ -64,58 +85,59 @@ impl Trace {
     /// buffer, after the timestamp: callers pass `format_args!` rather than
     /// a string formatted for the occasion.
     pub(crate) fn record(&mut self, elapsed_us: u64, text: impl fmt::Display) -> &str {
-        let start = self.text.len();
-        self.write_stamp(elapsed_us);
-        write!(self.text, " {text}").expect("writing to a String cannot fail");
-        self.ends.push(self.text.len());
-        &self.text[start..]
+        self.record_with(elapsed_us, |line| {
+            write!(line, "{text}").expect("writing to a String cannot fail");
+        });
+        self.line(self.spans.len() - 1)
     }
 
     /// Appends a line whose text `write` appends after the timestamp: the
     /// busiest lines push their pieces with `push_str` rather than through
     /// the formatting machinery, which costs more than the copying.
     pub(crate) fn record_with(&mut self, elapsed_us: u64, write: impl FnOnce(&mut String)) {
-        self.write_stamp(elapsed_us);
-        self.text.push(' ');
-        write(&mut self.text);
-        self.ends.push(self.text.len());
-    }
-
-    /// Appends the timestamp of `elapsed_us`, written again only when the
-    /// time moved since the last line.
-    fn write_stamp(&mut self, elapsed_us: u64) {
+        let chunk = self.chunk_with_room();
+        let text = &mut self.chunks[chunk];
+        let start = text.len();
         if self.stamp_us != Some(elapsed_us) {
             self.stamp.clear();
             Timestamp(elapsed_us).write_to(&mut self.stamp);
             self.stamp_us = Some(elapsed_us);
         }
-        self.text.push_str(&self.stamp);
+        text.push_str(&self.stamp);
+        text.push(' ');
+        write(text);
+        let span = LineSpan {
+            chunk: u32::try_from(chunk).expect("fewer than 2^32 chunks"),
+            start: u32::try_from(start).expect("a chunk is far under 4 GiB"),
+            end: u32::try_from(text.len()).expect("a chunk is far under 4 GiB"),
+        };
+        assert!(span.start < span.end, "a line holds at least its timestamp");
+        self.spans.push(span);
+    }
+
+    /// The index of the chunk the next line goes to, starting a new one
+    /// when the current one is short of room.
+    fn chunk_with_room(&mut self) -> usize {
+        match self.chunks.last() {
+            Some(text) if text.len() + LINE_ROOM_BYTES <= CHUNK_BYTES => {}
+            _ => self.chunks.push(String::with_capacity(CHUNK_BYTES)),
+        }
+        self.chunks.len() - 1
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.ends.len()
+        self.spans.len()
     }
 
     /// Line number `index` (0-based).
     pub(crate) fn line(&self, index: usize) -> &str {
-        let start = match index {
-            0 => 0,
-            n => self.ends[n - 1],
-        };
-        &self.text[start..self.ends[index]]
+        let span = self.spans[index];
+        &self.chunks[span.chunk as usize][span.start as usize..span.end as usize]
     }
 
     /// The lines from number `start` (0-based) on.
     pub(crate) fn lines_from(&self, start: usize) -> impl Iterator<Item = &str> {
-        let first = match start {
-            0 => 0,
-            n => self.ends[n - 1],
-        };
-        self.ends[start..].iter().scan(first, |from, &end| {
-            let line = &self.text[*from..end];
-            *from = end;
-            Some(line)
-        })
+        (start..self.spans.len()).map(|index| self.line(index))
     }
 
     /// Every line, as the handles receive them.
@@ -200,5 +222,39 @@ mod tests {
                 "[      3.000ms] c"
             ]
         );
+    }
+
+    #[test]
+    fn lines_keep_their_text_across_chunks() {
+        let mut trace = Trace::default();
+        let mut expected = Vec::new();
+        // Short lines past several chunks, a line longer than the room a
+        // chunk keeps, and one longer than a whole chunk.
+        for n in 0..10_000u64 {
+            let text = match n {
+                4_321 => "x".repeat(LINE_ROOM_BYTES * 3),
+                7_000 => "y".repeat(CHUNK_BYTES * 2),
+                _ => format!("line {n}"),
+            };
+            trace.record_with(n, |line| line.push_str(&text));
+            expected.push(format!("{} {text}", timestamp(n)));
+        }
+        assert!(trace.chunks.len() > 3, "the lines filled several chunks");
+        assert_eq!(trace.len(), expected.len());
+        assert_eq!(trace.to_lines(), expected);
+        assert_eq!(trace.line(7_000), expected[7_000]);
+        assert_eq!(
+            trace.lines_from(9_998).collect::<Vec<_>>(),
+            expected[9_998..]
+        );
+        // A chunk grows past its size only for a line that did not fit its
+        // room: the whole-chunk line's did, and no chunk of short lines.
+        let long_lines = [trace.spans[4_321].chunk, trace.spans[7_000].chunk];
+        assert!(trace.chunks[long_lines[1] as usize].len() > CHUNK_BYTES);
+        for (index, chunk) in trace.chunks.iter().enumerate() {
+            if !long_lines.contains(&(index as u32)) {
+                assert!(chunk.len() <= CHUNK_BYTES, "chunk {index} grew");
+            }
+        }
     }
 }
