@@ -33,12 +33,14 @@ mod handler;
 mod role;
 mod shell;
 mod state;
+mod stop_timeout;
 
 pub use decision::WorkerDecision;
 pub use handler::{TaskError, TaskHandler, TimeLimited};
 pub use role::{SESSION_RETRY_DELAY_MS, run_worker_role};
-pub use shell::{DEREGISTRATION_TIMEOUT_MS, Worker, WorkerError};
+pub use shell::{Worker, WorkerError};
 pub use state::{
     AssignmentAfterLoss, AssignmentNode, CompletionReadBack, HandlerOutcome, ResultWrite,
     WorkerState,
 };
+pub use stop_timeout::STOP_TIMEOUT_MS;

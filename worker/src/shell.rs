@@ -73,14 +73,7 @@ use crate::handler::TaskHandler;
 use crate::state::{
     AssignmentAfterLoss, CompletionReadBack, HandlerOutcome, ResultWrite, WorkerState,
 };
-
-/// How long a worker told to stop keeps trying to delete its registration.
-/// Past it the ensemble is out of reach, and a stop must not wait for it to
-/// come back: the worker gives its session up, and the registration goes
-/// with the session (closed by the role, or expired by the ensemble), as
-/// after a crash. ZooKeeper's default session timeout, and zkdist's: by
-/// then an ensemble that lost the worker has expired its session anyway.
-pub const DEREGISTRATION_TIMEOUT_MS: u64 = 10_000;
+use crate::stop_timeout::{Bounded, STOP_TIMEOUT_MS, StopTimeout, sleep_until_set};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkerError {
@@ -209,14 +202,19 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
 
     /// Registers and works until `shutdown` completes: then it finishes the
     /// task in hand, takes no further assignment, deregisters and returns
-    /// its id. If the ensemble is out of reach for
-    /// [`DEREGISTRATION_TIMEOUT_MS`] while it deregisters, it returns
-    /// [`WorkerError::SessionEnded`] instead: it gave the session up. An
-    /// assignment made before the master saw it leave is left alone: the
-    /// master reclaims the assignment of a worker that left and
-    /// gives the task to another, which running it here too would race.
-    /// Creates the layout if it is missing. Does not close the session
-    /// (whose id node goes with it).
+    /// its id. A stop does not wait for an ensemble out of reach: each
+    /// stretch of requests made once it was asked for (the reads before the
+    /// task in hand, the writes after it, the deregistration) gets
+    /// [`STOP_TIMEOUT_MS`], after which the worker returns
+    /// [`WorkerError::SessionEnded`] instead: it gave the session up, and
+    /// the registration goes with the session, as after a crash (a result
+    /// it could not write is the next worker's to write). An assignment
+    /// made before the master saw it leave is left alone: the master
+    /// reclaims the assignment of a worker that left and gives the task to
+    /// another, which running it here too would race. Told to stop before
+    /// it registered, it leaves without registering. Creates the layout if
+    /// it is missing. Does not close the session (whose id node goes with
+    /// it).
     ///
     /// When the session ends first it returns [`WorkerError::SessionEnded`]
     /// at once, having abandoned the task in hand (decisions `TaskAbandoned`
@@ -229,30 +227,52 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         shutdown: impl Future<Output = ()>,
     ) -> Result<WorkerId, WorkerError> {
         let mut shutdown = pin!(shutdown);
-        until_known(|| self.layout.ensure_layout(&self.zk))
-            .await
-            .map_err(|error| match error.session_end() {
-                Some(state) => WorkerError::SessionEnded { state: Some(state) },
-                None => WorkerError::Layout {
-                    root: self.layout.root().to_owned(),
-                    error,
-                },
-            })?;
+        let mut joining = StopTimeout::starting(false);
+        let laid_out = joining
+            .run(
+                until_known(|| self.layout.ensure_layout(&self.zk)),
+                &mut shutdown,
+                // No id yet to note it under: noted once there is one.
+                || {},
+            )
+            .await;
+        let Bounded::Ended(laid_out) = laid_out else {
+            return Err(gave_up_after_stop(None, "laying out the tree"));
+        };
+        laid_out.map_err(|error| match error.session_end() {
+            Some(state) => WorkerError::SessionEnded { state: Some(state) },
+            None => WorkerError::Layout {
+                root: self.layout.root().to_owned(),
+                error,
+            },
+        })?;
 
         // A sequential node gives a unique id; the master does not watch
         // this directory, so it hears of the worker only when it registers.
         // A create lost to a connection loss is simply made again: an id
         // node it may have left is ephemeral and goes with the session.
         let prefix = self.layout.worker_id_prefix();
-        let id_path = until_known(|| {
-            self.zk
-                .create(&prefix, b"", CreateMode::EphemeralSequential)
-        })
-        .await
-        .map_err(|error| WorkerError::request(format!("creating {prefix}"), error))?;
+        let id_path = joining
+            .run(
+                until_known(|| {
+                    self.zk
+                        .create(&prefix, b"", CreateMode::EphemeralSequential)
+                }),
+                &mut shutdown,
+                || {},
+            )
+            .await;
+        let Bounded::Ended(id_path) = id_path else {
+            return Err(gave_up_after_stop(None, "taking an id"));
+        };
+        let id_path =
+            id_path.map_err(|error| WorkerError::request(format!("creating {prefix}"), error))?;
         let worker =
             WorkerId::parse(path::name(&id_path)).expect("the server names sequential nodes");
         let mut state = WorkerState::new(worker.clone());
+        if joining.stop_heard() {
+            self.note_stop(&mut state);
+        }
         let outcome = self.serve(&mut state, &mut shutdown).await;
         if let Err(WorkerError::SessionEnded { .. } | WorkerError::CutOff { .. }) = &outcome {
             for decision in state.on_session_lost() {
@@ -271,29 +291,39 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     ) -> Result<(), WorkerError> {
         let worker = state.worker().clone();
         let assignment = self.layout.assignment(&worker);
+        let registration = self.layout.worker(&worker);
+        if state.stop_requested() {
+            // Told to stop while it was joining: nothing to leave yet.
+            return Ok(());
+        }
 
         // Arm first, register second (see `WorkerState`).
-        let registration = self.layout.worker(&worker);
-        let mut assignment_waiting = self.arm(&assignment, &registration).await?;
-        state.on_watch_armed();
-        // Sent again after a connection loss; `NodeExists` then means the
-        // first create was applied (the id is this session's alone). The
-        // data says which assignment formats this worker reads.
-        let features = registration_data();
-        match until_known(|| {
-            self.zk
-                .create(&registration, features, CreateMode::Ephemeral)
-        })
-        .await
-        {
-            Ok(_) | Err(ZkError::NodeExists { .. }) => {}
-            Err(error) => {
-                return Err(WorkerError::request(
+        let mut joining = StopTimeout::starting(false);
+        let registering = async {
+            let assignment_waiting = self.arm(&assignment, &registration).await?;
+            state.on_watch_armed();
+            // Sent again after a connection loss; `NodeExists` then means
+            // the first create was applied (the id is this session's
+            // alone). The data says which assignment formats this worker
+            // reads.
+            let features = registration_data();
+            match until_known(|| {
+                self.zk
+                    .create(&registration, features, CreateMode::Ephemeral)
+            })
+            .await
+            {
+                Ok(_) | Err(ZkError::NodeExists { .. }) => Ok(assignment_waiting),
+                Err(error) => Err(WorkerError::request(
                     format!("creating {registration}"),
                     error,
-                ));
+                )),
             }
-        }
+        };
+        let registered = joining
+            .run(registering, shutdown, self.stop_heard_by(&worker))
+            .await;
+        let mut assignment_waiting = self.settle(state, &joining, registered, "registering")?;
         self.note(state.on_registered());
 
         let mut disconnected = false;
@@ -310,7 +340,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             let event = match self.unhandled_events.pop_front() {
                 Some(event) => Some(Some(event)),
                 None if assignment_waiting => {
-                    self.work(state, &assignment, &registration, shutdown)
+                    self.work(state, &worker, &assignment, &registration, shutdown)
                         .await?;
                     // Nothing to re-arm: the persistent watch announces the
                     // next assignment, whenever the master makes it.
@@ -351,7 +381,16 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 // first, then the assignment.
                 Some(Event::Session(SessionState::Connected)) => {
                     if std::mem::take(&mut disconnected) {
-                        self.check_registration(state).await?;
+                        // Idle: the stop, if it comes, is heard here.
+                        let mut idle = StopTimeout::starting(state.stop_requested());
+                        let checked = idle
+                            .run(
+                                self.check_registration(state),
+                                shutdown,
+                                self.stop_heard_by(&worker),
+                            )
+                            .await;
+                        self.settle(state, &idle, checked, "reading its registration")?;
                         assignment_waiting = true;
                     }
                 }
@@ -363,29 +402,22 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             }
         }
 
-        let deleted = tokio::time::timeout(
-            std::time::Duration::from_millis(DEREGISTRATION_TIMEOUT_MS),
-            self.deregister(&registration),
-        )
-        .await;
-        let Ok(deleted) = deleted else {
-            tracing::warn!(
-                target: "zkdist::worker",
-                %worker,
-                timeout_ms = DEREGISTRATION_TIMEOUT_MS,
-                "cannot delete the registration in time (the ensemble out of reach, most likely): giving the session up, which takes the registration with it"
-            );
-            return Err(WorkerError::SessionEnded { state: None });
-        };
-        match deleted {
-            Ok(()) => {}
-            Err(error) => {
-                return Err(WorkerError::request(
-                    format!("deregistering (reading, then deleting) {registration}"),
-                    error,
-                ));
-            }
-        }
+        let mut leaving = StopTimeout::starting(true);
+        let deleted = leaving
+            .run(
+                async {
+                    self.deregister(&registration).await.map_err(|error| {
+                        WorkerError::request(
+                            format!("deregistering (reading, then deleting) {registration}"),
+                            error,
+                        )
+                    })
+                },
+                shutdown,
+                || unreachable!("the stop was heard before the deregistration"),
+            )
+            .await;
+        self.settle(state, &leaving, deleted, "deleting its registration")?;
         self.note(state.on_deregistered());
         // Nothing more: an assignment the master made before it saw the
         // worker go is its to reclaim and re-queue. Running it here would
@@ -425,6 +457,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     async fn work<S: Future<Output = ()>>(
         &mut self,
         state: &mut WorkerState,
+        worker: &WorkerId,
         assignment: &str,
         registration: &str,
         shutdown: &mut Pin<&mut S>,
@@ -433,15 +466,25 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             self.unhandled_events.is_empty(),
             "events heard before an assignment is read are acted on first"
         );
+        // The reads before the task, and the writes after it, are bounded
+        // once a stop was asked for; the handler is not.
+        let mut reading = StopTimeout::starting(state.stop_requested());
         // The stat tells which node and version this assignment is, which
         // the completion deletes and nothing else.
-        let (data, stat) = match until_known(|| self.zk.get_data(assignment, Watch::No)).await {
-            Ok(read) => read,
-            // The event was for an older change (e.g. our own delete).
-            Err(ZkError::NoNode { .. }) => return Ok(()),
-            Err(error) => {
-                return Err(WorkerError::request(format!("reading {assignment}"), error));
+        let read = async {
+            match until_known(|| self.zk.get_data(assignment, Watch::No)).await {
+                Ok(read) => Ok(Some(read)),
+                // The event was for an older change (e.g. our own delete).
+                Err(ZkError::NoNode { .. }) => Ok(None),
+                Err(error) => Err(WorkerError::request(format!("reading {assignment}"), error)),
             }
+        };
+        let read = reading
+            .run(read, shutdown, self.stop_heard_by(worker))
+            .await;
+        let Some((data, stat)) = self.settle(state, &reading, read, "reading its assignment")?
+        else {
+            return Ok(());
         };
         // Every event of a change the read saw came before its reply. A
         // deletion of the registration among them ends this id before the
@@ -466,12 +509,26 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             .iter()
             .any(|event| matches!(event, Event::Session(SessionState::Connected)))
         {
-            self.check_registration(state).await?;
+            let checked = reading
+                .run(
+                    self.check_registration(state),
+                    shutdown,
+                    self.stop_heard_by(worker),
+                )
+                .await;
+            self.settle(state, &reading, checked, "reading its registration")?;
         }
         let (view, decision) = state.on_assignment_read(&data, &stat);
         self.note(decision);
         let Some(AssignmentView { task, payload }) = view else {
-            return self.release(state, assignment).await;
+            let released = reading
+                .run(
+                    self.release(state, assignment),
+                    shutdown,
+                    self.stop_heard_by(worker),
+                )
+                .await;
+            return self.settle(state, &reading, released, "releasing its assignment");
         };
         // A payload the master put inline saves reading the task node. A
         // task its client deleted (cancelled) after the assignment was
@@ -480,35 +537,56 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         // is written. Only the read closed that window a little earlier.
         let payload = match payload {
             Some(inline) => Cow::Borrowed(inline),
-            None => match self.read_task(&task).await? {
-                TaskRead::Payload(read) => Cow::Owned(read),
-                TaskRead::Missing => {
-                    self.note(state.on_task_missing());
-                    return self.release(state, assignment).await;
+            None => {
+                let read_or_released = async {
+                    match self.read_task(&task).await? {
+                        TaskRead::Payload(read) => Ok(Some(read)),
+                        TaskRead::Missing => {
+                            self.note(state.on_task_missing());
+                            self.release(state, assignment).await.map(|()| None)
+                        }
+                        TaskRead::Refused(error) => {
+                            let why = format!("{task}'s payload cannot be read: {error}");
+                            self.refuse(state, &task, assignment, why, error)
+                                .await
+                                .map(|()| None)
+                        }
+                    }
+                };
+                let read = reading
+                    .run(read_or_released, shutdown, self.stop_heard_by(worker))
+                    .await;
+                match self.settle(state, &reading, read, "reading its task")? {
+                    Some(read) => Cow::Owned(read),
+                    None => return Ok(()),
                 }
-                TaskRead::Refused(error) => {
-                    let why = format!("{task}'s payload cannot be read: {error}");
-                    return self.refuse(state, &task, assignment, why, error).await;
-                }
-            },
-        };
-        let outcome = match self
-            .run_handler(state, &payload, assignment, registration, shutdown)
-            .await?
-        {
-            HandlerEnd::Ran(outcome) => outcome,
-            HandlerEnd::Revoked => return self.revoked(state).await,
-            HandlerEnd::RegistrationLost => {
-                tracing::warn!(
-                    target: "zkdist::worker",
-                    worker = %state.worker(),
-                    "the registration was deleted before the task's result was written: the task is stopped, or its result left unwritten"
-                );
-                return Err(self.registration_lost(state, registration));
             }
         };
-        let result = state.result_for(outcome);
-        self.complete(state, &task, assignment, result).await
+        let end = self
+            .run_handler(state, &payload, assignment, registration, shutdown)
+            .await?;
+        let mut writing = StopTimeout::starting(state.stop_requested());
+        let written = async {
+            match end {
+                HandlerEnd::Ran(outcome) => {
+                    let result = state.result_for(outcome);
+                    self.complete(state, &task, assignment, result).await
+                }
+                HandlerEnd::Revoked => self.revoked(state).await,
+                HandlerEnd::RegistrationLost => {
+                    tracing::warn!(
+                        target: "zkdist::worker",
+                        worker = %state.worker(),
+                        "the registration was deleted before the task's result was written: the task is stopped, or its result left unwritten"
+                    );
+                    Err(self.registration_lost(state, registration))
+                }
+            }
+        };
+        let written = writing
+            .run(written, shutdown, self.stop_heard_by(worker))
+            .await;
+        self.settle(state, &writing, written, "writing its task's result")
     }
 
     /// Moves the events that have arrived, without waiting for more, to
@@ -1112,6 +1190,55 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     fn note(&self, decision: WorkerDecision) {
         note(self.observer.as_ref(), decision);
     }
+
+    /// Notes the stop, the first time it is heard.
+    fn note_stop(&self, state: &mut WorkerState) {
+        if let Some(decision) = state.on_stop_requested() {
+            self.note(decision);
+        }
+    }
+
+    /// What a stretch of requests calls when the stop comes while it runs:
+    /// notes the stop at once. The stretch holds the state; [`Self::settle`]
+    /// records the stop in it afterwards.
+    fn stop_heard_by<'a>(&'a self, worker: &'a WorkerId) -> impl FnOnce() + 'a {
+        move || self.note(WorkerState::stop_decision(worker))
+    }
+
+    /// What a stretch of requests run under `clock` came to: records a stop
+    /// the clock heard (noted as it came, by [`Self::stop_heard_by`]), and
+    /// gives the session up if the stretch outlasted the stop's timeout
+    /// (`doing` names the stretch in the log).
+    fn settle<T>(
+        &self,
+        state: &mut WorkerState,
+        clock: &StopTimeout,
+        bounded: Bounded<Result<T, WorkerError>>,
+        doing: &str,
+    ) -> Result<T, WorkerError> {
+        if clock.stop_heard() {
+            state.on_stop_noted();
+        }
+        match bounded {
+            Bounded::Ended(ended) => ended,
+            Bounded::TimedOut => Err(gave_up_after_stop(Some(state.worker()), doing)),
+        }
+    }
+}
+
+/// Logs that a worker told to stop gave its session up while `doing`
+/// something the ensemble did not answer within [`STOP_TIMEOUT_MS`], and
+/// returns the error that says so (the session counts as ended: the role
+/// closes it, and does not start another).
+fn gave_up_after_stop(worker: Option<&WorkerId>, doing: &str) -> WorkerError {
+    let worker = worker.map_or_else(|| "(no id yet)".to_owned(), WorkerId::to_string);
+    tracing::warn!(
+        target: "zkdist::worker",
+        %worker,
+        timeout_ms = STOP_TIMEOUT_MS,
+        "told to stop, the worker could not finish {doing} in time (the ensemble out of reach, most likely): giving the session up, which takes the registration with it"
+    );
+    WorkerError::SessionEnded { state: None }
 }
 
 /// Whether a look at the assignment node (`found`, an `exists`) shows the
@@ -1144,14 +1271,6 @@ fn take_ready(events: &mut EventStream, into: &mut VecDeque<Event>) {
 /// Whether `event` tells of the deletion of the node at `path`.
 fn is_deletion_of(event: &Event, path: &str) -> bool {
     matches!(event, Event::Watch(watch) if watch.path == path && watch.kind == WatchKind::NodeDeleted)
-}
-
-/// Sleeps until `at`; `None` never comes (the caller disables the branch).
-async fn sleep_until_set(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Logs a decision and hands it to the observer, if any.

@@ -392,10 +392,23 @@ impl WorkerState {
         if self.stop_requested {
             return None;
         }
+        self.on_stop_noted();
+        Some(WorkerState::stop_decision(&self.worker))
+    }
+
+    /// Shutdown was asked for, and its decision
+    /// ([`WorkerState::stop_decision`]) was noted as it came, while
+    /// requests under way held the state: records it, with no second
+    /// decision.
+    pub fn on_stop_noted(&mut self) {
         self.stop_requested = true;
-        Some(WorkerDecision::StopRequested {
-            worker: self.worker.clone(),
-        })
+    }
+
+    /// The decision that notes a stop asked of `worker`.
+    pub fn stop_decision(worker: &WorkerId) -> WorkerDecision {
+        WorkerDecision::StopRequested {
+            worker: worker.clone(),
+        }
     }
 
     /// The registration is deleted. Only between tasks, and only once.

@@ -18,28 +18,6 @@ use common::*;
 /// One-way latency of these tests: a request is in flight for this long.
 const LATENCY_MS: u64 = 10;
 
-/// Starts a worker with a gated handler, submits an `echo` task and
-/// assigns it; returns once the worker has started it.
-async fn worker_holding_a_task(setup: &Setup) -> (RunningWorker, WorkerId, TaskId, GatedHandler) {
-    let handler = GatedHandler::closed();
-    let (mut worker, id) = RunningWorker::start_with(setup, handler.clone()).await;
-    let task = setup
-        .client
-        .submit(&task_payload("echo", "done"))
-        .await
-        .unwrap();
-    assign(setup, &id, task.as_str()).await;
-    assert_eq!(
-        worker.next_decision().await,
-        WorkerDecision::TaskStarted {
-            worker: id.clone(),
-            task: task.clone()
-        }
-    );
-    handler.wait_started().await;
-    (worker, id, task, handler)
-}
-
 /// Submits an `echo` task, lets the handler run it once, assigns it to
 /// worker `id` and checks its result: the worker is still one.
 async fn runs_the_next_task(setup: &Setup, id: &WorkerId, handler: &GatedHandler) {

@@ -10,8 +10,7 @@ use zkdist_coord::{
 };
 use zkdist_sim::{Latency, SimConfig, SimZk};
 use zkdist_worker::{
-    DEREGISTRATION_TIMEOUT_MS, TaskError, TaskHandler, TimeLimited, Worker, WorkerDecision,
-    WorkerError,
+    STOP_TIMEOUT_MS, TaskError, TaskHandler, TimeLimited, Worker, WorkerDecision, WorkerError,
 };
 
 use common::*;
@@ -745,7 +744,7 @@ fn a_root_that_cannot_be_created_is_a_clear_error() {
 }
 
 /// Told to stop while its link is cut, an idle worker does not wait for
-/// the ensemble to come back: after `DEREGISTRATION_TIMEOUT_MS` of trying
+/// the ensemble to come back: after `STOP_TIMEOUT_MS` of trying
 /// to delete its registration it gives the session up, and the
 /// registration goes with the session.
 #[test]
@@ -760,7 +759,7 @@ fn a_stop_during_an_outage_gives_the_session_up_instead_of_waiting() {
         let outcome = worker.handle.await.unwrap();
         let waited = stopped_at.elapsed();
         assert_eq!(outcome, Err(WorkerError::SessionEnded { state: None }));
-        let timeout = Duration::from_millis(DEREGISTRATION_TIMEOUT_MS);
+        let timeout = Duration::from_millis(STOP_TIMEOUT_MS);
         assert!(
             waited >= timeout && waited < timeout + Duration::from_secs(1),
             "returned after {waited:?}"

@@ -221,6 +221,30 @@ pub async fn assign(setup: &Setup, worker: &WorkerId, data: &str) {
         .unwrap();
 }
 
+/// Starts a worker with a gated handler, submits an `echo` task and
+/// assigns it; returns once the worker has started it.
+pub async fn worker_holding_a_task(
+    setup: &Setup,
+) -> (RunningWorker, WorkerId, TaskId, GatedHandler) {
+    let handler = GatedHandler::closed();
+    let (mut worker, id) = RunningWorker::start_with(setup, handler.clone()).await;
+    let task = setup
+        .client
+        .submit(&task_payload("echo", "done"))
+        .await
+        .unwrap();
+    assign(setup, &id, task.as_str()).await;
+    assert_eq!(
+        worker.next_decision().await,
+        WorkerDecision::TaskStarted {
+            worker: id.clone(),
+            task: task.clone()
+        }
+    );
+    handler.wait_started().await;
+    (worker, id, task, handler)
+}
+
 /// Assigns `task` to `worker` as the master would, and waits until the
 /// worker has deleted the assignment.
 pub async fn assign_and_wait(setup: &Setup, worker: &WorkerId, data: &str) {

@@ -1,0 +1,215 @@
+//! A worker told to stop while the ensemble is out of reach, on the
+//! simulator: each stretch of requests it still makes once told (the reads
+//! before a task, the writes after it) gets `STOP_TIMEOUT_MS`, after which
+//! it gives its session up rather than wait for the link; a stretch that
+//! ends within it ends as it would have without the stop.
+
+mod common;
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use zkdist_coord::{Coordinator, TaskResult, Watch, WorkerId};
+use zkdist_sim::Latency;
+use zkdist_worker::{STOP_TIMEOUT_MS, WorkerDecision, WorkerError};
+
+use common::*;
+
+/// One-way latency of these tests: a request is in flight for this long.
+const LATENCY_MS: u64 = 10;
+
+/// Longer than any test here runs: the link is not back before the end.
+const LONG_OUTAGE: Duration = Duration::from_secs(3600);
+
+/// How a worker asked to stop ended: its outcome, how long it took, and
+/// every decision it made after the one the test waited for last.
+struct Stopped {
+    outcome: Result<WorkerId, WorkerError>,
+    waited: Duration,
+    decisions: Vec<WorkerDecision>,
+}
+
+/// Asks `worker` to stop and waits for its end, at most the stop's
+/// timeout and a second.
+async fn stop_and_wait(mut worker: RunningWorker) -> Stopped {
+    let stopped_at = Instant::now();
+    let _ = worker.stop.send(());
+    let timeout = Duration::from_millis(STOP_TIMEOUT_MS);
+    let outcome = tokio::time::timeout(timeout + Duration::from_secs(1), worker.handle)
+        .await
+        .expect("the worker ends by the stop's timeout, long before the link is back")
+        .expect("the worker's task does not panic");
+    Stopped {
+        outcome,
+        waited: stopped_at.elapsed(),
+        decisions: std::iter::from_fn(|| worker.decisions.try_recv().ok()).collect(),
+    }
+}
+
+/// The completion's reply is lost to a cut that outlasts the test, and
+/// the stop comes while the worker asks the ensemble what became of it:
+/// the worker gives the session up at the stop's timeout, the task
+/// abandoned (written or not, it is the master's to settle once the
+/// session has expired).
+#[test]
+fn a_stop_while_the_result_waits_out_an_outage_gives_the_session_up() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let (worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let session = worker.session.session_id();
+        handler.open_once();
+        // The worker sends the completion at once; cut halfway through its
+        // trip to the server.
+        tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
+        setup.sim.cut(session, LONG_OUTAGE).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+
+        let Stopped {
+            outcome: ended,
+            waited,
+            decisions,
+        } = stop_and_wait(worker).await;
+        assert_eq!(ended, Err(WorkerError::SessionEnded { state: None }));
+        let timeout = Duration::from_millis(STOP_TIMEOUT_MS);
+        assert!(
+            waited >= timeout,
+            "gave up after {waited:?}, before the timeout"
+        );
+        assert_eq!(
+            decisions,
+            [
+                WorkerDecision::StopRequested { worker: id.clone() },
+                WorkerDecision::TaskAbandoned {
+                    worker: id.clone(),
+                    task: task.clone()
+                },
+                WorkerDecision::SessionLost { worker: id }
+            ]
+        );
+        let trace = setup.sim.trace().await;
+        assert_eq!(
+            count_lines(&trace, "fail worker multi [create"),
+            1,
+            "the completion was in flight when the link was cut, and failed with it"
+        );
+        assert_eq!(handler.runs(), 1);
+    });
+}
+
+/// The same, with a cut shorter than the stop's timeout: the worker waits
+/// it out, learns the completion's fate, writes the result if it was not,
+/// and deregisters; the stop loses nothing.
+#[test]
+fn a_stop_while_the_result_waits_out_a_short_outage_still_writes_it() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let (worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let session = worker.session.session_id();
+        handler.open_once();
+        tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
+        let outage = Duration::from_millis(STOP_TIMEOUT_MS / 2);
+        setup.sim.cut(session, outage).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+
+        let Stopped {
+            outcome: ended,
+            waited,
+            decisions,
+        } = stop_and_wait(worker).await;
+        assert_eq!(ended, Ok(id.clone()));
+        assert!(
+            waited >= outage - Duration::from_millis(50),
+            "ended after {waited:?}, before the link was back"
+        );
+        assert_eq!(
+            decisions.first(),
+            Some(&WorkerDecision::StopRequested { worker: id.clone() })
+        );
+        assert_eq!(
+            decisions.last(),
+            Some(&WorkerDecision::Deregistered { worker: id.clone() })
+        );
+        assert!(
+            decisions.contains(&WorkerDecision::AssignmentReleased {
+                worker: id.clone(),
+                task: Some(task.clone())
+            }),
+            "{decisions:?}"
+        );
+        let (result, _) = setup
+            .client
+            .session()
+            .get_data(&setup.layout.result(&task), Watch::No)
+            .await
+            .expect("the result was written");
+        assert_eq!(
+            TaskResult::decode(&result).unwrap(),
+            TaskResult::Success {
+                output: b"done".to_vec()
+            }
+        );
+        assert!(
+            !setup
+                .sim
+                .inspect({
+                    let assignment = setup.layout.assignment(&id);
+                    move |tree| tree.exists(&assignment)
+                })
+                .await,
+            "the assignment is released"
+        );
+    });
+}
+
+/// The stop comes while the worker reads an assignment whose read a cut
+/// lost: the worker gives the session up at the stop's timeout, having
+/// started nothing.
+#[test]
+fn a_stop_while_an_assignment_is_read_in_an_outage_gives_the_session_up() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let handler = GatedHandler::closed();
+        let (worker, id) = RunningWorker::start_with(&setup, handler.clone()).await;
+        let session = worker.session.session_id();
+        let task = setup
+            .client
+            .submit(&task_payload("echo", "never"))
+            .await
+            .unwrap();
+        // The master's create is answered as the worker hears of it; the
+        // worker's read is then in flight for a latency.
+        assign(&setup, &id, task.as_str()).await;
+        tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
+        setup.sim.cut(session, LONG_OUTAGE).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+
+        let Stopped {
+            outcome: ended,
+            waited,
+            decisions,
+        } = stop_and_wait(worker).await;
+        assert_eq!(ended, Err(WorkerError::SessionEnded { state: None }));
+        assert!(
+            waited >= Duration::from_millis(STOP_TIMEOUT_MS),
+            "gave up after {waited:?}"
+        );
+        assert_eq!(
+            decisions,
+            [
+                WorkerDecision::StopRequested { worker: id.clone() },
+                WorkerDecision::SessionLost { worker: id.clone() }
+            ]
+        );
+        let trace = setup.sim.trace().await;
+        let read = format!(
+            "fail worker get_data {} -> ConnectionLoss",
+            setup.layout.assignment(&id)
+        );
+        assert_eq!(
+            count_lines(&trace, &read),
+            1,
+            "the read was in flight when the link was cut, and failed with it"
+        );
+        assert_eq!(handler.runs(), 0, "nothing was started");
+    });
+}
