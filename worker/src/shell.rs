@@ -73,7 +73,7 @@ use crate::handler::TaskHandler;
 use crate::state::{
     AssignmentAfterLoss, CompletionReadBack, HandlerOutcome, ResultWrite, WorkerState,
 };
-use crate::stop_timeout::{Bounded, STOP_TIMEOUT_MS, StopTimeout, sleep_until_set};
+use crate::stop_timeout::{Bounded, STOP_TIMEOUT_MS, StopClock};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkerError {
@@ -81,7 +81,9 @@ pub enum WorkerError {
     Layout { root: String, error: ZkError },
     #[error("the worker's session ended ({})", SessionState::describe_end(*state))]
     SessionEnded {
-        /// `None` when the event stream closed without saying why.
+        /// `None` when the event stream closed without saying why, or when
+        /// the worker, told to stop, gave the session up: the ensemble did
+        /// not answer within [`STOP_TIMEOUT_MS`].
         state: Option<SessionState>,
     },
     #[error(
@@ -202,13 +204,15 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
 
     /// Registers and works until `shutdown` completes: then it finishes the
     /// task in hand, takes no further assignment, deregisters and returns
-    /// its id. A stop does not wait for an ensemble out of reach: each
-    /// stretch of requests made once it was asked for (the reads before the
-    /// task in hand, the writes after it, the deregistration) gets
-    /// [`STOP_TIMEOUT_MS`], after which the worker returns
-    /// [`WorkerError::SessionEnded`] instead: it gave the session up, and
-    /// the registration goes with the session, as after a crash (a result
-    /// it could not write is the next worker's to write). An assignment
+    /// its id. A stop does not wait for an ensemble out of reach: the
+    /// requests still to make get [`STOP_TIMEOUT_MS`] in all, those before
+    /// the task in hand (reading it) from the stop, those after it (writing
+    /// its result, deregistering) from its end, after which the worker
+    /// returns [`WorkerError::SessionEnded`] instead: it gave the session
+    /// up, and the registration goes with the session, as after a crash (a
+    /// result it could not write is the next worker's to write). A task
+    /// that finished during a disconnection is given up at the session's
+    /// grace instead, as its result is not even sent then. An assignment
     /// made before the master saw it leave is left alone: the master
     /// reclaims the assignment of a worker that left and gives the task to
     /// another, which running it here too would race. Told to stop before
@@ -227,8 +231,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         shutdown: impl Future<Output = ()>,
     ) -> Result<WorkerId, WorkerError> {
         let mut shutdown = pin!(shutdown);
-        let mut joining = StopTimeout::starting(false);
-        let laid_out = joining
+        // One clock for the session's requests: see `StopClock`.
+        let mut clock = StopClock::default();
+        let laid_out = clock
             .run(
                 until_known(|| self.layout.ensure_layout(&self.zk)),
                 &mut shutdown,
@@ -252,7 +257,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         // A create lost to a connection loss is simply made again: an id
         // node it may have left is ephemeral and goes with the session.
         let prefix = self.layout.worker_id_prefix();
-        let id_path = joining
+        // Taken even after a stop heard meanwhile: `run_until` returns the
+        // id it joined under. The node goes with the session.
+        let id_path = clock
             .run(
                 until_known(|| {
                     self.zk
@@ -270,10 +277,10 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         let worker =
             WorkerId::parse(path::name(&id_path)).expect("the server names sequential nodes");
         let mut state = WorkerState::new(worker.clone());
-        if joining.stop_heard() {
+        if clock.stop_heard() {
             self.note_stop(&mut state);
         }
-        let outcome = self.serve(&mut state, &mut shutdown).await;
+        let outcome = self.serve(&mut state, &mut clock, &mut shutdown).await;
         if let Err(WorkerError::SessionEnded { .. } | WorkerError::CutOff { .. }) = &outcome {
             for decision in state.on_session_lost() {
                 self.note(decision);
@@ -287,6 +294,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     async fn serve<S: Future<Output = ()>>(
         &mut self,
         state: &mut WorkerState,
+        clock: &mut StopClock,
         shutdown: &mut Pin<&mut S>,
     ) -> Result<(), WorkerError> {
         let worker = state.worker().clone();
@@ -298,7 +306,6 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         }
 
         // Arm first, register second (see `WorkerState`).
-        let mut joining = StopTimeout::starting(false);
         let registering = async {
             let assignment_waiting = self.arm(&assignment, &registration).await?;
             state.on_watch_armed();
@@ -320,10 +327,10 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 )),
             }
         };
-        let registered = joining
-            .run(registering, shutdown, self.stop_heard_by(&worker))
+        let registered = clock
+            .run(registering, shutdown, self.note_stop_at_once(&worker))
             .await;
-        let mut assignment_waiting = self.settle(state, &joining, registered, "registering")?;
+        let mut assignment_waiting = self.settle(state, clock, registered, "registering")?;
         self.note(state.on_registered());
 
         let mut disconnected = false;
@@ -340,7 +347,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             let event = match self.unhandled_events.pop_front() {
                 Some(event) => Some(Some(event)),
                 None if assignment_waiting => {
-                    self.work(state, &worker, &assignment, &registration, shutdown)
+                    self.work(state, clock, &worker, &assignment, &registration, shutdown)
                         .await?;
                     // Nothing to re-arm: the persistent watch announces the
                     // next assignment, whenever the master makes it.
@@ -381,16 +388,14 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 // first, then the assignment.
                 Some(Event::Session(SessionState::Connected)) => {
                     if std::mem::take(&mut disconnected) {
-                        // Idle: the stop, if it comes, is heard here.
-                        let mut idle = StopTimeout::starting(state.stop_requested());
-                        let checked = idle
+                        let checked = clock
                             .run(
                                 self.check_registration(state),
                                 shutdown,
-                                self.stop_heard_by(&worker),
+                                self.note_stop_at_once(&worker),
                             )
                             .await;
-                        self.settle(state, &idle, checked, "reading its registration")?;
+                        self.settle(state, clock, checked, "reading its registration")?;
                         assignment_waiting = true;
                     }
                 }
@@ -402,8 +407,10 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             }
         }
 
-        let mut leaving = StopTimeout::starting(true);
-        let deleted = leaving
+        // Heard in the idle loop, the stop starts the clock now; heard
+        // before, the task's end started it.
+        clock.heard_elsewhere();
+        let deleted = clock
             .run(
                 async {
                     self.deregister(&registration).await.map_err(|error| {
@@ -417,7 +424,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 || unreachable!("the stop was heard before the deregistration"),
             )
             .await;
-        self.settle(state, &leaving, deleted, "deleting its registration")?;
+        self.settle(state, clock, deleted, "deleting its registration")?;
         self.note(state.on_deregistered());
         // Nothing more: an assignment the master made before it saw the
         // worker go is its to reclaim and re-queue. Running it here would
@@ -457,6 +464,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     async fn work<S: Future<Output = ()>>(
         &mut self,
         state: &mut WorkerState,
+        clock: &mut StopClock,
         worker: &WorkerId,
         assignment: &str,
         registration: &str,
@@ -468,7 +476,6 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         );
         // The reads before the task, and the writes after it, are bounded
         // once a stop was asked for; the handler is not.
-        let mut reading = StopTimeout::starting(state.stop_requested());
         // The stat tells which node and version this assignment is, which
         // the completion deletes and nothing else.
         let read = async {
@@ -479,11 +486,10 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 Err(error) => Err(WorkerError::request(format!("reading {assignment}"), error)),
             }
         };
-        let read = reading
-            .run(read, shutdown, self.stop_heard_by(worker))
+        let read = clock
+            .run(read, shutdown, self.note_stop_at_once(worker))
             .await;
-        let Some((data, stat)) = self.settle(state, &reading, read, "reading its assignment")?
-        else {
+        let Some((data, stat)) = self.settle(state, clock, read, "reading its assignment")? else {
             return Ok(());
         };
         // Every event of a change the read saw came before its reply. A
@@ -509,26 +515,26 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             .iter()
             .any(|event| matches!(event, Event::Session(SessionState::Connected)))
         {
-            let checked = reading
+            let checked = clock
                 .run(
                     self.check_registration(state),
                     shutdown,
-                    self.stop_heard_by(worker),
+                    self.note_stop_at_once(worker),
                 )
                 .await;
-            self.settle(state, &reading, checked, "reading its registration")?;
+            self.settle(state, clock, checked, "reading its registration")?;
         }
         let (view, decision) = state.on_assignment_read(&data, &stat);
         self.note(decision);
         let Some(AssignmentView { task, payload }) = view else {
-            let released = reading
+            let released = clock
                 .run(
                     self.release(state, assignment),
                     shutdown,
-                    self.stop_heard_by(worker),
+                    self.note_stop_at_once(worker),
                 )
                 .await;
-            return self.settle(state, &reading, released, "releasing its assignment");
+            return self.settle(state, clock, released, "releasing its assignment");
         };
         // A payload the master put inline saves reading the task node. A
         // task its client deleted (cancelled) after the assignment was
@@ -553,10 +559,10 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                         }
                     }
                 };
-                let read = reading
-                    .run(read_or_released, shutdown, self.stop_heard_by(worker))
+                let read = clock
+                    .run(read_or_released, shutdown, self.note_stop_at_once(worker))
                     .await;
-                match self.settle(state, &reading, read, "reading its task")? {
+                match self.settle(state, clock, read, "reading its task")? {
                     Some(read) => Cow::Owned(read),
                     None => return Ok(()),
                 }
@@ -565,7 +571,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         let end = self
             .run_handler(state, &payload, assignment, registration, shutdown)
             .await?;
-        let mut writing = StopTimeout::starting(state.stop_requested());
+        clock.after_task(state.stop_requested());
         let written = async {
             match end {
                 HandlerEnd::Ran(outcome) => {
@@ -583,10 +589,10 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 }
             }
         };
-        let written = writing
-            .run(written, shutdown, self.stop_heard_by(worker))
+        let written = clock
+            .run(written, shutdown, self.note_stop_at_once(worker))
             .await;
-        self.settle(state, &writing, written, "writing its task's result")
+        self.settle(state, clock, written, "writing its task's result")
     }
 
     /// Moves the events that have arrived, without waiting for more, to
@@ -1132,11 +1138,16 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     // the worker was told to stop: a stop does not wait
                     // for an ensemble out of reach.
                     () = sleep_until_set(give_up_at), if give_up_at.is_some() && (finished.is_none() || stop_requested) => {
+                        let outcome = if finished.is_some() {
+                            "after its task finished, told to stop: its result is left unwritten"
+                        } else {
+                            "while a task runs: stopping it"
+                        };
                         tracing::warn!(
                             target: "zkdist::worker",
                             worker = %state.worker(),
                             grace_ms,
-                            "disconnected for the session's grace while a task runs: stopping it"
+                            "disconnected for the session's grace {outcome}"
                         );
                         return Err(WorkerError::CutOff { grace_ms });
                     }
@@ -1201,18 +1212,18 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// What a stretch of requests calls when the stop comes while it runs:
     /// notes the stop at once. The stretch holds the state; [`Self::settle`]
     /// records the stop in it afterwards.
-    fn stop_heard_by<'a>(&'a self, worker: &'a WorkerId) -> impl FnOnce() + 'a {
+    fn note_stop_at_once<'a>(&'a self, worker: &'a WorkerId) -> impl FnOnce() + 'a {
         move || self.note(WorkerState::stop_decision(worker))
     }
 
     /// What a stretch of requests run under `clock` came to: records a stop
-    /// the clock heard (noted as it came, by [`Self::stop_heard_by`]), and
+    /// the clock heard (noted as it came, by [`Self::note_stop_at_once`]), and
     /// gives the session up if the stretch outlasted the stop's timeout
     /// (`doing` names the stretch in the log).
     fn settle<T>(
         &self,
         state: &mut WorkerState,
-        clock: &StopTimeout,
+        clock: &StopClock,
         bounded: Bounded<Result<T, WorkerError>>,
         doing: &str,
     ) -> Result<T, WorkerError> {
@@ -1271,6 +1282,14 @@ fn take_ready(events: &mut EventStream, into: &mut VecDeque<Event>) {
 /// Whether `event` tells of the deletion of the node at `path`.
 fn is_deletion_of(event: &Event, path: &str) -> bool {
     matches!(event, Event::Watch(watch) if watch.path == path && watch.kind == WatchKind::NodeDeleted)
+}
+
+/// Sleeps until `at`; `None` never comes (the caller disables the branch).
+async fn sleep_until_set(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Logs a decision and hands it to the observer, if any.

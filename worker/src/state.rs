@@ -400,12 +400,12 @@ impl WorkerState {
     /// ([`WorkerState::stop_decision`]) was noted as it came, while
     /// requests under way held the state: records it, with no second
     /// decision.
-    pub fn on_stop_noted(&mut self) {
+    pub(crate) fn on_stop_noted(&mut self) {
         self.stop_requested = true;
     }
 
     /// The decision that notes a stop asked of `worker`.
-    pub fn stop_decision(worker: &WorkerId) -> WorkerDecision {
+    pub(crate) fn stop_decision(worker: &WorkerId) -> WorkerDecision {
         WorkerDecision::StopRequested {
             worker: worker.clone(),
         }

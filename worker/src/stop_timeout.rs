@@ -1,19 +1,21 @@
 //! A stop does not wait for an ensemble out of reach.
 //!
 //! A worker told to stop finishes what it is doing: the task in hand runs
-//! to its end, and its result is written. The requests that remain may
-//! then meet an ensemble that is gone: a lost connection's requests are
-//! sent again until their outcome is known (`until_known`), and ZooKeeper
+//! to its end, and its result is written. The requests around it may then
+//! meet an ensemble that is gone: a lost connection's requests are sent
+//! again until their outcome is known (`until_known`), and ZooKeeper
 //! reports a session's end only once the link is back, so without a bound
-//! a stop asked during an outage would wait for the outage to end. Each
-//! stretch of requests made once the stop was asked for (reading an
-//! assignment, writing a result, deleting the registration) therefore gets
-//! [`STOP_TIMEOUT_MS`]; past it the worker gives its session up, as after
-//! a crash: the registration goes with the session (closed by the role, or
-//! expired by the ensemble) and the master gives the task in hand, whose
-//! result may be unwritten, to another worker. The handler itself is not
-//! bounded: a task runs as long as it takes, and is cut off only by the
-//! session's grace (see `Worker::run_until`).
+//! a stop asked during an outage would wait for the outage to end. Once
+//! the stop was asked for, the requests still to make get
+//! [`STOP_TIMEOUT_MS`] in all: those before the task in hand (reading the
+//! assignment and the task) from the stop, those after it (writing the
+//! result, then deleting the registration) from the task's end. Past it
+//! the worker gives its session up, as after a crash: the registration
+//! goes with the session (closed by the role, or expired by the ensemble),
+//! and the master then settles the task in hand (a result the worker could
+//! not write is written by the worker the master gives the task to next).
+//! The handler itself is not bounded by this: a task runs as long as it
+//! takes (see `Worker::run_until` for the session's grace).
 
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
@@ -28,7 +30,7 @@ use tokio::time::{Instant, Sleep, sleep_until};
 /// anyway.
 pub const STOP_TIMEOUT_MS: u64 = 10_000;
 
-/// What became of a stretch of requests run under a [`StopTimeout`].
+/// What became of a stretch of requests run under a [`StopClock`].
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Bounded<T> {
     /// It ended, well or not.
@@ -38,33 +40,45 @@ pub(crate) enum Bounded<T> {
     TimedOut,
 }
 
-/// Listens for the stop while the worker waits on requests, and once it
+/// Listens for the stop while the worker waits on requests and, once it
 /// was asked for, gives the waiting a deadline [`STOP_TIMEOUT_MS`] after
-/// the later of the stop and the clock's start. One clock covers the
-/// stretches of one phase (the reads before a task, the writes after it),
-/// so a phase of several stretches waits no longer than one.
-#[derive(Debug)]
-pub(crate) struct StopTimeout {
-    /// Whether the shutdown future completed: it is polled until it does,
-    /// once, never after.
+/// the stop, or after the task in hand's end ([`StopClock::after_task`]).
+/// One clock serves a worker's whole session, so the requests of one side
+/// of the task (several stretches: a read, a release) wait no longer than
+/// one timeout in all.
+#[derive(Debug, Default)]
+pub(crate) struct StopClock {
+    /// Whether the shutdown future completed, here or where another
+    /// listener polled it: it is polled until it does, once, never after.
     stop_heard: bool,
     /// When the waiting is given up; set once the stop was heard.
     give_up_at: Option<Instant>,
 }
 
-impl StopTimeout {
-    /// A clock for a phase starting now; `stop_heard` says whether the
-    /// stop was heard already (its deadline then starts now).
-    pub(crate) fn starting(stop_heard: bool) -> StopTimeout {
-        StopTimeout {
-            stop_heard,
-            give_up_at: stop_heard.then(deadline_from_now),
+impl StopClock {
+    /// Whether the stop was heard.
+    pub(crate) fn stop_heard(&self) -> bool {
+        self.stop_heard
+    }
+
+    /// The stop was heard by another listener of the shutdown future (the
+    /// handler's, or the idle worker's): the deadline starts now, unless
+    /// it runs already.
+    pub(crate) fn heard_elsewhere(&mut self) {
+        if !self.stop_heard {
+            self.stop_heard = true;
+            self.give_up_at = Some(deadline_from_now());
         }
     }
 
-    /// Whether the stop was heard, before this clock or by it.
-    pub(crate) fn stop_heard(&self) -> bool {
-        self.stop_heard
+    /// The task in hand ended (`stop_requested`: whether the stop was asked
+    /// for by then): the writes that follow, and the deregistration after
+    /// them, get a whole timeout of their own, however long the task ran.
+    pub(crate) fn after_task(&mut self, stop_requested: bool) {
+        if stop_requested {
+            self.stop_heard = true;
+            self.give_up_at = Some(deadline_from_now());
+        }
     }
 
     /// Runs `requests` to their end, polling `shutdown` meanwhile unless
@@ -118,14 +132,6 @@ fn deadline_from_now() -> Instant {
     Instant::now() + Duration::from_millis(STOP_TIMEOUT_MS)
 }
 
-/// Sleeps until `at`; `None` never comes (the caller disables the branch).
-pub(crate) async fn sleep_until_set(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,7 +150,10 @@ mod tests {
                 None => std::future::pending().await,
             }
         });
-        let mut clock = StopTimeout::starting(heard_before);
+        let mut clock = StopClock::default();
+        if heard_before {
+            clock.heard_elsewhere();
+        }
         let requests = tokio::time::sleep(Duration::from_millis(wait_ms));
         let mut heard_at_ms = None;
         let bounded = clock
@@ -194,7 +203,7 @@ mod tests {
     async fn one_clock_covers_every_stretch_of_a_phase() {
         let start = Instant::now();
         let mut shutdown = pin!(std::future::ready(()));
-        let mut clock = StopTimeout::starting(false);
+        let mut clock = StopClock::default();
         let first = clock
             .run(
                 tokio::time::sleep(Duration::from_millis(STOP_TIMEOUT_MS / 2)),
@@ -213,5 +222,37 @@ mod tests {
         assert_eq!(second, Bounded::TimedOut);
         // In whole milliseconds: madsim's clock moves a little at every poll.
         assert_eq!(start.elapsed().as_millis(), u128::from(STOP_TIMEOUT_MS));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_task_s_end_starts_the_timeout_again() {
+        let start = Instant::now();
+        let mut shutdown = pin!(std::future::pending::<()>());
+        let mut clock = StopClock::default();
+        clock.heard_elsewhere();
+        // The task ran past the deadline the stop set.
+        tokio::time::sleep(Duration::from_millis(3 * STOP_TIMEOUT_MS)).await;
+        clock.after_task(true);
+        let writes = clock
+            .run(
+                tokio::time::sleep(Duration::from_millis(STOP_TIMEOUT_MS / 2)),
+                &mut shutdown,
+                || panic!("the stop was heard elsewhere"),
+            )
+            .await;
+        assert_eq!(writes, Bounded::Ended(()));
+        let leaving = clock
+            .run(
+                tokio::time::sleep(Duration::from_millis(STOP_TIMEOUT_MS)),
+                &mut shutdown,
+                || panic!("the stop was heard elsewhere"),
+            )
+            .await;
+        assert_eq!(leaving, Bounded::TimedOut);
+        assert_eq!(start.elapsed().as_millis(), u128::from(4 * STOP_TIMEOUT_MS));
+        // Without a stop, the task's end starts nothing.
+        let mut idle = StopClock::default();
+        idle.after_task(false);
+        assert!(!idle.stop_heard());
     }
 }

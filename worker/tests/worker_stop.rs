@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zkdist_coord::{Coordinator, TaskResult, Watch, WorkerId};
 use zkdist_sim::Latency;
-use zkdist_worker::{STOP_TIMEOUT_MS, WorkerDecision, WorkerError};
+use zkdist_worker::{STOP_TIMEOUT_MS, Worker, WorkerDecision, WorkerError};
 
 use common::*;
 
@@ -98,7 +98,8 @@ fn a_stop_while_the_result_waits_out_an_outage_gives_the_session_up() {
 
 /// The same, with a cut shorter than the stop's timeout: the worker waits
 /// it out, learns the completion's fate, writes the result if it was not,
-/// and deregisters; the stop loses nothing.
+/// and deregisters; the stop loses nothing. (A guard against a bound too
+/// short: this passes without one too.)
 #[test]
 fn a_stop_while_the_result_waits_out_a_short_outage_still_writes_it() {
     run_sim(async {
@@ -211,5 +212,39 @@ fn a_stop_while_an_assignment_is_read_in_an_outage_gives_the_session_up() {
             "the read was in flight when the link was cut, and failed with it"
         );
         assert_eq!(handler.runs(), 0, "nothing was started");
+    });
+}
+
+/// Told to stop before it registered, a worker leaves without
+/// registering: no assignment can come to it, and it has nothing to
+/// delete.
+#[test]
+fn a_stop_while_joining_leaves_without_registering() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let (session, events) = setup.sim.connect("worker").await.unwrap();
+        let (decisions_tx, mut decisions) = tokio::sync::mpsc::unbounded_channel();
+        let worker = Worker::new(session, events, setup.layout.clone(), KindHandler)
+            .with_observer(decisions_tx)
+            .run_until(std::future::ready(()));
+        let id = tokio::time::timeout(STEP_TIMEOUT, worker)
+            .await
+            .expect("the worker ends")
+            .expect("a stop while joining is a clean end");
+        let decisions: Vec<_> = std::iter::from_fn(|| decisions.try_recv().ok()).collect();
+        assert_eq!(
+            decisions,
+            [WorkerDecision::StopRequested { worker: id.clone() }]
+        );
+        let registration = setup.layout.worker(&id);
+        assert!(
+            !setup
+                .sim
+                .inspect(move |tree| tree.exists(&registration))
+                .await,
+            "the worker did not register"
+        );
+        let trace = setup.sim.trace().await;
+        assert_eq!(count_lines(&trace, "add_watch"), 0, "nor armed a watch");
     });
 }
