@@ -102,7 +102,7 @@ use std::fmt::{self, Write as _};
 
 use zkdist_coord::{
     AssignmentView, ErrorCode, Layout, SessionId, TaskId, TaskResult, TaskToken, WorkerId, ZkError,
-    assignment_label,
+    assignment_label, path,
 };
 use zkdist_master::{MasterDecision, MasterState, Recovery};
 use zkdist_sim::{AppliedOp, Change, Tree, TxnKind};
@@ -700,7 +700,7 @@ impl Checker {
         tree: &Tree,
     ) -> Option<(Invariant, String)> {
         // The task node is the result's parent: it exists.
-        let payload = tree.data(&format!("{}/{task}", self.tasks_dir))?;
+        let payload = tree.data(&path::join(&self.tasks_dir, task.as_str()))?;
         let expected = expected_result(payload);
         let written = TaskResult::decode(tree.data(result_path)?);
         if written.as_ref() == Ok(&expected) {
@@ -733,7 +733,7 @@ impl Checker {
         let inline = view.payload?;
         // Only a worker whose registration names the format may be given
         // one (a worker gone already is the master's to reclaim from).
-        if let Some(registration) = tree.data(&format!("{}/{worker}", self.workers_dir))
+        if let Some(registration) = tree.data(&path::join(&self.workers_dir, worker.as_str()))
             && !zkdist_coord::reads_inline_payloads(registration)
         {
             return Some((
@@ -745,7 +745,7 @@ impl Checker {
                 ),
             ));
         }
-        let task_data = tree.data(&format!("{}/{}", self.tasks_dir, view.task))?;
+        let task_data = tree.data(&path::join(&self.tasks_dir, view.task.as_str()))?;
         (inline != task_data).then(|| {
             (
                 Invariant::InlinePayload,
@@ -766,7 +766,7 @@ impl Checker {
         data: &str,
         tree: &Tree,
     ) -> Option<(Invariant, String)> {
-        let registration = format!("{}/{worker}", self.workers_dir);
+        let registration = path::join(&self.workers_dir, worker.as_str());
         // After a failure the worker may have left between the master's
         // decision and the create: that race is the master's to repair (it
         // reclaims the assignment), and liveness judges whether it did.
@@ -855,7 +855,8 @@ impl Checker {
                 "{task} assigned after {last}: assignments must follow submission order, once each"
             ));
         }
-        let result_of = |older: &TaskId| format!("{}/{older}/result", self.tasks_dir);
+        let result_of =
+            |older: &TaskId| path::join(&path::join(&self.tasks_dir, older.as_str()), "result");
         let skipped = self
             .submissions_in_order
             .present_before(position)
@@ -888,7 +889,7 @@ impl Checker {
                 // A reclaim is for a worker that left: one still registered
                 // runs its task on, and the task, queued again, would run
                 // twice.
-                if tree.exists(&format!("{}/{worker}", self.workers_dir)) {
+                if tree.exists(&path::join(&self.workers_dir, worker.as_str())) {
                     return Some((
                         Invariant::TaskAssignedTwice,
                         format!(
@@ -900,8 +901,8 @@ impl Checker {
                 return None;
             }
             let task = TaskId::parse(&data).ok()?;
-            let task_node = format!("{}/{task}", self.tasks_dir);
-            if tree.exists(&task_node) && !tree.exists(&format!("{task_node}/result")) {
+            let task_node = path::join(&self.tasks_dir, task.as_str());
+            if tree.exists(&task_node) && !tree.exists(&path::join(&task_node, "result")) {
                 return Some((
                     Invariant::FinishedExactlyOnce,
                     format!("{worker} released {task} before writing its result"),
