@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zkdist_coord::{Coordinator, TaskResult, Watch, WorkerId};
+use zkdist_coord::{Coordinator, TaskId, TaskResult, Watch, WorkerId};
 use zkdist_sim::Latency;
 use zkdist_worker::{STOP_TIMEOUT_MS, Worker, WorkerDecision, WorkerError};
 
@@ -46,6 +46,23 @@ async fn stop_and_wait(mut worker: RunningWorker) -> Stopped {
     }
 }
 
+/// A worker whose task has just finished, its completion cut halfway
+/// through its trip to the server by a cut of `outage`; the stop comes
+/// 50 ms later, while the worker asks the ensemble what became of it.
+async fn completion_cut_in_flight(
+    setup: &Setup,
+    outage: Duration,
+) -> (RunningWorker, WorkerId, TaskId, GatedHandler) {
+    let (worker, id, task, handler) = worker_holding_a_task(setup).await;
+    let session = worker.session.session_id();
+    handler.open_once();
+    // The worker sends the completion at once.
+    tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
+    setup.sim.cut(session, outage).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    (worker, id, task, handler)
+}
+
 /// The completion's reply is lost to a cut that outlasts the test, and
 /// the stop comes while the worker asks the ensemble what became of it:
 /// the worker gives the session up at the stop's timeout, the task
@@ -55,14 +72,7 @@ async fn stop_and_wait(mut worker: RunningWorker) -> Stopped {
 fn a_stop_while_the_result_waits_out_an_outage_gives_the_session_up() {
     run_sim(async {
         let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
-        let (worker, id, task, handler) = worker_holding_a_task(&setup).await;
-        let session = worker.session.session_id();
-        handler.open_once();
-        // The worker sends the completion at once; cut halfway through its
-        // trip to the server.
-        tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
-        setup.sim.cut(session, LONG_OUTAGE).await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (worker, id, task, handler) = completion_cut_in_flight(&setup, LONG_OUTAGE).await;
 
         let Stopped {
             outcome: ended,
@@ -104,13 +114,8 @@ fn a_stop_while_the_result_waits_out_an_outage_gives_the_session_up() {
 fn a_stop_while_the_result_waits_out_a_short_outage_still_writes_it() {
     run_sim(async {
         let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
-        let (worker, id, task, handler) = worker_holding_a_task(&setup).await;
-        let session = worker.session.session_id();
-        handler.open_once();
-        tokio::time::sleep(Duration::from_millis(LATENCY_MS / 2)).await;
         let outage = Duration::from_millis(STOP_TIMEOUT_MS / 2);
-        setup.sim.cut(session, outage).await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (worker, id, task, _handler) = completion_cut_in_flight(&setup, outage).await;
 
         let Stopped {
             outcome: ended,
