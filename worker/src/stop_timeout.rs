@@ -48,27 +48,23 @@ pub(crate) enum Bounded<T> {
 /// one timeout in all.
 #[derive(Debug, Default)]
 pub(crate) struct StopClock {
-    /// Whether the shutdown future completed, here or where another
-    /// listener polled it: it is polled until it does, once, never after.
-    stop_heard: bool,
-    /// When the waiting is given up; set once the stop was heard.
+    /// When the waiting is given up: set exactly when the shutdown future
+    /// completed, here or where another listener polled it (it is polled
+    /// until it does, once, never after).
     give_up_at: Option<Instant>,
 }
 
 impl StopClock {
     /// Whether the stop was heard.
     pub(crate) fn stop_heard(&self) -> bool {
-        self.stop_heard
+        self.give_up_at.is_some()
     }
 
     /// The stop was heard by another listener of the shutdown future (the
     /// handler's, or the idle worker's): the deadline starts now, unless
     /// it runs already.
     pub(crate) fn heard_elsewhere(&mut self) {
-        if !self.stop_heard {
-            self.stop_heard = true;
-            self.give_up_at = Some(deadline_from_now());
-        }
+        self.give_up_at.get_or_insert_with(deadline_from_now);
     }
 
     /// The task in hand ended (`stop_requested`: whether the stop was asked
@@ -76,7 +72,6 @@ impl StopClock {
     /// them, get a whole timeout of their own, however long the task ran.
     pub(crate) fn after_task(&mut self, stop_requested: bool) {
         if stop_requested {
-            self.stop_heard = true;
             self.give_up_at = Some(deadline_from_now());
         }
     }
@@ -101,9 +96,8 @@ impl StopClock {
             if let Poll::Ready(ended) = requests.as_mut().poll(cx) {
                 return Poll::Ready(Bounded::Ended(ended));
             }
-            if !self.stop_heard && shutdown.as_mut().poll(cx).is_ready() {
+            if !self.stop_heard() && shutdown.as_mut().poll(cx).is_ready() {
                 let at = deadline_from_now();
-                self.stop_heard = true;
                 self.give_up_at = Some(at);
                 give_up = Some(Box::pin(sleep_until(at)));
                 if let Some(on_heard) = on_heard.take() {
@@ -111,9 +105,9 @@ impl StopClock {
                 }
             }
             debug_assert_eq!(
-                self.stop_heard,
+                self.give_up_at.is_some(),
                 give_up.is_some(),
-                "a deadline is set exactly when the stop was heard"
+                "the timer runs exactly when the stop was heard"
             );
             let timed_out = give_up
                 .as_mut()

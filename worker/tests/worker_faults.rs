@@ -764,17 +764,7 @@ fn a_stopping_worker_gives_up_a_finished_task_waiting_out_an_outage_at_the_grace
             .expect("the worker gives up within the grace, long before the link is back");
         assert_eq!(ended.unwrap(), Err(WorkerError::CutOff { grace_ms }));
         let decisions: Vec<_> = std::iter::from_fn(|| worker.decisions.try_recv().ok()).collect();
-        assert_eq!(
-            decisions,
-            [
-                WorkerDecision::StopRequested { worker: id.clone() },
-                WorkerDecision::TaskAbandoned {
-                    worker: id.clone(),
-                    task: task.clone()
-                },
-                WorkerDecision::SessionLost { worker: id }
-            ]
-        );
+        assert_eq!(decisions, gave_up_after_stop(&id, &task));
         assert_eq!(handler.runs(), 1);
         assert_no_result(&setup, &task).await;
     });

@@ -85,17 +85,7 @@ fn a_stop_while_the_result_waits_out_an_outage_gives_the_session_up() {
             waited >= timeout,
             "gave up after {waited:?}, before the timeout"
         );
-        assert_eq!(
-            decisions,
-            [
-                WorkerDecision::StopRequested { worker: id.clone() },
-                WorkerDecision::TaskAbandoned {
-                    worker: id.clone(),
-                    task: task.clone()
-                },
-                WorkerDecision::SessionLost { worker: id }
-            ]
-        );
+        assert_eq!(decisions, gave_up_after_stop(&id, &task));
         let trace = setup.sim.trace().await;
         assert_eq!(
             count_lines(&trace, "fail worker multi [create"),

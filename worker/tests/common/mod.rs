@@ -221,6 +221,19 @@ pub async fn assign(setup: &Setup, worker: &WorkerId, data: &str) {
         .unwrap();
 }
 
+/// The decisions of a worker told to stop while it held `task`, which then
+/// gave its session up: the task abandoned, written or not.
+pub fn gave_up_after_stop(id: &WorkerId, task: &TaskId) -> [WorkerDecision; 3] {
+    [
+        WorkerDecision::StopRequested { worker: id.clone() },
+        WorkerDecision::TaskAbandoned {
+            worker: id.clone(),
+            task: task.clone(),
+        },
+        WorkerDecision::SessionLost { worker: id.clone() },
+    ]
+}
+
 /// Starts a worker with a gated handler, submits an `echo` task and
 /// assigns it; returns once the worker has started it.
 pub async fn worker_holding_a_task(
