@@ -17,6 +17,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use crate::types::SessionId;
 
@@ -143,7 +144,9 @@ fn splitmix64(x: u64) -> u64 {
 /// can need.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TaskId {
-    name: String,
+    /// Shared, not owned: a task's id is copied into every decision, event
+    /// and table that names it, and a copy is then a count, not a string.
+    name: Arc<str>,
     token: Option<TaskToken>,
     sequence: i32,
 }
@@ -154,7 +157,7 @@ impl TaskId {
     pub fn parse(name: &str) -> Result<TaskId, InvalidName> {
         if let Some((token, sequence)) = parse_canonical(name) {
             return Ok(TaskId {
-                name: name.to_owned(),
+                name: name.into(),
                 token,
                 sequence,
             });
@@ -200,7 +203,7 @@ impl TaskId {
             ));
         }
         Ok(TaskId {
-            name: name.to_owned(),
+            name: name.into(),
             token,
             sequence,
         })
@@ -210,7 +213,7 @@ impl TaskId {
     /// plain (unprotected) name.
     pub fn from_sequence(sequence: i32) -> TaskId {
         TaskId {
-            name: format!("{TASK_PREFIX}{sequence:010}"),
+            name: format!("{TASK_PREFIX}{sequence:010}").into(),
             token: None,
             sequence,
         }
@@ -220,7 +223,7 @@ impl TaskId {
     /// with `token`'s protected prefix.
     pub fn from_token_and_sequence(token: TaskToken, sequence: i32) -> TaskId {
         TaskId {
-            name: format!("{}{sequence:010}", token.name_prefix()),
+            name: format!("{}{sequence:010}", token.name_prefix()).into(),
             token: Some(token),
             sequence,
         }
@@ -333,13 +336,15 @@ impl FromStr for TaskId {
 /// A worker's name, as registered under `workers/`. zkdist's workers use
 /// `worker-NNNNNNNNNN` from the id scratch directory, but any valid node name
 /// is accepted so that a foreign registration is handled, not a crash.
+///
+/// Shared like a task's id: copies of it are counts, not strings.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct WorkerId(String);
+pub struct WorkerId(Arc<str>);
 
 impl WorkerId {
     pub fn parse(name: &str) -> Result<WorkerId, InvalidName> {
         validate_segment("worker id", name)?;
-        Ok(WorkerId(name.to_owned()))
+        Ok(WorkerId(name.into()))
     }
 
     pub fn as_str(&self) -> &str {
