@@ -207,11 +207,12 @@ pub struct SeedOutcome {
 
 impl SeedOutcome {
     fn of(report: RunReport, keep_trace: bool) -> SeedOutcome {
+        assert!(!keep_trace || report.trace.len() == report.trace_lines);
         SeedOutcome {
             seed: report.seed,
             steps: report.steps,
-            trace_lines: report.trace.len(),
-            trace_digest: crate::trace::digest(&report.trace),
+            trace_lines: report.trace_lines,
+            trace_digest: report.trace_digest,
             violation: report.violation,
             trace: keep_trace.then_some(report.trace),
         }
@@ -224,7 +225,14 @@ impl SeedOutcome {
 /// # Panics
 /// If `config` is invalid (see [`ExploreConfig::validate`]).
 pub fn run_seed(seed: u64, config: &ExploreConfig) -> RunReport {
-    zkdist_sim::runtime::block_on(seed, run_seed_here(seed, config.clone()))
+    run_seed_keeping(seed, config, true)
+}
+
+/// [`run_seed`], whose report carries the whole trace only if `keep_trace`.
+fn run_seed_keeping(seed: u64, config: &ExploreConfig, keep_trace: bool) -> RunReport {
+    zkdist_sim::runtime::block_on(seed, async move {
+        run_plan(seed, config.clone(), checked_plan(seed, config), keep_trace).await
+    })
 }
 
 /// Runs one seed's schedule on the simulation runtime the caller is already
@@ -233,15 +241,21 @@ pub fn run_seed(seed: u64, config: &ExploreConfig) -> RunReport {
 /// # Panics
 /// If `config` is invalid (see [`ExploreConfig::validate`]).
 pub async fn run_seed_here(seed: u64, config: ExploreConfig) -> RunReport {
+    let plan = checked_plan(seed, &config);
+    run_plan(seed, config, plan, true).await
+}
+
+/// Seed `seed`'s plan under `config`, which must be valid.
+fn checked_plan(seed: u64, config: &ExploreConfig) -> Plan {
     if let Err(error) = config.validate() {
         panic!("{error}");
     }
-    let plan = Plan::draw(seed, &config);
-    run_plan(seed, config, plan).await
+    Plan::draw(seed, config)
 }
 
-async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan) -> RunReport {
+async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan, keep_trace: bool) -> RunReport {
     let mut harness_config = HarnessConfig::new(seed, plan.latency);
+    harness_config.keep_trace = keep_trace;
     harness_config.session_timeout_ms = SESSION_TIMEOUT_MS;
     harness_config.discovery = config.discovery;
     harness_config.old_workers = config.old_workers;
@@ -446,7 +460,8 @@ pub fn explore(
                     if seed >= end {
                         return;
                     }
-                    let outcome = SeedOutcome::of(run_seed(seed, config), keep_traces);
+                    let outcome =
+                        SeedOutcome::of(run_seed_keeping(seed, config, keep_traces), keep_traces);
                     if outcomes_tx.send(outcome).is_err() {
                         return;
                     }

@@ -31,6 +31,7 @@ use zkdist_worker::{WorkerDecision, WorkerError};
 use crate::checker::{Checker, TreeFacts, Violation, decision_line};
 use crate::handler::task_payload;
 use crate::roles::{ActorConnector, lock, master_role, worker_role};
+use crate::trace::TraceSummary;
 
 /// How long the master gets, after the last assignment node is gone, to
 /// hear of it: far longer than any latency the testbed draws.
@@ -63,6 +64,9 @@ pub struct HarnessConfig {
     /// transactions (see [`SimConfig::follower_lag_txns`]); 0, the
     /// default, never.
     pub follower_lag_txns: u32,
+    /// Whether the report carries the whole trace (the default) or only
+    /// its length, steps and digest.
+    pub keep_trace: bool,
 }
 
 impl HarnessConfig {
@@ -77,6 +81,7 @@ impl HarnessConfig {
             old_workers: 0,
             first_task_sequence: None,
             follower_lag_txns: 0,
+            keep_trace: true,
         }
     }
 }
@@ -85,7 +90,12 @@ impl HarnessConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunReport {
     pub seed: u64,
+    /// Every line, or none if [`HarnessConfig::keep_trace`] was off.
     pub trace: Vec<String>,
+    /// The trace's length, kept or not.
+    pub trace_lines: usize,
+    /// [`crate::trace::digest`] of the trace, kept or not.
+    pub trace_digest: u64,
     pub violation: Option<Violation>,
     /// Requests applied plus messages delivered (see [`crate::trace::is_step`]).
     pub steps: u64,
@@ -734,11 +744,24 @@ impl Harness {
             }
             None => None,
         };
-        let trace = self.sim.trace().await;
+        // Actors may still be adding lines: the summary is of the lines
+        // kept. Without them, it is summed up where the lines are: most of
+        // the explorer's runs keep nothing more, and copying every line
+        // out cost it a twentieth of its time.
+        let (trace, summary) = if self.config.keep_trace {
+            let trace = self.sim.trace().await;
+            let summary = TraceSummary::of(trace.iter().map(String::as_str));
+            (trace, summary)
+        } else {
+            let summary = self.sim.read_trace(|lines| TraceSummary::of(lines)).await;
+            (Vec::new(), summary)
+        };
         RunReport {
             seed: self.config.seed,
-            steps: crate::trace::count_steps(&trace),
+            steps: summary.steps,
             trace,
+            trace_lines: summary.lines,
+            trace_digest: summary.digest,
             violation,
             submitted: self.submitted(),
         }

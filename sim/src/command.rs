@@ -12,6 +12,8 @@ use crate::tree::Tree;
 pub(crate) type Done = oneshot::Sender<()>;
 pub(crate) type Predicate = Box<dyn FnMut(&Tree) -> bool + Send>;
 pub(crate) type ApplyHook = Box<dyn FnMut(&AppliedOp, &Tree) + Send>;
+/// Reads the trace's lines, in place.
+pub(crate) type TraceReader = Box<dyn FnOnce(&mut dyn Iterator<Item = &str>) + Send>;
 
 pub(crate) enum Command {
     Connect {
@@ -76,6 +78,9 @@ pub(crate) enum Command {
     },
     Trace {
         reply: oneshot::Sender<Vec<String>>,
+    },
+    ReadTrace {
+        read: TraceReader,
     },
     SetSequenceCounter {
         parent: String,

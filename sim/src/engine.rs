@@ -269,6 +269,7 @@ impl Engine {
             Command::Trace { reply } => {
                 let _ = reply.send(self.trace.to_lines());
             }
+            Command::ReadTrace { read } => read(&mut self.trace.lines_from(0)),
             Command::SetSequenceCounter {
                 parent,
                 value,

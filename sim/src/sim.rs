@@ -245,6 +245,25 @@ impl SimZk {
         answer.await.unwrap_or_default()
     }
 
+    /// Runs `read` over every trace line so far, in place: what needs each
+    /// line once (a digest, a count) need not copy thousands of them out
+    /// first, as [`SimZk::trace`] does.
+    ///
+    /// # Panics
+    /// If the simulation's driver has stopped (it panicked).
+    pub async fn read_trace<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&mut dyn Iterator<Item = &str>) -> T + Send + 'static,
+    ) -> T {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::ReadTrace {
+            read: Box::new(move |lines| {
+                let _ = reply.send(read(lines));
+            }),
+        });
+        answer.await.expect("the simulation's driver has stopped")
+    }
+
     /// Sets `parent`'s child-create counter (its cversion), so that a test
     /// can reach the 32-bit wrap of sequential names. `NoNode` if `parent`
     /// does not exist.

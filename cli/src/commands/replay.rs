@@ -1,8 +1,6 @@
 //! `replay`: one seed's schedule, exactly as `explore` ran it, with its
 //! whole trace and its violation.
 
-use zkdist_scenarios::trace::digest;
-
 use super::Outcome;
 use super::explore::config_of;
 use crate::args::ReplayArgs;
@@ -21,8 +19,8 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<Outcome> {
         "seed {}: {} steps, {} trace lines, trace digest {:016x}",
         args.seed,
         report.steps,
-        report.trace.len(),
-        digest(&report.trace)
+        report.trace_lines,
+        report.trace_digest
     )?;
     match &report.violation {
         Some(violation) => {
