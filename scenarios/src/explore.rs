@@ -207,7 +207,7 @@ pub struct SeedOutcome {
 
 impl SeedOutcome {
     fn of(report: RunReport, keep_trace: bool) -> SeedOutcome {
-        assert!(!keep_trace || report.trace.len() == report.trace_lines);
+        debug_assert!(!keep_trace || report.trace.len() == report.trace_lines);
         SeedOutcome {
             seed: report.seed,
             steps: report.steps,
@@ -225,11 +225,11 @@ impl SeedOutcome {
 /// # Panics
 /// If `config` is invalid (see [`ExploreConfig::validate`]).
 pub fn run_seed(seed: u64, config: &ExploreConfig) -> RunReport {
-    run_seed_keeping(seed, config, true)
+    run_seed_with_trace(seed, config, true)
 }
 
 /// [`run_seed`], whose report carries the whole trace only if `keep_trace`.
-fn run_seed_keeping(seed: u64, config: &ExploreConfig, keep_trace: bool) -> RunReport {
+fn run_seed_with_trace(seed: u64, config: &ExploreConfig, keep_trace: bool) -> RunReport {
     zkdist_sim::runtime::block_on(seed, async move {
         run_plan(seed, config.clone(), checked_plan(seed, config), keep_trace).await
     })
@@ -460,8 +460,10 @@ pub fn explore(
                     if seed >= end {
                         return;
                     }
-                    let outcome =
-                        SeedOutcome::of(run_seed_keeping(seed, config, keep_traces), keep_traces);
+                    let outcome = SeedOutcome::of(
+                        run_seed_with_trace(seed, config, keep_traces),
+                        keep_traces,
+                    );
                     if outcomes_tx.send(outcome).is_err() {
                         return;
                     }

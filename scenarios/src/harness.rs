@@ -725,7 +725,12 @@ impl Harness {
     }
 
     /// The report as things stand: the violation (noted at the end of the
-    /// trace) and the whole trace. Freezes the checker; call it once.
+    /// trace) and the whole trace, or only its summary (see
+    /// [`HarnessConfig::keep_trace`]). Freezes the checker; call it once.
+    ///
+    /// # Panics
+    /// If the simulation's driver has stopped (it panicked) and the trace
+    /// is not kept.
     pub async fn report(&self) -> RunReport {
         let violation = {
             let mut checker = self.shared.checker();
@@ -744,10 +749,11 @@ impl Harness {
             }
             None => None,
         };
-        // Actors may still be adding lines: the summary is of the lines
-        // kept. Without them, it is summed up where the lines are: most of
-        // the explorer's runs keep nothing more, and copying every line
-        // out cost it a twentieth of its time.
+        // Actors may still add lines, so the summary comes from the same
+        // read as the lines: the copy when the lines are wanted, else the
+        // lines where the simulator keeps them (most of the explorer's
+        // runs want nothing more, and copying every line out cost it a
+        // twentieth of its time).
         let (trace, summary) = if self.config.keep_trace {
             let trace = self.sim.trace().await;
             let summary = TraceSummary::of(trace.iter().map(String::as_str));

@@ -109,6 +109,41 @@ fn a_replay_reproduces_the_explorers_trace_and_outcome() {
     }
 }
 
+/// Without its traces, the explorer sums each run's trace up where the
+/// simulator keeps it: the same length, steps and digest as the kept
+/// trace of the same seed's replay.
+#[test]
+fn a_run_summed_up_in_place_matches_its_kept_trace() {
+    let config = config(Faults::All);
+    for outcome in outcomes(0..6, &config, 1, false) {
+        assert_eq!(
+            outcome.trace, None,
+            "seed {}: no trace asked for",
+            outcome.seed
+        );
+        let replayed = run_seed(outcome.seed, &config);
+        assert!(replayed.trace.len() > 100, "seed {}", outcome.seed);
+        assert_eq!(
+            outcome.trace_lines,
+            replayed.trace.len(),
+            "seed {}",
+            outcome.seed
+        );
+        assert_eq!(
+            outcome.trace_digest,
+            trace::digest(&replayed.trace),
+            "seed {}",
+            outcome.seed
+        );
+        assert_eq!(
+            outcome.steps,
+            trace::count_steps(&replayed.trace),
+            "seed {}",
+            outcome.seed
+        );
+    }
+}
+
 /// The faults mode's goal: processes crash and restart, sessions expire,
 /// links go down and heal, and still no rule breaks and every task
 /// finishes exactly once, whichever way the masters discover tasks (the
