@@ -9,6 +9,9 @@
 //! message. A failed task is therefore never mistaken for one whose output
 //! happens to look like an error.
 
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use crate::validate::{MAX_DATA_BYTES, MAX_REQUEST_BYTES};
@@ -34,11 +37,52 @@ pub enum CodecError {
 }
 
 /// A task payload: its kind and the kind's fields.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TaskPayload {
     pub kind: String,
     #[serde(flatten)]
     pub fields: serde_json::Map<String, JsonValue>,
+}
+
+/// Reads the object in one pass: `kind` into its field, every other key
+/// into `fields`. A derived `#[serde(flatten)]` reads the whole object
+/// into an intermediate tree first and then reads that again, and every
+/// payload is read at least once: the client checks each one it submits,
+/// and handlers decode theirs. What it accepts and refuses is the derived
+/// reader's (a test holds the two side by side).
+impl<'de> Deserialize<'de> for TaskPayload {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<TaskPayload, D::Error> {
+        deserializer.deserialize_map(PayloadVisitor)
+    }
+}
+
+struct PayloadVisitor;
+
+impl<'de> Visitor<'de> for PayloadVisitor {
+    type Value = TaskPayload;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a JSON object with a string \"kind\" field")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TaskPayload, A::Error> {
+        let mut kind: Option<String> = None;
+        let mut fields = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "kind" {
+                if kind.is_some() {
+                    return Err(de::Error::duplicate_field("kind"));
+                }
+                kind = Some(map.next_value()?);
+            } else {
+                // A key given twice keeps its last value, as a JSON map does.
+                let value: JsonValue = map.next_value()?;
+                fields.insert(key, value);
+            }
+        }
+        let kind = kind.ok_or_else(|| de::Error::missing_field("kind"))?;
+        Ok(TaskPayload { kind, fields })
+    }
 }
 
 impl TaskPayload {
@@ -250,6 +294,63 @@ mod tests {
             Err(CodecError::EmptyKind)
         );
         assert_eq!(TaskPayload::new("").encode(), Err(CodecError::EmptyKind));
+    }
+
+    /// What the derived reader with `#[serde(flatten)]` makes of a
+    /// payload: the reference the hand-written one is held to.
+    #[derive(Debug, Deserialize)]
+    struct DerivedPayload {
+        kind: String,
+        #[serde(flatten)]
+        fields: serde_json::Map<String, JsonValue>,
+    }
+
+    #[test]
+    fn payloads_are_read_as_the_derived_reader_reads_them() {
+        let inputs: [&[u8]; 16] = [
+            br#"{"kind":"pi","samples":1000}"#,
+            br#"{"samples":1000,"kind":"pi"}"#,
+            br#"{"kind":"exec","argv":["sh","-c","echo hi"],"env":{"A":"1"},"x":null}"#,
+            br#"{"kind":"pi","samples":1,"samples":2}"#,
+            br#" { "kind" : "work" , "n" : 3.5 , "big" : 18446744073709551615 } "#,
+            br#"{"kind":"\u00e9t\u00e9","k\"ey":"v"}"#,
+            br#"{"kind":"pi","kind":"pi"}"#,
+            br#"{"kind":"pi","nested":{"kind":"inner"}}"#,
+            br#"{"kind":7}"#,
+            br#"{"kind":null}"#,
+            br#"{"samples":3}"#,
+            br#"{}"#,
+            br#"[1,2]"#,
+            br#""pi""#,
+            br#"{"kind":"pi",}"#,
+            br#"{"kind":"pi"} trailing"#,
+        ];
+        for bytes in inputs {
+            let derived = serde_json::from_slice::<DerivedPayload>(bytes);
+            let read = serde_json::from_slice::<TaskPayload>(bytes);
+            match (derived, read) {
+                (Ok(derived), Ok(read)) => {
+                    assert_eq!(read.kind, derived.kind, "{bytes:?}");
+                    assert_eq!(read.fields, derived.fields, "{bytes:?}");
+                    // Field order survives too (the encoding is compared
+                    // byte for byte elsewhere).
+                    assert!(
+                        read.fields.keys().eq(derived.fields.keys()),
+                        "{bytes:?}"
+                    );
+                }
+                (Err(_), Err(_)) => {}
+                (derived, read) => {
+                    panic!("{bytes:?}: derived {derived:?}, hand-written {read:?}")
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_payload_naming_its_kind_twice_is_refused() {
+        let error = TaskPayload::decode(br#"{"kind":"pi","kind":"exec"}"#).unwrap_err();
+        assert!(error.to_string().contains("duplicate field `kind`"), "{error}");
     }
 
     #[test]
