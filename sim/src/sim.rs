@@ -54,22 +54,37 @@ impl SimZk {
         let _ = self.commands.send(command);
     }
 
+    /// Sends the command `command` builds around a reply channel and
+    /// waits for the answer: `Err` if the driver stopped (it panicked)
+    /// before answering. Each caller decides what a stopped driver means
+    /// for it.
+    async fn ask<T>(
+        &self,
+        command: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, oneshot::error::RecvError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(command(reply));
+        answer.await
+    }
+
+    /// Sends a command that answers once it has been carried out, and
+    /// waits for that. A stopped driver carries nothing out; the caller
+    /// returns all the same, as the simulation it controlled is over.
     async fn control(&self, command: impl FnOnce(Done) -> Command) {
-        let (done, finished) = oneshot::channel();
-        self.send(command(done));
-        let _ = finished.await;
+        let _ = self.ask(command).await;
     }
 
     /// Opens a session named `name` (the trace's name for it). Returns once
     /// the handshake completed; the stream's first event is
     /// `Event::Session(SessionState::Connected)`.
     pub async fn connect(&self, name: &str) -> ZkResult<(SimSession, EventStream)> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::Connect {
-            name: name.to_owned(),
-            reply,
-        });
-        let (id, events) = answer.await.unwrap_or_else(|_| Err(simulator_stopped()))?;
+        let (id, events) = self
+            .ask(|reply| Command::Connect {
+                name: name.to_owned(),
+                reply,
+            })
+            .await
+            .unwrap_or_else(|_| Err(simulator_stopped()))?;
         let grace_ms = zkdist_coord::disconnected_grace_ms(self.session_timeout_ms);
         let session = SimSession::new(id, name, grace_ms, self.commands.clone());
         Ok((session, events))
@@ -206,9 +221,9 @@ impl SimZk {
     /// trace lines (joined by newlines). `None` if nothing is pending. Meant
     /// for use while paused.
     pub async fn step(&self) -> Option<String> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::Step { reply });
-        answer.await.unwrap_or(None)
+        self.ask(|reply| Command::Step { reply })
+            .await
+            .unwrap_or(None)
     }
 
     /// Returns once `predicate` holds: checked now and after every
@@ -229,20 +244,20 @@ impl SimZk {
         &self,
         view: impl FnOnce(&Tree) -> T + Send + 'static,
     ) -> T {
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::Inspect {
+        self.ask(|reply| Command::Inspect {
             view: Box::new(move |tree| {
                 let _ = reply.send(view(tree));
             }),
-        });
-        answer.await.expect("the simulation's driver has stopped")
+        })
+        .await
+        .expect("the simulation's driver has stopped")
     }
 
     /// Every trace line so far.
     pub async fn trace(&self) -> Vec<String> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::Trace { reply });
-        answer.await.unwrap_or_default()
+        self.ask(|reply| Command::Trace { reply })
+            .await
+            .unwrap_or_default()
     }
 
     /// Runs `read` over every trace line so far, in place: what needs each
@@ -255,26 +270,26 @@ impl SimZk {
         &self,
         read: impl FnOnce(&mut dyn Iterator<Item = &str>) -> T + Send + 'static,
     ) -> T {
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::ReadTrace {
+        self.ask(|reply| Command::ReadTrace {
             read: Box::new(move |lines| {
                 let _ = reply.send(read(lines));
             }),
-        });
-        answer.await.expect("the simulation's driver has stopped")
+        })
+        .await
+        .expect("the simulation's driver has stopped")
     }
 
     /// Sets `parent`'s child-create counter (its cversion), so that a test
     /// can reach the 32-bit wrap of sequential names. `NoNode` if `parent`
     /// does not exist.
     pub async fn set_sequence_counter(&self, parent: &str, value: i32) -> ZkResult<()> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Command::SetSequenceCounter {
+        self.ask(|reply| Command::SetSequenceCounter {
             parent: parent.to_owned(),
             value,
             reply,
-        });
-        answer.await.unwrap_or_else(|_| Err(simulator_stopped()))
+        })
+        .await
+        .unwrap_or_else(|_| Err(simulator_stopped()))
     }
 
     /// Calls `hook` after every transaction (including failed writes, which
