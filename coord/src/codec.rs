@@ -332,12 +332,6 @@ mod tests {
                 (Ok(derived), Ok(read)) => {
                     assert_eq!(read.kind, derived.kind, "{bytes:?}");
                     assert_eq!(read.fields, derived.fields, "{bytes:?}");
-                    // Field order survives too (the encoding is compared
-                    // byte for byte elsewhere).
-                    assert!(
-                        read.fields.keys().eq(derived.fields.keys()),
-                        "{bytes:?}"
-                    );
                 }
                 (Err(_), Err(_)) => {}
                 (derived, read) => {
@@ -350,7 +344,10 @@ mod tests {
     #[test]
     fn a_payload_naming_its_kind_twice_is_refused() {
         let error = TaskPayload::decode(br#"{"kind":"pi","kind":"exec"}"#).unwrap_err();
-        assert!(error.to_string().contains("duplicate field `kind`"), "{error}");
+        assert!(
+            error.to_string().contains("duplicate field `kind`"),
+            "{error}"
+        );
     }
 
     #[test]
