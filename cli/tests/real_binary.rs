@@ -460,7 +460,8 @@ fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: S
 }
 
 /// A root under another deployment's `workers/` is refused, naming that
-/// deployment, and nothing is laid out there; a stray persistent node under
+/// deployment (and `ZKDIST_ROOT` when the root came from it), and nothing
+/// is laid out there; a stray persistent node under
 /// `workers/` is named by `status` as no live worker's. A deployment nested
 /// under `workers/` through a chroot, where the refusal cannot see, lays
 /// out nodes the outer master takes for workers that joined: it drops them,
@@ -489,6 +490,23 @@ fn a_root_inside_a_deployment_is_refused_and_a_stray_registration_named(connect:
         "{}",
         refused.stderr
     );
+    assert_eq!(target.children(&workers_dir), Vec::<String>::new());
+    // The same root from the environment: only the ensemble can tell it is
+    // inside a deployment, and the refusal names the variable, for a user
+    // who never typed `--root`.
+    let from_env = common::zkdist(&["submit", "--zk", &connect, r#"{"kind":"pi","samples":10}"#])
+        .env("ZKDIST_ROOT", &workers_dir)
+        .output()
+        .expect("run zkdist");
+    let stderr = String::from_utf8_lossy(&from_env.stderr);
+    assert_eq!(from_env.status.code(), Some(1), "{stderr}");
+    for needle in [
+        format!("ZKDIST_ROOT {workers_dir:?} (the environment variable behind --root)"),
+        format!("zkdist deployment at {}", target.root),
+    ] {
+        assert!(stderr.contains(&needle), "{needle:?} not in {stderr}");
+    }
+    assert_eq!(stderr.matches("ZKDIST_ROOT").count(), 1, "{stderr}");
     assert_eq!(target.children(&workers_dir), Vec::<String>::new());
 
     target.read(async |zk| {
