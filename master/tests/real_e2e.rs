@@ -6,7 +6,8 @@
 //! that does not exist, one that cannot be created, payloads over the size
 //! limit, and tasks that are not valid for their kind. And a worker cut
 //! off from the ensemble in the middle of a task, which must stop it
-//! before another worker can be given it.
+//! before another worker can be given it, and one told to stop while cut
+//! off, which must return within its stop's bound.
 //!
 //! `ZKDIST_TEST_ZK` names the server (a connect string). Without it every
 //! test is reported as ignored, never as passed.
@@ -96,6 +97,16 @@ fn main() {
             |connect| {
                 testing::runtime().block_on(
                     a_worker_cut_off_stops_its_task_before_another_worker_runs_it(connect),
+                )
+            },
+        ),
+        server_trial(
+            "a_worker_role_told_to_stop_on_a_silent_link_returns_and_its_session_expires",
+            |connect| {
+                testing::runtime().block_on(
+                    a_worker_role_told_to_stop_on_a_silent_link_returns_and_its_session_expires(
+                        connect,
+                    ),
                 )
             },
         ),
@@ -824,6 +835,143 @@ async fn a_worker_cut_off_stops_its_task_before_another_worker_runs_it(connect_s
     // `a`'s session is expired: closing it is a no-op or an error.
     let _ = tokio::time::timeout(Duration::from_secs(1), a_session.close()).await;
     client.session().close().await.unwrap();
+    delete_root(&config, &root).await;
+}
+
+/// A worker role told to stop while its link is silent (a network that
+/// drops packets: the client hears nothing, and nothing it sends arrives)
+/// cannot delete its registration. It gives the requests still to make
+/// the stop's timeout (`STOP_TIMEOUT_MS`), gives its session up and
+/// returns, its close bounded too, rather than wait for a link that may
+/// never come back; it does not claim to have deregistered. The
+/// registration goes with the session when the server expires it, which
+/// is what tells the master the worker left.
+///
+/// The session timeout is three stop timeouts, so that neither the
+/// server's expiry nor the client's own giving up on the session (it
+/// declares a session it cannot reach expired after about its timeout)
+/// can be what ends the role: it must return while its session still
+/// lives on the server.
+async fn a_worker_role_told_to_stop_on_a_silent_link_returns_and_its_session_expires(
+    connect_string: String,
+) {
+    let config = testing::config(&connect_string);
+    let root = testing::fresh_case_root(&config, ROOT_PREFIX, "stop-on-silent-link").await;
+    let layout = Layout::new(&root).unwrap();
+    let (looker, _looker_events) = connect(&config).await;
+
+    let proxied = proxy::ProxiedEnsemble::start(&connect_string);
+    let decisions = Arc::new(Mutex::new(Vec::new()));
+    let observer = {
+        let decisions = decisions.clone();
+        zkdist_coord::Observer::new(move |decision: WorkerDecision| {
+            decisions.lock().unwrap().push(decision);
+        })
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let session_timeout_ms = 3 * zkdist_worker::STOP_TIMEOUT_MS;
+    let role = tokio::spawn(zkdist_worker::run_worker_role(
+        testing::config(&proxied.connect).with_session_timeout_ms(session_timeout_ms),
+        layout.clone(),
+        TestHandler,
+        async move {
+            let _ = stopped.await;
+        },
+        Some(observer),
+    ));
+    let deadline = Instant::now() + HANG_GUARD;
+    let worker = loop {
+        let registered = decisions
+            .lock()
+            .unwrap()
+            .iter()
+            .find_map(|decision| match decision {
+                WorkerDecision::Registered { worker } => Some(worker.clone()),
+                _ => None,
+            });
+        if let Some(worker) = registered {
+            break worker;
+        }
+        assert!(Instant::now() < deadline, "the worker never registered");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let registration = layout.worker(&worker);
+    assert!(
+        looker
+            .exists(&registration, Watch::No)
+            .await
+            .unwrap()
+            .is_some(),
+        "{registration} is there while the link is"
+    );
+
+    proxied.silence();
+    let stopped_at = Instant::now();
+    let _ = stop.send(());
+    let outcome = tokio::time::timeout(HANG_GUARD, role)
+        .await
+        .expect("the role returns by the stop's timeout, the link still silent")
+        .expect("the role's task does not panic");
+    let waited = stopped_at.elapsed();
+    assert_eq!(outcome, Ok(()), "a stop is the end asked for");
+    // The stop's bound ended the role, not the session's end: the session
+    // is still the server's, and so is its registration.
+    assert!(
+        looker
+            .exists(&registration, Watch::No)
+            .await
+            .unwrap()
+            .is_some(),
+        "{registration} was gone when the role returned, {waited:?} after the stop: \
+         the session's expiry, not the stop's bound, ended it"
+    );
+    // A lower bound, not a speed check: the worker waited for its
+    // deregistration as long as the stop allows before giving up.
+    assert!(
+        waited >= Duration::from_millis(zkdist_worker::STOP_TIMEOUT_MS),
+        "gave up {waited:?} after the stop, before its timeout"
+    );
+    let after_registration: Vec<WorkerDecision> = {
+        let decisions = decisions.lock().unwrap();
+        let registered = decisions
+            .iter()
+            .position(|decision| matches!(decision, WorkerDecision::Registered { .. }))
+            .expect("registered above");
+        decisions[registered + 1..].to_vec()
+    };
+    assert_eq!(
+        after_registration,
+        [
+            WorkerDecision::StopRequested {
+                worker: worker.clone()
+            },
+            WorkerDecision::SessionLost {
+                worker: worker.clone()
+            },
+        ],
+        "stopped, and gave the session up without deregistering"
+    );
+    // The server expires the silent session a session timeout after it
+    // last heard from it, and its ephemeral registration with it: nothing
+    // the worker held is left for ever.
+    let deadline = Instant::now() + HANG_GUARD;
+    while looker
+        .exists(&registration, Watch::No)
+        .await
+        .unwrap()
+        .is_some()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{registration} outlived its session"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!(
+        "stop on a silent link: the role returned {waited:?} after the stop (stop timeout {} ms, session timeout {session_timeout_ms} ms)",
+        zkdist_worker::STOP_TIMEOUT_MS,
+    );
+    looker.close().await.unwrap();
     delete_root(&config, &root).await;
 }
 
