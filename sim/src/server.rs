@@ -403,10 +403,11 @@ impl Server {
     }
 
     fn fire(&mut self, triggers: &[Trigger]) -> Vec<(SessionId, WatchEvent)> {
-        triggers
-            .iter()
-            .flat_map(|trigger| self.watches.fire(trigger))
-            .collect()
+        let mut fired = Vec::new();
+        for trigger in triggers {
+            self.watches.fire_into(trigger, &mut fired);
+        }
+        fired
     }
 
     /// How many watches the server holds, all sessions together.

@@ -96,6 +96,10 @@ pub(crate) struct Watches {
     /// The same registrations, by session, to drop a session's watches
     /// without scanning every path.
     by_session: BTreeMap<SessionId, BTreeSet<(WatchTable, String)>>,
+    /// The sessions a change tells, gathered here and kept empty between
+    /// changes: every change fires, so its buffer is reused rather than
+    /// allocated each time.
+    told: Vec<SessionId>,
 }
 
 impl Watches {
@@ -118,34 +122,51 @@ impl Watches {
     /// a delete tells the node's data and child watchers `NodeDeleted` once,
     /// and a persistent watch that reports the change as well adds nothing.
     pub(crate) fn fire(&mut self, trigger: &Trigger) -> Vec<(SessionId, WatchEvent)> {
+        let mut fired = Vec::new();
+        self.fire_into(trigger, &mut fired);
+        fired
+    }
+
+    /// As [`Watches::fire`], appending to `fired`: a transaction's changes
+    /// fire into one list.
+    pub(crate) fn fire_into(
+        &mut self,
+        trigger: &Trigger,
+        fired: &mut Vec<(SessionId, WatchEvent)>,
+    ) {
         let (kind, path, tables) = one_shot_reach(trigger);
-        let mut told = BTreeSet::new();
+        let mut told = std::mem::take(&mut self.told);
+        assert!(told.is_empty(), "the buffer is emptied after each change");
         for &table in tables {
-            told.append(&mut self.take(table, path));
+            told.extend(self.take(table, path));
         }
         self.add_persistent_watchers(kind, path, &mut told);
-        told.into_iter()
-            .map(|session| {
-                (
-                    session,
-                    WatchEvent {
-                        kind,
-                        path: path.to_owned(),
-                    },
-                )
-            })
-            .collect()
+        // In session order, each once: ZooKeeper collects a change's
+        // watchers in a set.
+        told.sort_unstable();
+        told.dedup();
+        fired.extend(told.drain(..).map(|session| {
+            (
+                session,
+                WatchEvent {
+                    kind,
+                    path: path.to_owned(),
+                },
+            )
+        }));
+        self.told = told;
     }
 
     /// Adds to `sessions` those whose persistent watches report a change
     /// of `kind` on `changed`: a persistent watch on the node itself (any
     /// kind), and a recursive one on the node or any ancestor (any kind but
-    /// `NodeChildrenChanged`).
+    /// `NodeChildrenChanged`). `sessions` may then hold one several times,
+    /// and is in no order.
     fn add_persistent_watchers(
         &self,
         kind: WatchKind,
         changed: &str,
-        sessions: &mut BTreeSet<SessionId>,
+        sessions: &mut Vec<SessionId>,
     ) {
         if let Some(watchers) = self.persistent.get(changed) {
             sessions.extend(watchers);
@@ -156,7 +177,7 @@ impl Watches {
         if self.recursive.len() <= RECURSIVE_SCAN_MAX_WATCHED {
             // Few recursive watches (one per master, say): checking each
             // against the changed path costs less than hashing every
-            // ancestor of it. The set sorts the sessions either way.
+            // ancestor of it. The caller sorts the sessions either way.
             for (watched, watchers) in &self.recursive {
                 if path::is_same_or_descendant(changed, watched) {
                     sessions.extend(watchers);
@@ -263,6 +284,7 @@ impl Watches {
             }
         }
         assert_eq!(from_tables, self.by_session, "watch index");
+        assert!(self.told.is_empty(), "a change's sessions left behind");
     }
 }
 
@@ -403,9 +425,9 @@ mod tests {
         assert!(watched.len() > RECURSIVE_SCAN_MAX_WATCHED);
         let changes = ["/a/b", "/a/b/c/d", "/ab/c", "/x", "/a"];
         let told = |watches: &Watches, changed: &str| {
-            let mut sessions = BTreeSet::new();
+            let mut sessions = Vec::new();
             watches.add_persistent_watchers(NodeDataChanged, changed, &mut sessions);
-            sessions
+            sessions.into_iter().collect::<BTreeSet<SessionId>>()
         };
         let mut walked = Watches::default();
         for (n, path) in watched.iter().enumerate() {
