@@ -55,6 +55,10 @@ fn main() {
             a_root_inside_a_deployment_is_refused_and_a_stray_registration_named,
         ),
         server_trial(
+            "a_master_node_made_by_hand_is_named_and_a_master_elected_once_it_goes",
+            a_master_node_made_by_hand_is_named_and_a_master_elected_once_it_goes,
+        ),
+        server_trial(
             "exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task",
             exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task,
         ),
@@ -560,6 +564,55 @@ fn a_root_inside_a_deployment_is_refused_and_a_stray_registration_named(connect:
             })
             .then_some(())
     });
+    terminate_all(&mut roles);
+    target.delete_root();
+}
+
+/// A `master` node no session holds (made by hand, or left by a tree laid
+/// out there) keeps every candidate waiting, as nothing will delete it: the
+/// candidate says so in its log, naming the node, and wins the election
+/// once an operator deletes it; the queued task then runs.
+fn a_master_node_made_by_hand_is_named_and_a_master_elected_once_it_goes(connect: String) {
+    let scratch = Scratch::new("hand-made-master");
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let submit = target.run(&["submit", r#"{"kind":"pi","samples":1000}"#]);
+    submit.expect_code(0);
+    let task = task_id(&submit);
+    let master_node = Layout::new(&target.root).unwrap().master();
+    target.read(async |zk| {
+        zk.create(
+            &master_node,
+            b"by hand",
+            zkdist_coord::CreateMode::Persistent,
+        )
+        .await
+        .expect("the node is made");
+    });
+    let mut roles = vec![
+        target.spawn("master", &["master"], &scratch),
+        target.spawn("worker", &["worker"], &scratch),
+    ];
+    eventually("the candidate names the node that keeps it waiting", || {
+        let log = roles[0].log();
+        (log.contains("the master node is not ephemeral") && log.contains(master_node.as_str()))
+            .then_some(())
+    });
+    assert!(!elected(&roles[0]), "{}", roles[0].log());
+    assert!(
+        !target.exists(&format!("{}/tasks/{task}/result", target.root)),
+        "no master, no assignment"
+    );
+
+    target.delete(&master_node);
+    eventually("the candidate is elected once the node is gone", || {
+        elected(&roles[0]).then_some(())
+    });
+    let wait = target.run(&["wait", &task]);
+    wait.expect_code(0);
+    check_pi(wait.stdout.trim_end(), 1000);
     terminate_all(&mut roles);
     target.delete_root();
 }
