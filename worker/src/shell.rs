@@ -73,7 +73,7 @@ use crate::handler::TaskHandler;
 use crate::state::{
     AssignmentAfterLoss, CompletionReadBack, HandlerOutcome, ResultWrite, WorkerState,
 };
-use crate::stop_timeout::{Bounded, STOP_TIMEOUT_MS, StopClock};
+use crate::stop_timeout::{self, Bounded, STOP_TIMEOUT_MS, StopClock};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkerError {
@@ -154,6 +154,14 @@ enum HandlerEnd {
     Revoked,
     /// The registration was deleted: the handler was stopped.
     RegistrationLost,
+}
+
+/// How the task in hand ended, and, if the worker was told to stop by
+/// then, the time the requests after it must be done by (see
+/// [`stop_timeout::after_task_deadline`]).
+struct TaskEnd {
+    end: HandlerEnd,
+    stop_deadline: Option<Instant>,
 }
 
 /// A worker on one session. Build it with [`Worker::new`], optionally attach
@@ -568,10 +576,11 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 }
             }
         };
-        let end = self
+        let TaskEnd { end, stop_deadline } = self
             .run_handler(state, &payload, assignment, registration, shutdown)
             .await?;
-        clock.after_task(state.stop_requested());
+        debug_assert_eq!(stop_deadline.is_some(), state.stop_requested());
+        clock.after_task(stop_deadline);
         let written = async {
             match end {
                 HandlerEnd::Ran(outcome) => {
@@ -992,8 +1001,11 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// the handler's future is dropped (the task is abandoned) and the
     /// session's end is returned. So it is, with [`WorkerError::CutOff`],
     /// when the session stays disconnected past its grace while the
-    /// handler runs, or, once a stop was asked for, while its result waits
-    /// for the link. When the master takes the assignment back meanwhile,
+    /// handler runs. Once the handler finished and a stop was asked for,
+    /// what its result still waits for (the link, a look) gets the stop's
+    /// timeout from the later of the two, as the writes after a task do
+    /// (in all: the returned [`TaskEnd`] carries the deadline on to them);
+    /// past it the session is given up. When the master takes the assignment back meanwhile,
     /// the handler's future is dropped too ([`HandlerEnd::Revoked`]): the
     /// master gives the task to another worker, and running it on here
     /// would run it twice at once; so it is when the registration is
@@ -1014,7 +1026,21 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         assignment: &str,
         registration: &str,
         shutdown: &mut Pin<&mut S>,
-    ) -> Result<HandlerEnd, WorkerError> {
+    ) -> Result<TaskEnd, WorkerError> {
+        // When the stop was heard (at the latest: a stop heard during the
+        // reads counts from here, before the task's end), and when the
+        // handler finished: what is left after both gets the stop's timeout.
+        let mut stop_heard_at: Option<Instant> = state.stop_requested().then(Instant::now);
+        let mut finished_at: Option<Instant> = None;
+        let task_end =
+            |end: HandlerEnd, finished_at: Option<Instant>, stop_heard_at: Option<Instant>| {
+                let ended_at = finished_at.unwrap_or_else(Instant::now);
+                TaskEnd {
+                    end,
+                    stop_deadline: stop_heard_at
+                        .map(|heard_at| stop_timeout::after_task_deadline(ended_at, heard_at)),
+                }
+            };
         // Events that came during the reads are acted on before the
         // handler's first poll: one may end the task before it starts.
         self.take_ready_events();
@@ -1046,6 +1072,16 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         let mut early_events = std::mem::take(&mut self.unhandled_events);
         loop {
             let stop_requested = state.stop_requested();
+            debug_assert_eq!(
+                stop_requested,
+                stop_heard_at.is_some(),
+                "the stop's time is kept"
+            );
+            let write_deadline = finished_at
+                .zip(stop_heard_at)
+                .map(|(finished_at, heard_at)| {
+                    stop_timeout::after_task_deadline(finished_at, heard_at)
+                });
             let looking = !look.is_terminated() || look_again_at.is_some();
             // A finished handler's result goes to the completion only when
             // nothing says the node read may have changed unseen: no look
@@ -1058,7 +1094,11 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 take_ready(&mut self.events, &mut early_events);
                 if early_events.is_empty() {
                     let outcome = finished.take().expect("checked just above");
-                    return Ok(HandlerEnd::Ran(outcome));
+                    return Ok(task_end(
+                        HandlerEnd::Ran(outcome),
+                        finished_at,
+                        stop_heard_at,
+                    ));
                 }
             }
             let event = match early_events.pop_front() {
@@ -1066,6 +1106,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 None => tokio::select! {
                     biased;
                     outcome = &mut run, if finished.is_none() => {
+                        finished_at = Some(Instant::now());
                         finished = Some(match outcome {
                             Ok(output) => HandlerOutcome::Finished(output),
                             Err(message) => HandlerOutcome::Panicked(message),
@@ -1078,6 +1119,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                         continue;
                     }
                     () = shutdown.as_mut(), if !stop_requested => {
+                        stop_heard_at = Some(Instant::now());
                         let decision = state.on_stop_requested().expect("first stop request");
                         note(self.observer.as_ref(), decision);
                         continue;
@@ -1099,7 +1141,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                                     worker = %state.worker(),
                                     "the assignment node is gone or was made anew (taken back, or the root re-made) {outcome}"
                                 );
-                                return Ok(HandlerEnd::Revoked);
+                                return Ok(task_end(HandlerEnd::Revoked, finished_at, stop_heard_at));
                             }
                             Err(error) => match error.session_end() {
                                 Some(ended) => {
@@ -1135,21 +1177,27 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     // nothing, and its result waits for the reconnection
                     // and a look, however long the outage (the session's
                     // end is reported only when the link is back), unless
-                    // the worker was told to stop: a stop does not wait
-                    // for an ensemble out of reach.
-                    () = sleep_until_set(give_up_at), if give_up_at.is_some() && (finished.is_none() || stop_requested) => {
-                        let outcome = if finished.is_some() {
-                            "after its task finished, told to stop: its result is left unwritten"
-                        } else {
-                            "while a task runs: stopping it"
-                        };
+                    // the worker was told to stop (the arm below).
+                    () = sleep_until_set(give_up_at), if give_up_at.is_some() && finished.is_none() => {
                         tracing::warn!(
                             target: "zkdist::worker",
                             worker = %state.worker(),
                             grace_ms,
-                            "disconnected for the session's grace {outcome}"
+                            "disconnected for the session's grace while a task runs: stopping it"
                         );
                         return Err(WorkerError::CutOff { grace_ms });
+                    }
+                    // A stop does not wait for an ensemble out of reach:
+                    // a finished handler's result, waiting for the link or
+                    // a look's verdict, gets the stop's timeout from the
+                    // later of the task's end and the stop, as its writes
+                    // would (`Worker::work` carries the same deadline on
+                    // to them).
+                    () = sleep_until_set(write_deadline), if write_deadline.is_some() => {
+                        return Err(gave_up_after_stop(
+                            Some(state.worker()),
+                            "waiting for the link to write its task's result",
+                        ));
                     }
                     event = self.events.recv() => event,
                 },
@@ -1172,7 +1220,11 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     look.set(look_at(&self.zk, assignment).fuse());
                 }
                 Some(event) if is_deletion_of(&event, registration) => {
-                    return Ok(HandlerEnd::RegistrationLost);
+                    return Ok(task_end(
+                        HandlerEnd::RegistrationLost,
+                        finished_at,
+                        stop_heard_at,
+                    ));
                 }
                 Some(other) => {
                     match other {

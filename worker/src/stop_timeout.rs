@@ -8,8 +8,9 @@
 //! a stop asked during an outage would wait for the outage to end. Once
 //! the stop was asked for, the requests still to make get
 //! [`STOP_TIMEOUT_MS`] in all: those before the task in hand (reading the
-//! assignment and the task) from the stop, those after it (writing the
-//! result, then deleting the registration) from the task's end. Past it
+//! assignment and the task) from the stop, those after it (waiting for the
+//! link to write the result, writing it, then deleting the registration)
+//! from the later of the task's end and the stop. Past it
 //! the worker gives its session up, as after a crash: the registration
 //! goes with the session (closed by the role, or expired by the ensemble),
 //! and the master then settles the task in hand (a result the worker could
@@ -67,12 +68,13 @@ impl StopClock {
         self.give_up_at.get_or_insert_with(deadline_from_now);
     }
 
-    /// The task in hand ended (`stop_requested`: whether the stop was asked
-    /// for by then): the writes that follow, and the deregistration after
-    /// them, get a whole timeout of their own, however long the task ran.
-    pub(crate) fn after_task(&mut self, stop_requested: bool) {
-        if stop_requested {
-            self.give_up_at = Some(deadline_from_now());
+    /// The task in hand ended; `stop_deadline` is set if the stop was
+    /// asked for by then ([`after_task_deadline`]): the writes that follow,
+    /// and the deregistration after them, get a whole timeout of their own
+    /// from the task's end, however long the task ran.
+    pub(crate) fn after_task(&mut self, stop_deadline: Option<Instant>) {
+        if let Some(at) = stop_deadline {
+            self.give_up_at = Some(at);
         }
     }
 
@@ -124,6 +126,15 @@ impl StopClock {
 
 fn deadline_from_now() -> Instant {
     Instant::now() + Duration::from_millis(STOP_TIMEOUT_MS)
+}
+
+/// When the requests after a task (waiting for the link to write its
+/// result, the writes, the deregistration) must be done by, for a task
+/// that ended at `ended_at` and a stop heard at `stop_heard_at`: a
+/// timeout from the later of the two. A stop heard during the task counts
+/// from the task's end, however long the task ran.
+pub(crate) fn after_task_deadline(ended_at: Instant, stop_heard_at: Instant) -> Instant {
+    ended_at.max(stop_heard_at) + Duration::from_millis(STOP_TIMEOUT_MS)
 }
 
 #[cfg(test)]
@@ -226,7 +237,7 @@ mod tests {
         clock.heard_elsewhere();
         // The task ran past the deadline the stop set.
         tokio::time::sleep(Duration::from_millis(3 * STOP_TIMEOUT_MS)).await;
-        clock.after_task(true);
+        clock.after_task(Some(after_task_deadline(Instant::now(), start)));
         let writes = clock
             .run(
                 tokio::time::sleep(Duration::from_millis(STOP_TIMEOUT_MS / 2)),
@@ -246,7 +257,7 @@ mod tests {
         assert_eq!(start.elapsed().as_millis(), u128::from(4 * STOP_TIMEOUT_MS));
         // Without a stop, the task's end starts nothing.
         let mut idle = StopClock::default();
-        idle.after_task(false);
+        idle.after_task(None);
         assert!(!idle.stop_heard());
     }
 }

@@ -741,35 +741,6 @@ fn a_task_finished_during_an_outage_is_not_cut_off_at_the_grace() {
     });
 }
 
-/// A worker told to stop does not wait for an ensemble out of reach: a
-/// result that finished during an outage, and waits for the link, is
-/// given up at the grace once a stop is asked for, as a running task is
-/// (the session's end would be heard only when the link is back, here
-/// after ten minutes).
-#[test]
-fn a_stopping_worker_gives_up_a_finished_task_waiting_out_an_outage_at_the_grace() {
-    run_sim(async {
-        let setup = setup(Latency::Fixed { ms: 2 }).await;
-        let (mut worker, id, task, handler) = worker_holding_a_task(&setup).await;
-        let session = worker.session.session_id();
-        let grace_ms = worker.session.disconnected_grace_ms();
-        setup.sim.cut(session, Duration::from_secs(600)).await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        handler.open_once();
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let _ = worker.stop.send(());
-
-        let ended = tokio::time::timeout(Duration::from_millis(grace_ms), &mut worker.handle)
-            .await
-            .expect("the worker gives up within the grace, long before the link is back");
-        assert_eq!(ended.unwrap(), Err(WorkerError::CutOff { grace_ms }));
-        let decisions: Vec<_> = std::iter::from_fn(|| worker.decisions.try_recv().ok()).collect();
-        assert_eq!(decisions, gave_up_after_stop(&id, &task));
-        assert_eq!(handler.runs(), 1);
-        assert_no_result(&setup, &task).await;
-    });
-}
-
 #[test]
 fn a_revocation_found_at_completion_with_the_registration_gone_joins_again() {
     run_sim(async {

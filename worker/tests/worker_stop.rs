@@ -243,3 +243,103 @@ fn a_stop_while_joining_leaves_without_registering() {
         assert_eq!(count_lines(&trace, "add_watch"), 0, "nor armed a watch");
     });
 }
+
+/// A worker whose task ends while its link is down: the link is cut for
+/// `outage`, the task's gate opens at once (well within the session's
+/// grace, so the handler finishes), and the stop comes 50 ms later, while
+/// the result waits for the link.
+async fn finished_in_an_outage(
+    setup: &Setup,
+    outage: Duration,
+) -> (RunningWorker, WorkerId, TaskId) {
+    let (worker, id, task, handler) = worker_holding_a_task(setup).await;
+    setup.sim.cut(worker.session.session_id(), outage).await;
+    handler.open_once();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    (worker, id, task)
+}
+
+/// The result of a task that ended in an outage waits for the link; a stop
+/// gives that wait the stop's timeout from the task's end, as it gives the
+/// writes after a task, not the session's grace: an outage longer than
+/// the grace and shorter than the timeout loses nothing, and the worker
+/// writes the result and deregisters.
+#[test]
+fn a_stop_while_a_finished_result_waits_out_an_outage_past_the_grace_still_writes_it() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let grace_ms = setup.master.disconnected_grace_ms();
+        let outage = Duration::from_millis((grace_ms + STOP_TIMEOUT_MS) / 2);
+        assert!(outage > Duration::from_millis(grace_ms) + Duration::from_secs(1));
+        let (worker, id, task) = finished_in_an_outage(&setup, outage).await;
+
+        let Stopped {
+            outcome: ended,
+            waited,
+            decisions,
+        } = stop_and_wait(worker).await;
+        assert_eq!(ended, Ok(id.clone()), "{decisions:?}");
+        assert!(
+            waited >= outage - Duration::from_millis(100),
+            "ended after {waited:?}, before the link was back"
+        );
+        assert_eq!(
+            decisions.first(),
+            Some(&WorkerDecision::StopRequested { worker: id.clone() })
+        );
+        assert!(
+            decisions.contains(&WorkerDecision::ResultWritten {
+                worker: id.clone(),
+                task: task.clone(),
+                success: true,
+            }),
+            "{decisions:?}"
+        );
+        assert_eq!(
+            decisions.last(),
+            Some(&WorkerDecision::Deregistered { worker: id.clone() })
+        );
+        let (result, _) = setup
+            .client
+            .session()
+            .get_data(&setup.layout.result(&task), Watch::No)
+            .await
+            .expect("the result was written");
+        assert_eq!(
+            TaskResult::decode(&result).unwrap(),
+            TaskResult::Success {
+                output: b"done".to_vec()
+            }
+        );
+    });
+}
+
+/// The same wait with an outage that outlasts the test: the worker gives
+/// its session up at the stop's timeout from the stop (the task ended just
+/// before it), not at the grace, the task abandoned and its result
+/// unwritten (the master gives it to another worker once the session has
+/// expired).
+#[test]
+fn a_stop_while_a_finished_result_waits_out_a_long_outage_gives_the_session_up_at_its_timeout() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let (worker, id, task) = finished_in_an_outage(&setup, LONG_OUTAGE).await;
+
+        let Stopped {
+            outcome: ended,
+            waited,
+            decisions,
+        } = stop_and_wait(worker).await;
+        assert_eq!(ended, Err(WorkerError::SessionEnded { state: None }));
+        assert!(
+            waited >= Duration::from_millis(STOP_TIMEOUT_MS),
+            "gave up after {waited:?}, before the stop's timeout"
+        );
+        assert_eq!(decisions, gave_up_after_stop(&id, &task));
+        let result = setup.layout.result(&task);
+        assert!(
+            !setup.sim.inspect(move |tree| tree.exists(&result)).await,
+            "nothing was written"
+        );
+    });
+}
