@@ -849,9 +849,12 @@ async fn a_worker_cut_off_stops_its_task_before_another_worker_runs_it(connect_s
 ///
 /// The session timeout is three stop timeouts, so that neither the
 /// server's expiry nor the client's own giving up on the session (it
-/// declares a session it cannot reach expired after about its timeout)
+/// declares a session it has not reached for its whole timeout expired)
 /// can be what ends the role: it must return while its session still
-/// lives on the server.
+/// lives on the server. The client drops its silent connection sooner (at
+/// two fifths of the timeout, within the stop's window), which an idle
+/// worker notes nothing for. The server must grant such a session
+/// (`maxSessionTimeout`; `scripts/zk` allows 60 s): the test checks.
 async fn a_worker_role_told_to_stop_on_a_silent_link_returns_and_its_session_expires(
     connect_string: String,
 ) {
@@ -870,6 +873,15 @@ async fn a_worker_role_told_to_stop_on_a_silent_link_returns_and_its_session_exp
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let session_timeout_ms = 3 * zkdist_worker::STOP_TIMEOUT_MS;
+    let (probe, _probe_events) =
+        connect(&testing::config(&connect_string).with_session_timeout_ms(session_timeout_ms))
+            .await;
+    assert_eq!(
+        probe.granted_session_timeout_ms(),
+        session_timeout_ms,
+        "the server must grant {session_timeout_ms} ms sessions (its maxSessionTimeout) for this test"
+    );
+    probe.close().await.unwrap();
     let role = tokio::spawn(zkdist_worker::run_worker_role(
         testing::config(&proxied.connect).with_session_timeout_ms(session_timeout_ms),
         layout.clone(),
