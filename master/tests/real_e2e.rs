@@ -908,12 +908,15 @@ async fn a_worker_role_told_to_stop_on_a_silent_link_returns_and_its_session_exp
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     let registration = layout.worker(&worker);
-    assert!(
+    let registered = async || {
         looker
             .exists(&registration, Watch::No)
             .await
             .unwrap()
-            .is_some(),
+            .is_some()
+    };
+    assert!(
+        registered().await,
         "{registration} is there while the link is"
     );
 
@@ -929,11 +932,7 @@ async fn a_worker_role_told_to_stop_on_a_silent_link_returns_and_its_session_exp
     // The stop's bound ended the role, not the session's end: the session
     // is still the server's, and so is its registration.
     assert!(
-        looker
-            .exists(&registration, Watch::No)
-            .await
-            .unwrap()
-            .is_some(),
+        registered().await,
         "{registration} was gone when the role returned, {waited:?} after the stop: \
          the session's expiry, not the stop's bound, ended it"
     );
@@ -967,12 +966,7 @@ async fn a_worker_role_told_to_stop_on_a_silent_link_returns_and_its_session_exp
     // last heard from it, and its ephemeral registration with it: nothing
     // the worker held is left for ever.
     let deadline = Instant::now() + HANG_GUARD;
-    while looker
-        .exists(&registration, Watch::No)
-        .await
-        .unwrap()
-        .is_some()
-    {
+    while registered().await {
         assert!(
             Instant::now() < deadline,
             "{registration} outlived its session"
