@@ -214,13 +214,13 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// task in hand, takes no further assignment, deregisters and returns
     /// its id. A stop does not wait for an ensemble out of reach: the
     /// requests still to make get [`STOP_TIMEOUT_MS`] in all, those before
-    /// the task in hand (reading it) from the stop, those after it (writing
-    /// its result, deregistering) from its end, after which the worker
-    /// returns [`WorkerError::SessionEnded`] instead: it gave the session
-    /// up, and the registration goes with the session, as after a crash (a
-    /// result it could not write is the next worker's to write). A task
-    /// that finished during a disconnection is given up at the session's
-    /// grace instead, as its result is not even sent then. An assignment
+    /// the task in hand (reading it) from the stop, those after it (waiting
+    /// for the link or a look to write its result, writing it,
+    /// deregistering) from the later of its end and the stop, after which
+    /// the worker returns [`WorkerError::SessionEnded`] instead: it gave
+    /// the session up, and the registration goes with the session, as
+    /// after a crash (a result it could not write is the next worker's to
+    /// write). An assignment
     /// made before the master saw it leave is left alone: the master
     /// reclaims the assignment of a worker that left and gives the task to
     /// another, which running it here too would race. Told to stop before
@@ -1005,8 +1005,8 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// what its result still waits for (the link, a look) gets the stop's
     /// timeout from the later of the two, as the writes after a task do
     /// (in all: the returned [`TaskEnd`] carries the deadline on to them);
-    /// past it the session is given up. When the master takes the assignment back meanwhile,
-    /// the handler's future is dropped too ([`HandlerEnd::Revoked`]): the
+    /// past it the session is given up. When the master takes the
+    /// assignment back meanwhile, the handler's future is dropped too ([`HandlerEnd::Revoked`]): the
     /// master gives the task to another worker, and running it on here
     /// would run it twice at once; so it is when the registration is
     /// deleted ([`HandlerEnd::RegistrationLost`]), after which the master
@@ -1196,7 +1196,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     () = sleep_until_set(write_deadline), if write_deadline.is_some() => {
                         return Err(gave_up_after_stop(
                             Some(state.worker()),
-                            "waiting for the link to write its task's result",
+                            "waiting for the link or a look at its assignment to write its task's result",
                         ));
                     }
                     event = self.events.recv() => event,

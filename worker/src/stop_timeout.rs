@@ -70,8 +70,9 @@ impl StopClock {
 
     /// The task in hand ended; `stop_deadline` is set if the stop was
     /// asked for by then ([`after_task_deadline`]): the writes that follow,
-    /// and the deregistration after them, get a whole timeout of their own
-    /// from the task's end, however long the task ran.
+    /// and the deregistration after them, share one timeout from the later
+    /// of the task's end and the stop (with the wait for the link that may
+    /// have come before them), however long the task ran.
     pub(crate) fn after_task(&mut self, stop_deadline: Option<Instant>) {
         if let Some(at) = stop_deadline {
             self.give_up_at = Some(at);

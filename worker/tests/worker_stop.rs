@@ -263,12 +263,12 @@ fn a_stop_while_joining_leaves_without_registering() {
 async fn finished_in_an_outage(
     setup: &Setup,
     outage: Duration,
-) -> (RunningWorker, WorkerId, TaskId) {
+) -> (RunningWorker, WorkerId, TaskId, GatedHandler) {
     let (worker, id, task, handler) = worker_holding_a_task(setup).await;
     setup.sim.cut(worker.session.session_id(), outage).await;
     handler.open_once();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    (worker, id, task)
+    (worker, id, task, handler)
 }
 
 /// The result of a task that ended in an outage waits for the link; a stop
@@ -283,7 +283,11 @@ fn a_stop_while_a_finished_result_waits_out_an_outage_past_the_grace_still_write
         let grace_ms = setup.master.disconnected_grace_ms();
         let outage = Duration::from_millis((grace_ms + STOP_TIMEOUT_MS) / 2);
         assert!(outage > Duration::from_millis(grace_ms) + Duration::from_secs(1));
-        let (worker, id, task) = finished_in_an_outage(&setup, outage).await;
+        assert!(
+            outage < Duration::from_millis(zkdist_sim::SimConfig::default().session_timeout_ms),
+            "the outage ends before the session can expire"
+        );
+        let (worker, id, task, handler) = finished_in_an_outage(&setup, outage).await;
 
         let Stopped {
             outcome: ended,
@@ -306,6 +310,7 @@ fn a_stop_while_a_finished_result_waits_out_an_outage_past_the_grace_still_write
             "{decisions:?}"
         );
         assert_stopped_after_writing(&setup, &id, &task, &decisions).await;
+        assert_eq!(handler.runs(), 1, "the task ran once");
     });
 }
 
@@ -318,7 +323,7 @@ fn a_stop_while_a_finished_result_waits_out_an_outage_past_the_grace_still_write
 fn a_stop_while_a_finished_result_waits_out_a_long_outage_gives_the_session_up_at_its_timeout() {
     run_sim(async {
         let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
-        let (worker, id, task) = finished_in_an_outage(&setup, LONG_OUTAGE).await;
+        let (worker, id, task, handler) = finished_in_an_outage(&setup, LONG_OUTAGE).await;
 
         let Stopped {
             outcome: ended,
@@ -336,5 +341,56 @@ fn a_stop_while_a_finished_result_waits_out_a_long_outage_gives_the_session_up_a
             !setup.sim.inspect(move |tree| tree.exists(&result)).await,
             "nothing was written"
         );
+        assert_eq!(handler.runs(), 1, "the task ran once");
+    });
+}
+
+/// A stop heard while the task runs counts from the task's end, however
+/// long after the stop that comes: here the stop comes, the link is cut a
+/// second later, the task ends at once, and the outage outlasts the test.
+/// The worker gives its session up a stop's timeout after the task's end,
+/// not after the stop (nor at the grace), the task abandoned and its result
+/// unwritten.
+#[test]
+fn a_stop_heard_while_the_task_runs_gives_the_waiting_result_a_timeout_from_the_task_s_end() {
+    run_sim(async {
+        let setup = setup(Latency::Fixed { ms: LATENCY_MS }).await;
+        let (worker, id, task, handler) = worker_holding_a_task(&setup).await;
+        let RunningWorker {
+            session,
+            stop,
+            handle,
+            mut decisions,
+        } = worker;
+        let stopped_at = Instant::now();
+        let _ = stop.send(());
+        assert_eq!(
+            next_decision(&mut decisions).await,
+            WorkerDecision::StopRequested { worker: id.clone() }
+        );
+        let task_runs_on = Duration::from_secs(1);
+        tokio::time::sleep(task_runs_on).await;
+        setup.sim.cut(session.session_id(), LONG_OUTAGE).await;
+        handler.open_once();
+
+        let timeout = Duration::from_millis(STOP_TIMEOUT_MS);
+        let ended = tokio::time::timeout(timeout + task_runs_on + Duration::from_secs(1), handle)
+            .await
+            .expect("the worker ends a stop's timeout after its task, long before the link is back")
+            .expect("the worker's task does not panic");
+        let waited = stopped_at.elapsed();
+        assert_eq!(ended, Err(WorkerError::SessionEnded { state: None }));
+        assert!(
+            waited >= timeout + task_runs_on,
+            "gave up {waited:?} after the stop, before a timeout from the task's end"
+        );
+        let decisions: Vec<_> = std::iter::from_fn(|| decisions.try_recv().ok()).collect();
+        assert_eq!(decisions, gave_up_after_stop(&id, &task)[1..]);
+        let result = setup.layout.result(&task);
+        assert!(
+            !setup.sim.inspect(move |tree| tree.exists(&result)).await,
+            "nothing was written"
+        );
+        assert_eq!(handler.runs(), 1, "the task ran once");
     });
 }
