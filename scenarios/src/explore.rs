@@ -230,9 +230,7 @@ pub fn run_seed(seed: u64, config: &ExploreConfig) -> RunReport {
 
 /// [`run_seed`], whose report carries the whole trace only if `keep_trace`.
 fn run_seed_with_trace(seed: u64, config: &ExploreConfig, keep_trace: bool) -> RunReport {
-    zkdist_sim::runtime::block_on(seed, async move {
-        run_plan(seed, config.clone(), checked_plan(seed, config), keep_trace).await
-    })
+    zkdist_sim::runtime::block_on(seed, run_checked(seed, config.clone(), keep_trace))
 }
 
 /// Runs one seed's schedule on the simulation runtime the caller is already
@@ -241,16 +239,16 @@ fn run_seed_with_trace(seed: u64, config: &ExploreConfig, keep_trace: bool) -> R
 /// # Panics
 /// If `config` is invalid (see [`ExploreConfig::validate`]).
 pub async fn run_seed_here(seed: u64, config: ExploreConfig) -> RunReport {
-    let plan = checked_plan(seed, &config);
-    run_plan(seed, config, plan, true).await
+    run_checked(seed, config, true).await
 }
 
-/// Seed `seed`'s plan under `config`, which must be valid.
-fn checked_plan(seed: u64, config: &ExploreConfig) -> Plan {
+/// Checks `config`, draws seed `seed`'s plan under it and runs it.
+async fn run_checked(seed: u64, config: ExploreConfig, keep_trace: bool) -> RunReport {
     if let Err(error) = config.validate() {
         panic!("{error}");
     }
-    Plan::draw(seed, config)
+    let plan = Plan::draw(seed, &config);
+    run_plan(seed, config, plan, keep_trace).await
 }
 
 async fn run_plan(seed: u64, config: ExploreConfig, plan: Plan, keep_trace: bool) -> RunReport {

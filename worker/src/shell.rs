@@ -164,6 +164,24 @@ struct TaskEnd {
     stop_deadline: Option<Instant>,
 }
 
+impl TaskEnd {
+    /// `end`, reached when the handler finished (`finished_at`) or, if it
+    /// did not, now; a stop heard at `stop_heard_at` gives what follows its
+    /// deadline.
+    fn new(
+        end: HandlerEnd,
+        finished_at: Option<Instant>,
+        stop_heard_at: Option<Instant>,
+    ) -> TaskEnd {
+        let ended_at = finished_at.unwrap_or_else(Instant::now);
+        TaskEnd {
+            end,
+            stop_deadline: stop_heard_at
+                .map(|heard_at| stop_timeout::after_task_deadline(ended_at, heard_at)),
+        }
+    }
+}
+
 /// A worker on one session. Build it with [`Worker::new`], optionally attach
 /// an observer, then [`Worker::run_until`].
 pub struct Worker<C: Coordinator, H: TaskHandler> {
@@ -220,10 +238,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// the worker returns [`WorkerError::SessionEnded`] instead: it gave
     /// the session up, and the registration goes with the session, as
     /// after a crash (a result it could not write is the next worker's to
-    /// write). An assignment
-    /// made before the master saw it leave is left alone: the master
-    /// reclaims the assignment of a worker that left and gives the task to
-    /// another, which running it here too would race. Told to stop before
+    /// write). An assignment made before the master saw it leave is left
+    /// alone: the master reclaims the assignment of a worker that left and
+    /// gives the task to another, which running it here too would race. Told to stop before
     /// it registered, it leaves without registering. Creates the layout if
     /// it is missing. Does not close the session (whose id node goes with
     /// it).
@@ -1006,8 +1023,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     /// timeout from the later of the two, as the writes after a task do
     /// (in all: the returned [`TaskEnd`] carries the deadline on to them);
     /// past it the session is given up. When the master takes the
-    /// assignment back meanwhile, the handler's future is dropped too ([`HandlerEnd::Revoked`]): the
-    /// master gives the task to another worker, and running it on here
+    /// assignment back meanwhile, the handler's future is dropped too
+    /// ([`HandlerEnd::Revoked`]): the master gives the task to another
+    /// worker, and running it on here
     /// would run it twice at once; so it is when the registration is
     /// deleted ([`HandlerEnd::RegistrationLost`]), after which the master
     /// takes the assignment back. A reconnection within the grace is
@@ -1032,15 +1050,6 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
         // handler finished: what is left after both gets the stop's timeout.
         let mut stop_heard_at: Option<Instant> = state.stop_requested().then(Instant::now);
         let mut finished_at: Option<Instant> = None;
-        let task_end =
-            |end: HandlerEnd, finished_at: Option<Instant>, stop_heard_at: Option<Instant>| {
-                let ended_at = finished_at.unwrap_or_else(Instant::now);
-                TaskEnd {
-                    end,
-                    stop_deadline: stop_heard_at
-                        .map(|heard_at| stop_timeout::after_task_deadline(ended_at, heard_at)),
-                }
-            };
         // Events that came during the reads are acted on before the
         // handler's first poll: one may end the task before it starts.
         self.take_ready_events();
@@ -1094,7 +1103,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 take_ready(&mut self.events, &mut early_events);
                 if early_events.is_empty() {
                     let outcome = finished.take().expect("checked just above");
-                    return Ok(task_end(
+                    return Ok(TaskEnd::new(
                         HandlerEnd::Ran(outcome),
                         finished_at,
                         stop_heard_at,
@@ -1141,7 +1150,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                                     worker = %state.worker(),
                                     "the assignment node is gone or was made anew (taken back, or the root re-made) {outcome}"
                                 );
-                                return Ok(task_end(HandlerEnd::Revoked, finished_at, stop_heard_at));
+                                return Ok(TaskEnd::new(HandlerEnd::Revoked, finished_at, stop_heard_at));
                             }
                             Err(error) => match error.session_end() {
                                 Some(ended) => {
@@ -1220,7 +1229,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                     look.set(look_at(&self.zk, assignment).fuse());
                 }
                 Some(event) if is_deletion_of(&event, registration) => {
-                    return Ok(task_end(
+                    return Ok(TaskEnd::new(
                         HandlerEnd::RegistrationLost,
                         finished_at,
                         stop_heard_at,

@@ -48,17 +48,6 @@ async fn assert_run_dropped(handler: &GatedHandler) {
     assert_eq!(handler.gate.available_permits(), 1, "the task is not run");
 }
 
-async fn assert_no_result(setup: &Setup, task: &TaskId) {
-    let result_path = setup.layout.result(task);
-    assert!(
-        !setup
-            .sim
-            .inspect(move |tree| tree.exists(&result_path))
-            .await,
-        "no result was written"
-    );
-}
-
 /// Deletes `id`'s registration by hand and checks that the worker notes
 /// the loss, stopping `task` if it holds one, and ends with the error that
 /// makes the role join again.

@@ -336,11 +336,7 @@ fn a_stop_while_a_finished_result_waits_out_a_long_outage_gives_the_session_up_a
             "gave up after {waited:?}, before the stop's timeout"
         );
         assert_eq!(decisions, gave_up_after_stop(&id, &task));
-        let result = setup.layout.result(&task);
-        assert!(
-            !setup.sim.inspect(move |tree| tree.exists(&result)).await,
-            "nothing was written"
-        );
+        assert_no_result(&setup, &task).await;
         assert_eq!(handler.runs(), 1, "the task ran once");
     });
 }
@@ -386,11 +382,7 @@ fn a_stop_heard_while_the_task_runs_gives_the_waiting_result_a_timeout_from_the_
         );
         let decisions: Vec<_> = std::iter::from_fn(|| decisions.try_recv().ok()).collect();
         assert_eq!(decisions, gave_up_after_stop(&id, &task)[1..]);
-        let result = setup.layout.result(&task);
-        assert!(
-            !setup.sim.inspect(move |tree| tree.exists(&result)).await,
-            "nothing was written"
-        );
+        assert_no_result(&setup, &task).await;
         assert_eq!(handler.runs(), 1, "the task ran once");
     });
 }

@@ -353,3 +353,15 @@ pub async fn successor_finishes(setup: &mut Setup, handler: &GatedHandler, task:
     );
     assert_eq!(handler.runs(), 1);
 }
+
+/// Checks that no result of `task` was written.
+pub async fn assert_no_result(setup: &Setup, task: &TaskId) {
+    let result_path = setup.layout.result(task);
+    assert!(
+        !setup
+            .sim
+            .inspect(move |tree| tree.exists(&result_path))
+            .await,
+        "no result was written"
+    );
+}
