@@ -67,6 +67,10 @@ fn main() {
             with_auth_outsiders_read_everything_and_change_nothing,
         ),
         server_trial(
+            "an_exec_command_does_not_see_the_credentials_its_worker_was_given",
+            an_exec_command_does_not_see_the_credentials_its_worker_was_given,
+        ),
+        server_trial(
             "a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on",
             a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on,
         ),
@@ -974,6 +978,34 @@ const OWNER_AUTH: &str = "zkdist-ops:correct horse";
 /// for them, but every write they try is refused with an auth error: no
 /// submission, no assignment, no completion, no registration, no deletion.
 /// Nothing they tried changed anything, and the roles carry on.
+/// Results are readable by everyone, so a command that prints its
+/// environment must not find the deployment's password in it.
+fn an_exec_command_does_not_see_the_credentials_its_worker_was_given(connect: String) {
+    let scratch = Scratch::new("exec-env");
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let mut role = common::zkdist(&target.args(&["run", "--allow-exec"]));
+    role.env("ZKDIST_AUTH", OWNER_AUTH)
+        .env("ZKDIST_TEST_PROBE", "inherited");
+    let _role = Role::spawn_with("run", role, &scratch);
+    eventually("a master and a worker", || {
+        let status = target.try_status()?;
+        (status["master_present"] == true && workers_in(&status) == 1).then_some(())
+    });
+    // The probe shows the command does get the worker's environment, so
+    // that `absent` means the password was taken out, not that nothing
+    // came through.
+    let script = r#"echo "${ZKDIST_TEST_PROBE-absent}"; echo "${ZKDIST_AUTH-absent}""#;
+    let task = serde_json::json!({"kind": "exec", "argv": ["sh", "-c", script]}).to_string();
+    let submit = target.run(&["submit", "--wait", "--auth", OWNER_AUTH, &task]);
+    submit.expect_code(0);
+    let result: Value = serde_json::from_str(submit.stdout_lines()[1]).unwrap();
+    assert_eq!(result["stdout"], "inherited\nabsent\n", "{result}");
+    assert_eq!(result["exit_code"], 0, "{result}");
+}
+
 fn with_auth_outsiders_read_everything_and_change_nothing(connect: String) {
     let scratch = Scratch::new("auth");
     let target = Target {

@@ -69,8 +69,9 @@ pub fn parse(payload: &[u8]) -> Result<ExecTask, HandlerError> {
     Ok(task)
 }
 
-/// Runs the task. Output beyond `limit_bytes` in all is dropped (and
-/// reported as truncated), so the result always fits in one znode.
+/// Runs the task. The output is cut (and reported as truncated) so that
+/// the result, encoded, takes at most `limit_bytes`: one znode. Either
+/// stream may use the whole room if the other leaves it.
 ///
 /// The command runs in a process group of its own. A Ctrl-C at the
 /// worker's terminal is meant for the worker, which finishes the task in
@@ -87,26 +88,17 @@ pub fn parse(payload: &[u8]) -> Result<ExecTask, HandlerError> {
 /// once. Processes the command started itself are not reached that way,
 /// nor is a set-user-ID program.
 pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, HandlerError> {
-    let mut command = Command::new(&task.argv[0]);
-    command
-        .args(&task.argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    kill_when_the_worker_dies(&mut command);
-    let mut child = command
+    let mut child = command_for(task)
         .spawn()
         .map_err(|e| HandlerError::Failed(format!("cannot start {:?}: {e}", task.argv[0])))?;
     let group = ProcessGroup::led_by(&child);
-    // Half of the budget per stream, less room for the JSON around them and
-    // for escaping, which can grow a byte to six.
-    let per_stream_bytes = limit_bytes.saturating_sub(1024) / 2 / 6;
+    // Either stream may fill the whole budget if the other is short: each
+    // keeps up to all of it, and the two are cut to fit once escaped.
+    let output_budget_bytes = limit_bytes.saturating_sub(RESULT_FRAME_BYTES);
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
-    let mut out = Capped::new(per_stream_bytes);
-    let mut err = Capped::new(per_stream_bytes);
+    let mut out = Capped::new(output_budget_bytes);
+    let mut err = Capped::new(output_budget_bytes);
     let ran = async {
         tokio::join!(
             async { tokio::try_join!(out.fill_from(stdout), err.fill_from(stderr)) },
@@ -130,14 +122,95 @@ pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, Hand
             (None, true)
         }
     };
-    let truncated = out.truncated || err.truncated;
+    let read_truncated = out.truncated || err.truncated;
+    let mut stdout = out.into_text();
+    let mut stderr = err.into_text();
+    let cut = fit_escaped(&mut stdout, &mut stderr, output_budget_bytes);
     Ok(ExecResult {
         exit_code,
         timed_out,
-        stdout: out.into_text(),
-        stderr: err.into_text(),
-        truncated,
+        stdout,
+        stderr,
+        truncated: read_truncated || cut,
     })
+}
+
+/// The command `task` names, set up as [`run`] describes.
+fn command_for(task: &ExecTask) -> Command {
+    let mut command = Command::new(&task.argv[0]);
+    command
+        .args(&task.argv[1..])
+        // The worker's credentials are not the command's: anyone may read
+        // a result, and a command that prints its environment would
+        // publish them.
+        .env_remove(AUTH_ENV)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    kill_when_the_worker_dies(&mut command);
+    command
+}
+
+/// The environment variable that carries the worker's credentials.
+const AUTH_ENV: &str = "ZKDIST_AUTH";
+
+/// Room kept in the result for its JSON beyond the two streams' text (the
+/// field names, the exit code, the flags: under 100 bytes).
+const RESULT_FRAME_BYTES: usize = 1024;
+
+/// The bytes `c` takes inside a JSON string as serde_json writes it: the
+/// quote, the backslash and the five short escapes take two, other
+/// control characters six (`\u00XX`), everything else its UTF-8 length.
+fn escaped_len(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if u32::from(c) < 0x20 => 6,
+        c => c.len_utf8(),
+    }
+}
+
+fn total_escaped_len(text: &str) -> usize {
+    text.chars().map(escaped_len).sum()
+}
+
+/// Cuts `text` at the last character boundary where its escaped length is
+/// at most `budget_bytes`. True if anything was cut.
+fn cut_escaped(text: &mut String, budget_bytes: usize) -> bool {
+    let mut used_bytes = 0;
+    for (at, c) in text.char_indices() {
+        used_bytes += escaped_len(c);
+        if used_bytes > budget_bytes {
+            text.truncate(at);
+            return true;
+        }
+    }
+    false
+}
+
+/// Cuts the two streams so that, escaped, they take at most
+/// `budget_bytes` together. A stream that needs less than half leaves the
+/// rest to the other; two long ones get half each. True if anything was
+/// cut.
+fn fit_escaped(stdout: &mut String, stderr: &mut String, budget_bytes: usize) -> bool {
+    let out_bytes = total_escaped_len(stdout);
+    let err_bytes = total_escaped_len(stderr);
+    if out_bytes + err_bytes <= budget_bytes {
+        return false;
+    }
+    let half_bytes = budget_bytes / 2;
+    let (out_budget, err_budget) = if out_bytes <= half_bytes {
+        (out_bytes, budget_bytes - out_bytes)
+    } else if err_bytes <= half_bytes {
+        (budget_bytes - err_bytes, err_bytes)
+    } else {
+        (half_bytes, budget_bytes - half_bytes)
+    };
+    let cut = cut_escaped(stdout, out_budget) | cut_escaped(stderr, err_budget);
+    debug_assert!(cut, "over the budget, something is cut");
+    debug_assert!(total_escaped_len(stdout) + total_escaped_len(stderr) <= budget_bytes);
+    cut
 }
 
 /// Has the kernel SIGKILL the command when the thread that starts it ends.
@@ -301,17 +374,96 @@ mod tests {
         assert!(!result.timed_out && !result.truncated);
     }
 
-    #[tokio::test]
-    async fn caps_output_to_fit_the_limit() {
-        let task = parse(
-            br#"{"kind":"exec","argv":["sh","-c","head -c 3000000 /dev/zero | tr '\\0' 'x'"]}"#,
-        )
-        .unwrap();
+    /// Runs `script` under `sh -c` with the node-sized limit, and checks
+    /// that the result fits in it.
+    async fn run_capped(script: &str) -> ExecResult {
+        let payload = serde_json::json!({"kind": "exec", "argv": ["sh", "-c", script]});
+        let task = parse(payload.to_string().as_bytes()).unwrap();
         let limit = zkdist_coord::MAX_DATA_BYTES;
         let result = run(&task, limit).await.unwrap();
+        assert_eq!(result.exit_code, Some(0), "{:?}", result.stderr);
+        let encoded_bytes = serde_json::to_vec(&result).unwrap().len();
+        assert!(encoded_bytes <= limit, "{encoded_bytes} bytes");
+        result
+    }
+
+    const BUDGET_BYTES: usize = zkdist_coord::MAX_DATA_BYTES - RESULT_FRAME_BYTES;
+
+    #[tokio::test]
+    async fn a_long_output_fills_the_node_not_a_fraction_of_it() {
+        let result = run_capped("head -c 3000000 /dev/zero | tr '\\0' 'x'").await;
         assert!(result.truncated);
-        assert_eq!(result.exit_code, Some(0));
-        assert!(serde_json::to_vec(&result).unwrap().len() <= limit);
+        assert_eq!(result.stdout.len(), BUDGET_BYTES);
+        assert_eq!(result.stderr, "");
+    }
+
+    #[tokio::test]
+    async fn output_that_escapes_long_is_cut_to_fit_once_escaped() {
+        // A NUL byte is written `\u0000`: six bytes of the node each.
+        let result = run_capped("head -c 3000000 /dev/zero").await;
+        assert!(result.truncated);
+        assert_eq!(result.stdout.len(), BUDGET_BYTES / 6);
+        assert!(result.stdout.bytes().all(|byte| byte == 0));
+    }
+
+    #[tokio::test]
+    async fn a_short_stream_is_kept_whole_beside_a_long_one() {
+        let result = run_capped("echo err >&2; head -c 3000000 /dev/zero | tr '\\0' 'x'").await;
+        assert!(result.truncated);
+        assert_eq!(result.stderr, "err\n");
+        // `err\n` escaped is five bytes.
+        assert_eq!(result.stdout.len(), BUDGET_BYTES - 5);
+    }
+
+    #[tokio::test]
+    async fn two_long_streams_get_half_the_node_each() {
+        let result = run_capped(
+            "head -c 3000000 /dev/zero | tr '\\0' 'e' >&2; head -c 3000000 /dev/zero | tr '\\0' 'o'",
+        )
+        .await;
+        assert!(result.truncated);
+        assert_eq!(result.stdout.len(), BUDGET_BYTES / 2);
+        assert_eq!(result.stderr.len(), BUDGET_BYTES - BUDGET_BYTES / 2);
+        assert!(result.stdout.bytes().all(|byte| byte == b'o'));
+        assert!(result.stderr.bytes().all(|byte| byte == b'e'));
+    }
+
+    #[test]
+    fn fitting_counts_escapes_and_never_splits_a_character() {
+        // `"` takes two bytes escaped, `é` two in UTF-8, `\u{1}` six.
+        let mut out = String::from("a\"é\u{1}b");
+        let mut err = String::new();
+        assert_eq!(total_escaped_len(&out), 1 + 2 + 2 + 6 + 1);
+        assert!(!fit_escaped(&mut out, &mut err, 12));
+        assert_eq!(out, "a\"é\u{1}b");
+        assert!(fit_escaped(&mut out, &mut err, 11));
+        assert_eq!(out, "a\"é\u{1}");
+        assert!(fit_escaped(&mut out, &mut err, 10));
+        assert_eq!(out, "a\"é");
+        assert!(fit_escaped(&mut out, &mut err, 4));
+        assert_eq!(out, "a\"", "é is not split");
+        // The escaped length agrees with serde_json's for every byte value.
+        for byte in 0..=0x7f_u8 {
+            let c = char::from(byte);
+            let quoted = serde_json::to_string(&c.to_string()).unwrap();
+            assert_eq!(escaped_len(c), quoted.len() - 2, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn a_command_does_not_see_the_worker_s_credentials() {
+        let task = parse(br#"{"kind":"exec","argv":["true"]}"#).unwrap();
+        let command = command_for(&task);
+        let auth = command
+            .as_std()
+            .get_envs()
+            .find(|(key, _)| *key == AUTH_ENV)
+            .map(|(_, value)| value);
+        assert_eq!(
+            auth,
+            Some(None),
+            "{AUTH_ENV} is taken out of its environment"
+        );
     }
 
     #[tokio::test]

@@ -216,7 +216,9 @@ impl Role {
         Role::spawn_with(name, wrapped, scratch)
     }
 
-    fn spawn_with(name: &str, mut command: Command, scratch: &Scratch) -> Role {
+    /// Starts `command` (made with [`zkdist`], then given what the test
+    /// needs) as a role.
+    pub fn spawn_with(name: &str, mut command: Command, scratch: &Scratch) -> Role {
         let args: Vec<_> = command.get_args().map(|a| a.to_owned()).collect();
         let log = scratch.path(&format!("{name}.log"));
         let file = File::create(&log).expect("create the role's log");
