@@ -16,10 +16,12 @@ use crate::origin::{FromEnvironment, setting_name};
 )]
 pub struct Cli {
     /// Log filter (tracing's env-filter syntax); RUST_LOG overrides it.
-    /// Default: info; warn for bench, whose actors would log every decision
-    /// of every task; off for explore and replay, whose simulated actors
-    /// would log every fault of every seed (the trace holds it all: `--log
-    /// warn` shows their warnings again).
+    /// Default: info; info,zookeeper_client=warn for submit, wait, find and
+    /// status, without the client library's session lines; warn for bench
+    /// and demo, whose actors would log every decision of every task; off
+    /// for explore and replay, whose simulated actors would log every fault
+    /// of every seed (the trace holds it all: `--log warn` shows their
+    /// warnings again).
     #[arg(long, global = true)]
     pub log: Option<String>,
     #[command(subcommand)]

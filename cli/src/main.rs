@@ -51,23 +51,10 @@ fn main() -> ExitCode {
             };
         }
     };
-    let default_log = match cli.command {
-        // A simulation's actors would log what its faults do to them
-        // (an expiry warns that the worker joins again), seed after seed;
-        // the trace and the checker already say all of it.
-        Command::Explore(_) | Command::Replay(_) => "off",
-        // A bench's actors would log every decision of every task, and a
-        // demo's would repeat its trace (and break the quiet of `--quiet`).
-        Command::Bench(_) | Command::Demo(_) => "warn",
-        // A one-shot command would print the client library's session
-        // lines (established, closed) around every answer; its own news
-        // (a new session after an outage, say) still shows.
-        Command::Submit(_) | Command::Wait(_) | Command::Find(_) | Command::Status(_) => {
-            "info,zookeeper_client=warn"
-        }
-        _ => "info",
-    };
-    let log = cli.log.as_deref().unwrap_or(default_log);
+    let log = cli
+        .log
+        .as_deref()
+        .unwrap_or(default_log_filter(&cli.command));
     let filter = match EnvFilter::try_from_default_env() {
         Ok(filter) => filter,
         Err(error) => {
@@ -209,6 +196,27 @@ fn execute(command: Command) -> anyhow::Result<Outcome> {
     outcome
 }
 
+/// The log filter `command` runs with when neither `--log` nor `RUST_LOG`
+/// gives one. `--log`'s help names each: a test holds the two together.
+fn default_log_filter(command: &Command) -> &'static str {
+    match command {
+        // A simulation's actors would log what its faults do to them
+        // (an expiry warns that the worker joins again), seed after seed;
+        // the trace and the checker already say all of it.
+        Command::Explore(_) | Command::Replay(_) => "off",
+        // A bench's actors would log every decision of every task, and a
+        // demo's would repeat its trace (and break the quiet of `--quiet`).
+        Command::Bench(_) | Command::Demo(_) => "warn",
+        // A one-shot command would print the client library's session
+        // lines (established, closed) around every answer; its own news
+        // (a new session after an outage, say) still shows.
+        Command::Submit(_) | Command::Wait(_) | Command::Find(_) | Command::Status(_) => {
+            "info,zookeeper_client=warn"
+        }
+        _ => "info",
+    }
+}
+
 /// How long a command's runtime waits for its blocking threads once the
 /// command is over.
 const RUNTIME_SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
@@ -255,6 +263,47 @@ mod tests {
                 "{words:?}"
             );
             assert_eq!(connect.zk_name(), "--zk");
+        }
+    }
+
+    /// `--log`'s help names every command's default filter with the
+    /// command, as `default_log_filter` has it.
+    #[test]
+    fn the_log_help_names_each_command_s_default() {
+        let help = Cli::command()
+            .get_arguments()
+            .find(|arg| arg.get_long() == Some("log"))
+            .and_then(|arg| arg.get_help())
+            .expect("--log has a help text")
+            .to_string();
+        let commands: [&[&str]; 11] = [
+            &["run"],
+            &["master"],
+            &["worker"],
+            &["submit", "{}"],
+            &["wait", "task-x"],
+            &["find", "abc"],
+            &["status"],
+            &["bench"],
+            &["demo"],
+            &["explore", "--seeds", "1"],
+            &["replay", "--seed", "1"],
+        ];
+        for words in commands {
+            let cli = parse_from(["zkdist"].iter().chain(words)).unwrap();
+            let filter = default_log_filter(&cli.command);
+            let name = words[0];
+            let said = match filter {
+                "info" => help.starts_with("Log filter") && help.contains("Default: info;"),
+                _ => {
+                    let at = help
+                        .find(&format!("; {filter} for"))
+                        .unwrap_or_else(|| panic!("{filter:?} is not named: {help}"));
+                    let clause = help[at + 2..].split(';').next().unwrap();
+                    clause.contains(name)
+                }
+            };
+            assert!(said, "{name}: default {filter:?}, help: {help}");
         }
     }
 }

@@ -242,7 +242,7 @@ impl<C: Coordinator> Master<C> {
             .with_payload_read_ahead(self.discovery.payload_read_ahead_tasks());
         let mut in_flight = InFlight::new();
         let step = state.start();
-        self.apply(step, &mut in_flight);
+        self.apply(step, true, &mut in_flight);
         let mut shutdown = pin!(shutdown);
         // Armed while a failed reconcile listing waits to be sent again.
         let mut reconcile_retry = pin!(None::<tokio::time::Sleep>);
@@ -255,6 +255,7 @@ impl<C: Coordinator> Master<C> {
                 () = async { reconcile_retry.as_mut().as_pin_mut().expect("armed").await },
                     if reconcile_retry.is_some() => Input::ReconcileDue,
             };
+            let initialising = !state.is_initialised();
             let step = match input {
                 Input::Event(event) => self.on_event(&mut state, event, &mut in_flight)?,
                 Input::Reply(reply) => self.on_reply(&mut state, reply)?,
@@ -268,7 +269,7 @@ impl<C: Coordinator> Master<C> {
                     RECONCILE_RETRY_DELAY_MS,
                 ))));
             }
-            self.apply(step, &mut in_flight);
+            self.apply(step, initialising, &mut in_flight);
             if state.is_deposed() {
                 // Whatever is still in flight is dropped unanswered; it can
                 // change nothing, as the epoch check refuses it.
@@ -550,15 +551,14 @@ impl<C: Coordinator> Master<C> {
     }
 
     /// Logs and publishes the step's decisions, then sends its requests in
-    /// order.
-    fn apply(&self, step: Step, in_flight: &mut InFlight<Reply>) {
+    /// order. `initialising`: the step was taken before the master's state
+    /// was built (see [`log_level`]).
+    fn apply(&self, step: Step, initialising: bool, in_flight: &mut InFlight<Reply>) {
         for decision in step.decisions {
-            if let MasterDecision::ReconcileDeferred { .. }
-            | MasterDecision::SequenceCounterNearLimit { .. } = decision
-            {
-                tracing::warn!(target: "zkdist::master", "{decision}");
-            } else {
-                tracing::info!(target: "zkdist::master", "{decision}");
+            match log_level(&decision, initialising) {
+                tracing::Level::WARN => tracing::warn!(target: "zkdist::master", "{decision}"),
+                tracing::Level::INFO => tracing::info!(target: "zkdist::master", "{decision}"),
+                _ => tracing::debug!(target: "zkdist::master", "{decision}"),
             }
             if let Some(observer) = &self.observer {
                 observer.observe(decision);
@@ -829,4 +829,49 @@ async fn reclaim<C: Coordinator>(
     // Read on the server that answered the delete: no sync needed.
     let status = task_status(zk, layout, task).await?;
     Ok(ReclaimOutcome::Reclaimed { deleted, status })
+}
+
+/// How loud a decision is in the log. Warnings for what an operator must
+/// act on; every other decision at info, except the one line per stored
+/// task that building the state takes: a task found queued or finished
+/// at start-up is logged at debug, since finished tasks stay until their
+/// clients delete them, and a master elected over millions of them would
+/// otherwise log millions of lines (the `initialised` line counts what it
+/// found).
+fn log_level(decision: &MasterDecision, initialising: bool) -> tracing::Level {
+    match decision {
+        MasterDecision::ReconcileDeferred { .. }
+        | MasterDecision::SequenceCounterNearLimit { .. } => tracing::Level::WARN,
+        MasterDecision::TaskAlreadyFinished { .. } => tracing::Level::DEBUG,
+        MasterDecision::TaskQueued { .. } if initialising => tracing::Level::DEBUG,
+        _ => tracing::Level::INFO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use zkdist_coord::TaskId;
+
+    use super::*;
+
+    #[test]
+    fn only_the_stored_tasks_met_at_start_up_are_logged_below_info() {
+        let task = TaskId::parse("task-0000000000000001-0000000001").unwrap();
+        let queued = MasterDecision::TaskQueued { task: task.clone() };
+        let finished = MasterDecision::TaskAlreadyFinished { task };
+        assert_eq!(log_level(&queued, true), tracing::Level::DEBUG);
+        assert_eq!(log_level(&queued, false), tracing::Level::INFO);
+        assert_eq!(log_level(&finished, true), tracing::Level::DEBUG);
+        let initialised = MasterDecision::Initialised {
+            workers: 2,
+            pending_tasks: 66,
+            busy_workers: 0,
+        };
+        assert_eq!(log_level(&initialised, true), tracing::Level::INFO);
+        let deferred = MasterDecision::ReconcileDeferred {
+            error: "over the reply limit".to_owned(),
+            retry_in_ms: 5_000,
+        };
+        assert_eq!(log_level(&deferred, false), tracing::Level::WARN);
+    }
 }
