@@ -212,7 +212,8 @@ pub enum BenchError {
     Connect { session: String, error: ZkError },
     #[error(
         "{root} already exists: a bench run needs a root of its own, which it deletes when done; \
-         pass another --root, or delete {root} first"
+         pass another --root (delete {root} only if a bench run left it behind: a deployment's \
+         root holds its tasks and results)"
     )]
     RootExists { root: String },
     #[error("{what} failed: {error}")]

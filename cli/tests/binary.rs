@@ -607,7 +607,14 @@ fn bad_payloads_are_refused_at_submit_before_connecting() {
 
 #[test]
 fn a_malformed_task_id_is_refused_naming_it() {
-    run_owned(&unreachable(&["wait", "task-7"], "/zkdist"))
+    let refused = run_owned(&unreachable(&["wait", "task-7"], "/zkdist"));
+    refused
         .expect_code(1)
-        .expect_stderr(&["invalid task id", "task-7"]);
+        .expect_stderr(&["invalid task id \"task-7\""]);
+    assert_eq!(
+        refused.stderr.matches("invalid").count(),
+        1,
+        "said once: {}",
+        refused.stderr
+    );
 }

@@ -1819,7 +1819,7 @@ fn submit_lines_queues_every_line_in_order_or_refuses_them_all(connect: String) 
     target
         .run(&["find", "12345"])
         .expect_code(1)
-        .expect_stderr(&["invalid token", "16 lowercase hex digits"]);
+        .expect_stderr(&["invalid task token", "16 lowercase hex digits"]);
     // A task's whole id names its token too.
     let by_id = target.run(&["find", last.as_str()]);
     by_id.expect_code(0);

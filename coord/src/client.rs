@@ -903,6 +903,20 @@ impl<C: Coordinator> Client<C> {
         &self,
         max_listed_tasks: usize,
     ) -> Result<Status, ClientError> {
+        match self.read_status(max_listed_tasks).await {
+            // A root inside another deployment is never laid out (every
+            // role and submit refuses it): say so, rather than how a
+            // layout comes to be.
+            Err(ClientError::NoLayout { root }) => {
+                until_known(|| self.layout.refuse_nested_root(&self.zk)).await?;
+                Err(ClientError::NoLayout { root })
+            }
+            read => read,
+        }
+    }
+
+    /// [`Client::status_listing_at_most`]'s reads.
+    async fn read_status(&self, max_listed_tasks: usize) -> Result<Status, ClientError> {
         // On an ensemble this session's server may lag behind the leader:
         // catch up first, so that what other clients wrote before this call
         // (a submit that returned, a worker that finished) shows.

@@ -304,7 +304,7 @@ impl Layout {
     /// here; under `workers/`, the outer deployment's `status` then names
     /// the nested directories as registrations that are not ephemeral.
     /// Under a chroot, only the ancestors inside it are seen.
-    async fn refuse_nested_root<C: Coordinator>(&self, zk: &C) -> ZkResult<()> {
+    pub(crate) async fn refuse_nested_root<C: Coordinator>(&self, zk: &C) -> ZkResult<()> {
         let mut path = self.root.as_str();
         while let Some((parent, name)) = path.rsplit_once('/') {
             if parent.is_empty() {

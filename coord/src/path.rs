@@ -113,14 +113,15 @@ fn validate_in_full(path: &str) -> ZkResult<()> {
     if path.ends_with('/') {
         return Err(invalid(path, "path must not end with '/'"));
     }
-    for (index, segment) in path[1..].split('/').enumerate() {
+    // Segments are counted from 1, as a reader counts them.
+    for (number, segment) in (1..).zip(path[1..].split('/')) {
         if segment.is_empty() {
-            return Err(invalid(path, format!("segment {index} is empty")));
+            return Err(invalid(path, format!("segment {number} is empty")));
         }
         if segment == "." || segment == ".." {
             return Err(invalid(
                 path,
-                format!("segment {index} is a relative segment {segment:?}"),
+                format!("segment {number} is a relative segment {segment:?}"),
             ));
         }
         if let Some(c) = segment.chars().find(|&c| is_forbidden_char(c)) {
@@ -286,6 +287,20 @@ mod tests {
                 is_plainly_valid(prefix, Completion::Sequential),
                 "{prefix:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_refused_segment_is_numbered_from_one() {
+        for (path, reason) in [
+            ("/a/../b", "segment 2 is a relative segment \"..\""),
+            ("/./b", "segment 1 is a relative segment \".\""),
+            ("/a//b", "segment 2 is empty"),
+        ] {
+            match validate_path(path) {
+                Err(ZkError::InvalidPath { reason: said, .. }) => assert_eq!(said, reason),
+                other => panic!("{path}: {other:?}"),
+            }
         }
     }
 

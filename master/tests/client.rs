@@ -278,6 +278,41 @@ fn status_tells_a_master_node_that_is_not_ephemeral_from_a_master() {
     });
 }
 
+/// A root inside another deployment's `workers/` has no layout of its
+/// own, and never will (every role and submit refuses it): status says
+/// that, naming the deployment, not how a layout comes to be.
+#[test]
+fn status_at_a_root_inside_a_deployment_names_the_deployment() {
+    run_sim(0, async {
+        let sim = SimZk::start(SimConfig::default());
+        let outer = Layout::default();
+        client(&sim, &outer)
+            .await
+            .submit(&payload("echo", 1, 0))
+            .await
+            .unwrap();
+        let nested = Layout::new(&outer.workers_dir()).unwrap();
+        match client(&sim, &nested).await.status().await {
+            Err(ClientError::Zk(ZkError::InvalidPath { path, reason })) => {
+                assert_eq!(path, outer.workers_dir());
+                assert!(
+                    reason.contains(&format!("zkdist deployment at {}", outer.root())),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // A root merely missing is still said to be missing.
+        let elsewhere = Layout::new("/elsewhere").unwrap();
+        match client(&sim, &elsewhere).await.status().await {
+            Err(error @ ClientError::NoLayout { .. }) => {
+                assert!(error.to_string().contains("/elsewhere"), "{error}")
+            }
+            other => panic!("{other:?}"),
+        }
+    });
+}
+
 #[test]
 fn status_counts_workers_assignments_and_tasks() {
     run_sim(0, async {

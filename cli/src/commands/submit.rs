@@ -226,8 +226,7 @@ pub async fn find(args: &FindArgs) -> anyhow::Result<()> {
         .tokens
         .iter()
         .map(|text| token_of(text))
-        .collect::<Result<_, _>>()
-        .context("invalid token")?;
+        .collect::<Result<_, _>>()?;
     let layout = connect::layout(&args.connect)?;
     let (zk, events) = connect::session(&args.connect).await?;
     let tasks_dir = layout.tasks_dir();
@@ -270,7 +269,7 @@ fn token_of(text: &str) -> Result<TaskToken, InvalidName> {
 }
 
 pub async fn wait(args: &WaitArgs) -> anyhow::Result<Outcome> {
-    let task = TaskId::parse(&args.task).context("invalid task id")?;
+    let task = TaskId::parse(&args.task)?;
     let layout = connect::layout(&args.connect)?;
     // No signal handler: a wait only reads, and a cleanup is safe to
     // repeat, so SIGINT ends it as it ends any command, and a script's

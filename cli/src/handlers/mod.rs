@@ -7,7 +7,7 @@ pub mod pi;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde::Deserialize;
+use zkdist_coord::{CodecError, TaskPayload};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum HandlerError {
@@ -23,16 +23,17 @@ pub enum HandlerError {
     Failed(String),
 }
 
-#[derive(Deserialize)]
-struct KindOnly {
-    kind: String,
-}
-
-/// Reads the `kind` field of a payload.
+/// Reads the `kind` field of a payload, as the library's client does: the
+/// payload must be a JSON object (an array whose first element happens to
+/// be a kind's name is not one).
 pub fn kind_of(payload: &[u8]) -> Result<String, HandlerError> {
-    serde_json::from_slice::<KindOnly>(payload)
-        .map(|k| k.kind)
-        .map_err(|e| HandlerError::NoKind(e.to_string()))
+    match TaskPayload::decode(payload) {
+        Ok(payload) => Ok(payload.kind),
+        // Said as an unknown kind, which names the known ones.
+        Err(CodecError::EmptyKind) => Ok(String::new()),
+        Err(CodecError::InvalidPayload { reason }) => Err(HandlerError::NoKind(reason)),
+        Err(error) => Err(HandlerError::NoKind(error.to_string())),
+    }
 }
 
 /// Checks a payload the way a worker would, without running it: used at
@@ -114,6 +115,36 @@ mod tests {
         assert!(err.to_string().contains("\"sort\""));
         assert!(matches!(
             handler(false).run(b"not json").await,
+            Err(HandlerError::NoKind(_))
+        ));
+    }
+
+    /// Only an object has a kind: an array is refused as not an object,
+    /// whatever it holds, before any kind's own reader sees it.
+    #[test]
+    fn a_payload_that_is_not_an_object_is_refused_as_such() {
+        for payload in [
+            r#"["pi"]"#,
+            r#"["exec"]"#,
+            "[1,2]",
+            r#"["pi",1000]"#,
+            "\"pi\"",
+            "7",
+        ] {
+            let error = validate(payload.as_bytes()).unwrap_err();
+            assert!(
+                matches!(error, HandlerError::NoKind(_)),
+                "{payload}: {error}"
+            );
+            let said = error.to_string();
+            assert!(said.contains("expected a JSON object"), "{payload}: {said}");
+        }
+        assert_eq!(
+            validate(br#"{"kind":""}"#).unwrap_err(),
+            HandlerError::UnknownKind(String::new())
+        );
+        assert!(matches!(
+            validate(br#"{"kind":"pi","kind":"exec"}"#),
             Err(HandlerError::NoKind(_))
         ));
     }
