@@ -105,6 +105,21 @@ pub const REPEATED_SIGNAL_WINDOW: Duration = Duration::from_millis(500);
 /// The first shutdown signal this process received (its number).
 static RECEIVED: OnceLock<i32> = OnceLock::new();
 
+/// How the first shutdown signal is named to the user: Ctrl-C for SIGINT,
+/// which is how a person sends it, the signal's name otherwise; `None`
+/// before any.
+pub fn received_signal_name() -> Option<&'static str> {
+    RECEIVED.get().map(|&signal| match signal {
+        libc::SIGINT => "Ctrl-C",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "a signal",
+    })
+}
+
+/// What ends a command at once after its first stop signal.
+pub const SECOND_SIGNAL: &str = "a second Ctrl-C or SIGTERM exits at once";
+
 /// Ends the process by the first SIGINT, SIGTERM or SIGHUP it received, if any,
 /// with the signal's default action (its handler is reset first): the
 /// parent sees "killed by the signal", not an exit status. A shell reads

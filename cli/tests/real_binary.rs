@@ -1442,14 +1442,17 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
         (proxy.held_bytes() > PI_20K.len()).then_some(())
     });
     submitting.signal("INT");
-    let named = "interrupted: submission ";
+    let named = "interrupted (Ctrl-C): submission ";
     let token = eventually("the token is named", || {
         let log = submitting.log();
         assert!(submitting.is_running(), "the signal ended it:\n{log}");
         let (_, after) = log.split_once(named)?;
         let (token, rest) = after.split_once(' ')?;
-        rest.starts_with("may or may not have been queued; closing its session")
-            .then(|| token.to_owned())
+        rest.starts_with(
+            "may or may not have been queued; closing its session \
+             (a second Ctrl-C or SIGTERM exits at once)",
+        )
+        .then(|| token.to_owned())
     });
     assert_eq!(token.len(), 16, "a token: {token}");
     assert!(
@@ -1491,8 +1494,8 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
         "the task laid out first and the interrupted one, once"
     );
 
-    // Interrupted while it waits (no master runs): it says how to wait
-    // again, and ends by the signal.
+    // Stopped while it waits (no master runs), by SIGTERM this time: it
+    // names the signal, says how to wait again, and ends by the signal.
     let mut waiting = target.spawn("submit-wait", &["submit", "--wait", PI_20K], &scratch);
     let task = eventually("the task id is printed", || {
         let log = waiting.log();
@@ -1500,13 +1503,17 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
             .find(|line| line.starts_with("task-"))
             .map(str::to_owned)
     });
-    waiting.signal("INT");
+    waiting.signal("TERM");
     let status = waiting.wait_exit();
     let log = waiting.log();
     assert_eq!(
         status.signal(),
-        Some(SIGINT),
-        "ended by SIGINT: {status}\n{log}"
+        Some(SIGTERM),
+        "ended by SIGTERM: {status}\n{log}"
+    );
+    assert!(
+        log.contains("interrupted (SIGTERM); closing the session"),
+        "{log}"
     );
     assert!(
         log.contains(&format!(

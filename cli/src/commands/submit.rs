@@ -15,7 +15,7 @@ use zkdist_worker::SESSION_RETRY_DELAY_MS;
 use super::{Outcome, print_result};
 use crate::args::{ConnectArgs, FindArgs, SubmitArgs, WaitArgs};
 use crate::handlers::HandlerError;
-use crate::shutdown::{Shutdown, Stop};
+use crate::shutdown::{self, Shutdown, Stop};
 use crate::stdout::{errln, outln};
 use crate::{connect, handlers};
 
@@ -181,8 +181,10 @@ async fn interrupted_submission(
     // Said first: closing the session waits for the ensemble, and a
     // second signal exits at once.
     errln!(
-        "zkdist: interrupted: submission {token} may or may not have been queued; \
-         closing its session (a second Ctrl-C exits at once)"
+        "zkdist: interrupted ({}): submission {token} may or may not have been queued; \
+         closing its session ({})",
+        shutdown::received_signal_name().unwrap_or("a stop request"),
+        shutdown::SECOND_SIGNAL
     );
     let session = client.session();
     // A close reports success also when the client gave up on the
@@ -213,7 +215,11 @@ async fn interrupted_submission(
 /// close waits for the ensemble, and a second signal exits at once), and
 /// returns the error the command ends with.
 async fn close_after_interruption(client: &Client<ZkSession>, stopped: String) -> anyhow::Error {
-    errln!("zkdist: interrupted; closing the session (a second Ctrl-C exits at once)");
+    errln!(
+        "zkdist: interrupted ({}); closing the session ({})",
+        shutdown::received_signal_name().unwrap_or("a stop request"),
+        shutdown::SECOND_SIGNAL
+    );
     client.session().close().await.ok();
     anyhow::anyhow!(stopped)
 }
