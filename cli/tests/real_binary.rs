@@ -1503,6 +1503,15 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
             .find(|line| line.starts_with("task-"))
             .map(str::to_owned)
     });
+    // The layout is there, but no role: the wait says so once, rather
+    // than wait in silence.
+    let nobody = format!(
+        "still waiting for {task}: no master runs and no worker is registered under {}",
+        target.root
+    );
+    eventually("the wait says nobody runs the task", || {
+        waiting.log().contains(&nobody).then_some(())
+    });
     waiting.signal("TERM");
     let status = waiting.wait_exit();
     let log = waiting.log();

@@ -340,15 +340,55 @@ async fn wait_for_result(
     client: &mut Client<ZkSession>,
     task: &TaskId,
 ) -> anyhow::Result<TaskResult> {
+    // Said once, on the first session: a wait is quiet otherwise.
+    let session = client.session().clone();
+    let layout = client.layout().clone();
+    let note = async {
+        tokio::time::sleep(Duration::from_millis(NOBODY_NOTE_AFTER_MS)).await;
+        note_if_nobody_runs(&session, &layout, task).await;
+        std::future::pending::<()>().await
+    };
+    let mut result = tokio::select! {
+        result = client.wait(task) => result,
+        () = note => unreachable!("the note never completes"),
+    };
     loop {
-        match client.wait(task).await {
+        match result {
             Ok(result) => return Ok(result),
             Err(error) if a_new_session_may_go_on(&error) => {
                 renew_session(connect_args, client, &format!("wait for {task}"), &error).await?;
             }
             Err(error) => return Err(error).with_context(|| format!("cannot wait for {task}")),
         }
+        result = client.wait(task).await;
     }
+}
+
+/// How long a wait goes on before it looks whether anything could run its
+/// task: long enough that a deployment at work answers first.
+const NOBODY_NOTE_AFTER_MS: u64 = 2_000;
+
+/// Says on stderr when no master runs or no worker is registered under
+/// `layout`'s root, so that a wait that can only go on until one starts
+/// is not silent about it. Best effort: a read that fails says nothing.
+async fn note_if_nobody_runs(session: &ZkSession, layout: &Layout, task: &TaskId) {
+    let (master_path, workers_dir) = (layout.master(), layout.workers_dir());
+    let (master, workers) = tokio::join!(
+        session.exists(&master_path, Watch::No),
+        session.exists(&workers_dir, Watch::No),
+    );
+    let no_master = matches!(master, Ok(None));
+    let no_workers = matches!(workers, Ok(Some(stat)) if stat.num_children == 0);
+    let missing = match (no_master, no_workers) {
+        (true, true) => "no master runs and no worker is registered",
+        (true, false) => "no master runs",
+        (false, true) => "no worker is registered",
+        (false, false) => return,
+    };
+    errln!(
+        "zkdist: still waiting for {task}: {missing} under {}; it runs once they start",
+        layout.root()
+    );
 }
 
 /// Deletes `task` and its result, going on on a new session as
