@@ -604,7 +604,9 @@ fn a_master_node_made_by_hand_is_named_and_a_master_elected_once_it_goes(connect
             .log()
             .lines()
             .any(|line| {
-                line.contains("the master node is not ephemeral") && line.contains(&master_node)
+                line.contains("the master node is not ephemeral")
+                    && line.contains(&master_node)
+                    && line.contains("`deleteall` in zkCli.sh")
             })
             .then_some(())
     });

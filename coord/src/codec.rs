@@ -125,6 +125,15 @@ impl TaskPayload {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<TaskPayload, CodecError> {
+        // Some editors save one; the JSON reader would only say that it
+        // expected a value at column 1.
+        if bytes.starts_with(UTF8_BOM) {
+            return Err(CodecError::InvalidPayload {
+                reason: "it starts with a UTF-8 byte order mark (EF BB BF), which JSON does not \
+                         allow: save it without one"
+                    .to_owned(),
+            });
+        }
         let payload: TaskPayload =
             serde_json::from_slice(bytes).map_err(|error| CodecError::InvalidPayload {
                 reason: error.to_string(),
@@ -135,6 +144,9 @@ impl TaskPayload {
         Ok(payload)
     }
 }
+
+/// The bytes a UTF-8 byte order mark takes.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 const RESULT_MAGIC: &[u8; 3] = b"ZKR";
 const RESULT_VERSION: u8 = 1;
@@ -352,6 +364,13 @@ mod tests {
             error.to_string().contains("duplicate field `kind`"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_payload_behind_a_byte_order_mark_is_refused_naming_it() {
+        let error = TaskPayload::decode(b"\xEF\xBB\xBF{\"kind\":\"pi\"}").unwrap_err();
+        assert!(matches!(error, CodecError::InvalidPayload { .. }), "{error}");
+        assert!(error.to_string().contains("byte order mark"), "{error}");
     }
 
     #[test]

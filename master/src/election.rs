@@ -160,7 +160,8 @@ pub(crate) async fn stand_by<C: Coordinator>(
             target: "zkdist::master",
             path = %master,
             "the master node is not ephemeral, so no master's (made by hand, or by laying a tree \
-             out under it): no master can be elected until it is deleted"
+             out under it): no master can be elected until it is deleted, with whatever lies under it \
+             (`deleteall` in zkCli.sh)"
         );
     }
     let mut disconnected = false;

@@ -48,7 +48,8 @@ fn print(args: &StatusArgs, status: &Status) -> anyhow::Result<()> {
         MasterNode::Held => "present",
         MasterNode::NotEphemeral => {
             "absent: the master node is not ephemeral, so no master's (made by hand, or by \
-             laying a tree out under it); no master can be elected until it is deleted"
+             laying a tree out under it); no master can be elected until it is deleted, with \
+             whatever lies under it (`deleteall` in zkCli.sh)"
         }
         MasterNode::Absent => "absent",
     };
