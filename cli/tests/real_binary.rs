@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use libtest_mimic::{Arguments, Trial};
 use serde_json::Value;
-use zkdist_coord::zk::ZkSession;
 use zkdist_coord::zk::testing::{self, KazooOp, server_trial};
+use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{Coordinator, Layout, MAX_DATA_BYTES, TaskId, Watch};
 
 use common::{Finished, Role, Scratch, eventually, run, run_with_stdin};
@@ -195,7 +195,17 @@ impl Target {
 
     /// Deletes the root and checks that nothing of it is left.
     fn delete_root(&self) {
-        let config = testing::config(&self.connect);
+        self.delete_root_with(testing::config(&self.connect));
+    }
+
+    /// [`Target::delete_root`] with [`OWNER_AUTH`]: the nodes roles made
+    /// with those credentials may be deleted with them alone.
+    fn delete_root_as_owner(&self) {
+        let (user, password) = OWNER_AUTH.split_once(':').expect("USER:PASSWORD");
+        self.delete_root_with(testing::config(&self.connect).with_digest_auth(user, password));
+    }
+
+    fn delete_root_with(&self, config: ZkConfig) {
         testing::runtime().block_on(testing::delete_tree(&config, &self.root));
         assert!(!self.exists(&self.root), "{} is cleaned up", self.root);
     }
@@ -974,12 +984,6 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
 /// The credentials the roles of the access-control test run with.
 const OWNER_AUTH: &str = "zkdist-ops:correct horse";
 
-/// Roles and clients with `--auth` lay out and run the system; outsiders
-/// (kazoo without credentials and with a wrong password, and zkdist
-/// commands without `--auth`) read every node, and `zkdist status` works
-/// for them, but every write they try is refused with an auth error: no
-/// submission, no assignment, no completion, no registration, no deletion.
-/// Nothing they tried changed anything, and the roles carry on.
 /// Results are readable by everyone, so a command that prints its
 /// environment must not find the deployment's password in it.
 fn an_exec_command_does_not_see_the_credentials_its_worker_was_given(connect: String) {
@@ -991,7 +995,7 @@ fn an_exec_command_does_not_see_the_credentials_its_worker_was_given(connect: St
     let mut role = common::zkdist(&target.args(&["run", "--allow-exec"]));
     role.env("ZKDIST_AUTH", OWNER_AUTH)
         .env("ZKDIST_TEST_PROBE", "inherited");
-    let _role = Role::spawn_with("run", role, &scratch);
+    let mut role = Role::spawn_with("run", role, &scratch);
     eventually("a master and a worker", || {
         let status = target.try_status()?;
         (status["master_present"] == true && workers_in(&status) == 1).then_some(())
@@ -1006,8 +1010,19 @@ fn an_exec_command_does_not_see_the_credentials_its_worker_was_given(connect: St
     let result: Value = serde_json::from_str(submit.stdout_lines()[1]).unwrap();
     assert_eq!(result["stdout"], "inherited\nabsent\n", "{result}");
     assert_eq!(result["exit_code"], 0, "{result}");
+    role.terminate();
+    let status = role.wait_exit();
+    assert!(status.success(), "run: {status}\n{}", role.log());
+    // The nodes carry the credentials' ACL: only they may delete them.
+    target.delete_root_as_owner();
 }
 
+/// Roles and clients with `--auth` lay out and run the system; outsiders
+/// (kazoo without credentials and with a wrong password, and zkdist
+/// commands without `--auth`) read every node, and `zkdist status` works
+/// for them, but every write they try is refused with an auth error: no
+/// submission, no assignment, no completion, no registration, no deletion.
+/// Nothing they tried changed anything, and the roles carry on.
 fn with_auth_outsiders_read_everything_and_change_nothing(connect: String) {
     let scratch = Scratch::new("auth");
     let target = Target {
@@ -1184,13 +1199,7 @@ fn with_auth_outsiders_read_everything_and_change_nothing(connect: String) {
         assert!(role.is_running(), "{} died:\n{}", role.name, role.log());
     }
     terminate_all(&mut roles);
-    let owner = testing::config(&target.connect).with_digest_auth("zkdist-ops", "correct horse");
-    testing::runtime().block_on(testing::delete_tree(&owner, &target.root));
-    assert!(
-        !target.exists(&target.root),
-        "{} is cleaned up",
-        target.root
-    );
+    target.delete_root_as_owner();
 }
 
 /// Roles run without credentials, and a client submits with some: its task

@@ -369,7 +369,10 @@ mod tests {
     #[test]
     fn a_payload_behind_a_byte_order_mark_is_refused_naming_it() {
         let error = TaskPayload::decode(b"\xEF\xBB\xBF{\"kind\":\"pi\"}").unwrap_err();
-        assert!(matches!(error, CodecError::InvalidPayload { .. }), "{error}");
+        assert!(
+            matches!(error, CodecError::InvalidPayload { .. }),
+            "{error}"
+        );
         assert!(error.to_string().contains("byte order mark"), "{error}");
     }
 

@@ -558,7 +558,8 @@ impl<C: Coordinator> Master<C> {
             match log_level(&decision, initialising) {
                 tracing::Level::WARN => tracing::warn!(target: "zkdist::master", "{decision}"),
                 tracing::Level::INFO => tracing::info!(target: "zkdist::master", "{decision}"),
-                _ => tracing::debug!(target: "zkdist::master", "{decision}"),
+                tracing::Level::DEBUG => tracing::debug!(target: "zkdist::master", "{decision}"),
+                level => unreachable!("log_level gives warn, info or debug, not {level}"),
             }
             if let Some(observer) = &self.observer {
                 observer.observe(decision);
@@ -836,8 +837,8 @@ async fn reclaim<C: Coordinator>(
 /// task that building the state takes: a task found queued or finished
 /// at start-up is logged at debug, since finished tasks stay until their
 /// clients delete them, and a master elected over millions of them would
-/// otherwise log millions of lines (the `initialised` line counts what it
-/// found).
+/// otherwise log millions of lines (the `initialised` line gives the
+/// queue they make up).
 fn log_level(decision: &MasterDecision, initialising: bool) -> tracing::Level {
     match decision {
         MasterDecision::ReconcileDeferred { .. }

@@ -341,16 +341,18 @@ async fn wait_for_result(
     task: &TaskId,
 ) -> anyhow::Result<TaskResult> {
     // Said once, on the first session: a wait is quiet otherwise.
-    let session = client.session().clone();
-    let layout = client.layout().clone();
-    let note = async {
-        tokio::time::sleep(Duration::from_millis(NOBODY_NOTE_AFTER_MS)).await;
-        note_if_nobody_runs(&session, &layout, task).await;
-        std::future::pending::<()>().await
-    };
-    let mut result = tokio::select! {
-        result = client.wait(task) => result,
-        () = note => unreachable!("the note never completes"),
+    let mut result = {
+        let session = client.session().clone();
+        let layout = client.layout().clone();
+        let note = async {
+            tokio::time::sleep(Duration::from_millis(NOBODY_NOTE_AFTER_MS)).await;
+            note_if_nobody_runs(&session, &layout, task).await;
+            std::future::pending::<()>().await
+        };
+        tokio::select! {
+            result = client.wait(task) => result,
+            () = note => unreachable!("the note never completes"),
+        }
     };
     loop {
         match result {

@@ -142,7 +142,9 @@ fn command_for(task: &ExecTask) -> Command {
         .args(&task.argv[1..])
         // The worker's credentials are not the command's: anyone may read
         // a result, and a command that prints its environment would
-        // publish them.
+        // publish them. This keeps them from leaking by accident only: the
+        // command runs as the worker's user, which can read the worker's
+        // own environment and arguments under /proc.
         .env_remove(AUTH_ENV)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
