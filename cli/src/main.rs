@@ -229,27 +229,52 @@ mod tests {
     /// clap's matches (which, in a debug build, panics on an id the
     /// command does not have), and a flag given is not from the
     /// environment.
+    /// Every command, in the order `--help` lists them, each with the least
+    /// it needs to parse.
+    const EVERY_COMMAND: [&[&str]; 11] = [
+        &["run"],
+        &["master"],
+        &["worker"],
+        &["submit", "{}"],
+        &["wait", "task-x"],
+        &["find", "abc"],
+        &["status"],
+        &["demo"],
+        &["explore", "--seeds", "1"],
+        &["replay", "--seed", "1"],
+        &["bench"],
+    ];
+
+    /// The commands that take the connection flags.
+    const CONNECTING: [&str; 8] = [
+        "run", "master", "worker", "submit", "wait", "find", "status", "bench",
+    ];
+
     #[test]
-    fn every_command_with_connection_flags_notes_their_sources() {
-        let commands: [&[&str]; 8] = [
-            &["run"],
-            &["master"],
-            &["worker"],
-            &["submit", "{}"],
-            &["wait", "task-x"],
-            &["find", "abc"],
-            &["status"],
-            &["bench"],
-        ];
-        let with_connection_flags = Cli::command()
+    fn the_tests_lists_of_commands_are_whole() {
+        let names: Vec<String> = Cli::command()
+            .get_subcommands()
+            .map(|command| command.get_name().to_owned())
+            .collect();
+        let listed: Vec<&str> = EVERY_COMMAND.iter().map(|words| words[0]).collect();
+        assert_eq!(names, listed, "EVERY_COMMAND names each command once");
+        let connecting: Vec<String> = Cli::command()
             .get_subcommands()
             .filter(|command| {
                 command
                     .get_arguments()
                     .any(|arg| arg.get_long() == Some("zk"))
             })
-            .count();
-        assert_eq!(with_connection_flags, commands.len());
+            .map(|command| command.get_name().to_owned())
+            .collect();
+        assert_eq!(connecting, CONNECTING);
+    }
+
+    #[test]
+    fn every_command_with_connection_flags_notes_their_sources() {
+        let commands = EVERY_COMMAND
+            .into_iter()
+            .filter(|words| CONNECTING.contains(&words[0]));
         for words in commands {
             let args = ["zkdist"]
                 .iter()
@@ -276,20 +301,7 @@ mod tests {
             .and_then(|arg| arg.get_help())
             .expect("--log has a help text")
             .to_string();
-        let commands: [&[&str]; 11] = [
-            &["run"],
-            &["master"],
-            &["worker"],
-            &["submit", "{}"],
-            &["wait", "task-x"],
-            &["find", "abc"],
-            &["status"],
-            &["bench"],
-            &["demo"],
-            &["explore", "--seeds", "1"],
-            &["replay", "--seed", "1"],
-        ];
-        for words in commands {
+        for words in EVERY_COMMAND {
             let cli = parse_from(["zkdist"].iter().chain(words)).unwrap();
             let filter = default_log_filter(&cli.command);
             let name = words[0];
