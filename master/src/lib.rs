@@ -24,6 +24,10 @@
 //!         .await?;
 //! }
 //! ```
+//!
+//! `master/examples/embedded.rs` is a whole program: a master, workers
+//! with a handler of their own and a client, on the simulator or a real
+//! ensemble (`cargo run -p zkdist-master --example embedded`).
 
 mod decision;
 mod discovery;

@@ -25,6 +25,10 @@
 //!     .run_until(shutdown_signal)
 //!     .await?;
 //! ```
+//!
+//! `master/examples/embedded.rs` is a whole program: a master, workers
+//! with a handler of their own and a client, on the simulator or a real
+//! ensemble (`cargo run -p zkdist-master --example embedded`).
 
 mod catch_unwind;
 mod completion;
