@@ -78,7 +78,7 @@ pub const BENCH_ROOT: &str = "/zkdist-bench";
 
 #[derive(Debug, Args, Clone)]
 pub struct ConnectArgs {
-    /// ZooKeeper connect string: host:port[,host:port...][/chroot].
+    /// ZooKeeper connect string: `host:port[,host:port...][/chroot]`.
     #[arg(long = "zk", env = "ZKDIST_ZK", default_value = DEFAULT_ZK)]
     pub zk: String,
     /// The node under which zkdist keeps its state.

@@ -24,7 +24,7 @@ pub fn write_line(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
     write(format_args!("{args}\n"))
 }
 
-/// `print!`, returning an error rather than panicking (see [`write`]).
+/// `print!`, returning an error rather than panicking (see [`write()`]).
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::stdout::write(format_args!($($arg)*))

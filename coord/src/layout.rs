@@ -273,8 +273,8 @@ impl Layout {
     /// write (a read-only identity can run it).
     ///
     /// A root inside another deployment's nodes is refused before anything
-    /// is created ([`ZkError::InvalidPath`]): see
-    /// [`Layout::refuse_nested_root`].
+    /// is created ([`ZkError::InvalidPath`]), after a look at the root's
+    /// ancestors (`Layout::refuse_nested_root`).
     pub async fn ensure_layout<C: Coordinator>(&self, zk: &C) -> ZkResult<()> {
         self.refuse_nested_root(zk).await?;
         for dir in self.directories() {

@@ -28,7 +28,7 @@ pub enum TaskDiscovery {
     /// The default: the per-task cost does not grow with the queue.
     ///
     /// Beyond discovery, this mode also reads the payloads of the queue's
-    /// first tasks ahead ([`PAYLOAD_READ_AHEAD_TASKS`]) and puts small ones
+    /// first tasks ahead (`PAYLOAD_READ_AHEAD_TASKS`, 64) and puts small ones
     /// inline in their assignments, which saves each worker a read on the
     /// task's path; the founding design's mode assigns by name only.
     #[default]

@@ -5,7 +5,7 @@
 //!
 //! Under madsim, a simulation can also run in madsim nodes (one per
 //! simulated process) that the test kills and restarts, and
-//! [`check_determinism`] runs a simulation twice on one seed and fails at
+//! `check_determinism` (built under madsim only) runs a simulation twice on one seed and fails at
 //! the first scheduling decision where the two runs part.
 
 use std::future::Future;
