@@ -1506,7 +1506,18 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
     );
 
     // Stopped while it waits (no master runs), by SIGTERM this time: it
-    // names the signal, says how to wait again, and ends by the signal.
+    // names the signal, says how to wait again, and ends by the signal. A
+    // node under `workers/` that is no worker's name is not a worker.
+    let layout = Layout::new(&target.root).unwrap();
+    target.read(async |zk| {
+        zk.create(
+            &format!("{}/not-a-worker", layout.workers_dir()),
+            b"",
+            zkdist_coord::CreateMode::Persistent,
+        )
+        .await
+        .expect("the stray node is made");
+    });
     let mut waiting = target.spawn("submit-wait", &["submit", "--wait", PI_20K], &scratch);
     let task = eventually("the task id is printed", || {
         let log = waiting.log();

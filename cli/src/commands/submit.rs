@@ -377,10 +377,16 @@ async fn note_if_nobody_runs(session: &ZkSession, layout: &Layout, task: &TaskId
     let (master_path, workers_dir) = (layout.master(), layout.workers_dir());
     let (master, workers) = tokio::join!(
         session.exists(&master_path, Watch::No),
-        session.exists(&workers_dir, Watch::No),
+        session.get_children(&workers_dir, Watch::No),
     );
-    let no_master = matches!(master, Ok(None));
-    let no_workers = matches!(workers, Ok(Some(stat)) if stat.num_children == 0);
+    // A node no session holds (made by hand) is no master, and no worker:
+    // only an ephemeral registration is a live worker's.
+    let no_master =
+        matches!(master, Ok(None)) || matches!(master, Ok(Some(stat)) if stat.ephemeral_owner == 0);
+    let no_workers = match workers {
+        Ok((names, _)) => !any_ephemeral(session, &workers_dir, &names).await,
+        Err(_) => false,
+    };
     let missing = match (no_master, no_workers) {
         (true, true) => "no master runs and no worker is registered",
         (true, false) => "no master runs",
@@ -391,6 +397,21 @@ async fn note_if_nobody_runs(session: &ZkSession, layout: &Layout, task: &TaskId
         "zkdist: still waiting for {task}: {missing} under {}; it runs once they start",
         layout.root()
     );
+}
+
+/// Whether one of the nodes `names` under `dir` is ephemeral. Looks them
+/// up one at a time and stops at the first: usually one read. A failed
+/// read counts as one, so that the note is never said on a guess.
+async fn any_ephemeral(session: &ZkSession, dir: &str, names: &[String]) -> bool {
+    for name in names {
+        match session.exists(&format!("{dir}/{name}"), Watch::No).await {
+            Ok(Some(stat)) if stat.ephemeral_owner == 0 => {}
+            // Gone since the listing.
+            Ok(None) => {}
+            Ok(Some(_)) | Err(_) => return true,
+        }
+    }
+    false
 }
 
 /// Deletes `task` and its result, going on on a new session as
