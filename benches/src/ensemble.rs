@@ -1,9 +1,11 @@
 //! What `zkdist bench` measures on a real ensemble, written against the
 //! coordination trait (so the simulator runs it too, in the tests):
 //!
-//! 1. the raw ceiling: one session creates `raw_nodes` nodes and then
-//!    deletes them, with many requests in flight, which is as fast as the
-//!    server takes writes from one client;
+//! 1. the raw ceiling ([`crate::raw`]): one session creates `raw_nodes`
+//!    nodes, reads them and deletes them, with many requests in flight,
+//!    which is as fast as the server takes writes (and reads) from one
+//!    client; then writes as many again under a second session's watch,
+//!    which prices a watch event;
 //! 2. with `backlog > 0`, a backlog: the master runs, the tasks are queued
 //!    and the master has queued them all, then the workers start and drain
 //!    them (the founding listing loop stops there once `tasks/` is over
@@ -28,25 +30,27 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::stream::{StreamExt, TryStreamExt};
 use tokio::time::Instant;
 use zkdist_coord::{
-    Client, Coordinator, CreateMode, EventStream, Layout, TaskId, Watch, ZkError, ZkResult, path,
+    Client, Coordinator, EventStream, Layout, TaskId, Watch, ZkError, ZkResult, path,
 };
 
 use zkdist_master::TaskDiscovery;
 
 use crate::counting::{Counted, OpCounter, OpCounts};
+use crate::raw::{RawCeiling, RawError, Watcher, raw_ceiling};
 use crate::system::{System, SystemError};
 use crate::workload::{
-    PhaseReport, Progress, RenamedPhase, WorkloadError, drain, payload, stream_tasks,
-    submit_backlog,
+    PhaseReport, Progress, RenamedPhase, WorkloadError, drain, stream_tasks, submit_backlog,
 };
 
 /// The child of the root the raw ceiling writes under.
 const RAW_DIR: &str = "raw-ceiling";
+/// The children of the root the raw ceiling's watched writes go under,
+/// before and after the tasks: each measurement's watch stays.
+const RAW_WATCHED_DIRS: [&str; 2] = ["raw-watched-before", "raw-watched-after"];
 /// Workers one run may start.
 pub const MAX_WORKERS: usize = 1_024;
 
@@ -129,34 +133,6 @@ impl BenchConfig {
     }
 }
 
-/// The raw ceiling: pipelined creates, then deletes, from one session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RawCeiling {
-    pub nodes: u64,
-    pub in_flight: usize,
-    pub create_elapsed: Duration,
-    pub delete_elapsed: Duration,
-}
-
-fn per_s(count: u64, elapsed: Duration) -> f64 {
-    count as f64 / elapsed.as_secs_f64().max(1e-9)
-}
-
-impl RawCeiling {
-    pub fn creates_per_s(&self) -> f64 {
-        per_s(self.nodes, self.create_elapsed)
-    }
-
-    pub fn deletes_per_s(&self) -> f64 {
-        per_s(self.nodes, self.delete_elapsed)
-    }
-
-    /// Creates and deletes together, over the time both took.
-    pub fn writes_per_s(&self) -> f64 {
-        per_s(2 * self.nodes, self.create_elapsed + self.delete_elapsed)
-    }
-}
-
 /// A backlog's two stretches: queueing it, before the workers started (not
 /// timed), and draining it, timed from the workers' start.
 #[derive(Debug, Clone, PartialEq)]
@@ -204,6 +180,29 @@ impl BenchReport {
     pub fn node_write_efficiency(&self) -> f64 {
         self.tasks.tasks_per_s() * self.tasks.node_writes_per_task() / self.raw().writes_per_s()
     }
+
+    /// The share of the server's time that a task's requests, writes and
+    /// reads, take, each priced at the raw ceiling's rate for its kind:
+    /// tasks/s x (writes per task / raw writes/s + reads per task / raw
+    /// reads/s), each the faster of the two measurements. What it leaves
+    /// under 1 is time the server spent on what the ceiling does not
+    /// send (watch events) or was idle.
+    pub fn request_efficiency(&self) -> f64 {
+        self.tasks.tasks_per_s()
+            * (self.tasks.writes_per_task() / self.raw().writes_per_s()
+                + self.tasks.reads_per_task() / self.raw_reads_per_s())
+    }
+
+    /// The faster of the two measurements' read rates. Each kind takes its
+    /// own better run: a read burst lasts well under a second, and one
+    /// that met the server's garbage collection can come out at half the
+    /// rate of its neighbour, which would price the stream's reads at
+    /// twice their cost.
+    pub fn raw_reads_per_s(&self) -> f64 {
+        self.raw_before
+            .reads_per_s()
+            .max(self.raw_after.reads_per_s())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -218,6 +217,8 @@ pub enum BenchError {
     RootExists { root: String },
     #[error("{what} failed: {error}")]
     Zk { what: String, error: ZkError },
+    #[error("measuring the raw ceiling: {0}")]
+    Raw(#[from] RawError),
     #[error(transparent)]
     Workload(#[from] WorkloadError),
     #[error(transparent)]
@@ -367,7 +368,30 @@ impl<C: Coordinator + Clone> Run<C> {
             .await
             .map_err(zk_failed(format!("laying out {}", layout.root())))?;
         let raw_dir = path::join(layout.root(), RAW_DIR);
-        let raw_before = raw_ceiling(zk, &raw_dir, config.raw_nodes, config.raw_in_flight).await?;
+        let [watched_before, watched_after] =
+            RAW_WATCHED_DIRS.map(|dir| path::join(layout.root(), dir));
+        // Not counted: its only request is the watch, and it is no actor.
+        let (watcher_zk, watcher_events) =
+            connect("watcher".to_owned())
+                .await
+                .map_err(|error| BenchError::Connect {
+                    session: "watcher".to_owned(),
+                    error,
+                })?;
+        self.sessions.push(watcher_zk.clone());
+        let mut watcher = Watcher {
+            zk: watcher_zk,
+            events: watcher_events,
+        };
+        let raw_before = raw_ceiling(
+            zk,
+            &mut watcher,
+            &raw_dir,
+            &watched_before,
+            config.raw_nodes,
+            config.raw_in_flight,
+        )
+        .await?;
 
         let counter = Arc::clone(&self.counter);
         let client = Client::new(
@@ -445,8 +469,15 @@ impl<C: Coordinator + Clone> Run<C> {
             self.queued.extend(submitted);
             // The master and the workers are idle now: the server serves
             // this session alone.
-            let raw_after =
-                raw_ceiling(raw_zk, &raw_dir, config.raw_nodes, config.raw_in_flight).await?;
+            let raw_after = raw_ceiling(
+                raw_zk,
+                &mut watcher,
+                &raw_dir,
+                &watched_after,
+                config.raw_nodes,
+                config.raw_in_flight,
+            )
+            .await?;
             Ok::<_, BenchError>(BenchReport {
                 raw_before,
                 raw_after,
@@ -460,66 +491,6 @@ impl<C: Coordinator + Clone> Run<C> {
         stopped?;
         Ok(report)
     }
-}
-
-/// Creates `nodes` nodes under `dir`, then deletes them, each time with up
-/// to `in_flight` requests outstanding on the one session, and times both.
-/// The nodes hold as many bytes as a task's payload.
-pub async fn raw_ceiling<C: Coordinator>(
-    zk: &C,
-    dir: &str,
-    nodes: u64,
-    in_flight: usize,
-) -> Result<RawCeiling, BenchError> {
-    assert!(
-        nodes >= 1 && in_flight >= 1,
-        "a ceiling needs a node and a request"
-    );
-    zk.create(dir, b"", CreateMode::Persistent)
-        .await
-        .map_err(zk_failed(format!("creating {dir}")))?;
-    let data = payload(nodes);
-    let node = |n: u64| path::join(dir, &format!("n-{n:010}"));
-
-    let started = Instant::now();
-    futures::stream::iter(0..nodes)
-        .map(|n| {
-            let (path, data) = (node(n), &data);
-            async move {
-                zk.create(&path, data, CreateMode::Persistent)
-                    .await
-                    .map_err(zk_failed(format!("creating {path}")))
-            }
-        })
-        .buffer_unordered(in_flight)
-        .try_for_each(|_| std::future::ready(Ok(())))
-        .await?;
-    let create_elapsed = started.elapsed();
-
-    let started = Instant::now();
-    futures::stream::iter(0..nodes)
-        .map(|n| {
-            let path = node(n);
-            async move {
-                zk.delete(&path, None)
-                    .await
-                    .map_err(zk_failed(format!("deleting {path}")))
-            }
-        })
-        .buffer_unordered(in_flight)
-        .try_for_each(|()| std::future::ready(Ok(())))
-        .await?;
-    let delete_elapsed = started.elapsed();
-
-    zk.delete(dir, None)
-        .await
-        .map_err(zk_failed(format!("deleting {dir}")))?;
-    Ok(RawCeiling {
-        nodes,
-        in_flight,
-        create_elapsed,
-        delete_elapsed,
-    })
 }
 
 /// Deletes the root and everything under it: first every queued task and

@@ -13,11 +13,13 @@
 
 pub mod counting;
 pub mod ensemble;
+pub mod raw;
 pub mod simulated;
 pub mod system;
 pub mod workload;
 
 pub use counting::{Counted, OpCounter, OpCounts};
-pub use ensemble::{BenchConfig, BenchError, BenchReport, RawCeiling};
+pub use ensemble::{BenchConfig, BenchError, BenchReport};
+pub use raw::{RawCeiling, RawError};
 pub use system::{NoopHandler, System, SystemError};
 pub use workload::{NoProgress, PhaseReport, Progress, WorkloadError};

@@ -203,6 +203,19 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
             .writes_per_s()
             .max(report.raw_after.writes_per_s());
         assert_eq!(report.raw().writes_per_s(), best);
+        for raw in [&report.raw_before, &report.raw_after] {
+            // Every step sent its requests and took simulated time (each
+            // message has a latency).
+            for elapsed in [
+                raw.create_elapsed,
+                raw.read_elapsed,
+                raw.delete_elapsed,
+                raw.watched_create_elapsed,
+                raw.watched_delete_elapsed,
+            ] {
+                assert!(elapsed > std::time::Duration::ZERO, "{raw:?}");
+            }
+        }
         let backlog = report.backlog.as_ref().expect("a backlog was asked for");
         assert_eq!(backlog.drain.tasks, 25);
         // Queueing is a create per task, counted apart from the drain,
@@ -224,6 +237,22 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
             report.efficiency(),
             report.tasks.tasks_per_s() * 3.0 / best,
             "against the better ceiling"
+        );
+        // A task's two reads at least: the master's read ahead and the
+        // worker's read of its assignment (and now and then a look more).
+        let reads = report.tasks.reads_per_task();
+        assert!((2.0..2.1).contains(&reads), "{reads} reads a task");
+        assert_eq!(
+            report.request_efficiency(),
+            report.tasks.tasks_per_s() * (3.0 / best + reads / report.raw_reads_per_s()),
+        );
+        assert_eq!(
+            report.raw_reads_per_s(),
+            report
+                .raw_before
+                .reads_per_s()
+                .max(report.raw_after.reads_per_s()),
+            "reads are priced at the faster of the two read rates"
         );
         assert_eq!(
             progress.phases,

@@ -2129,6 +2129,7 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
     for prefix in [
         "zkdist bench on ",
         "raw ceiling: 500 creates at ",
+        "watch events: the same writes under a second session's watch ran at ",
         "backlog: 100 tasks drained in ",
         "tasks: 200 in ",
         "latency (submit to result written): p50 ",
@@ -2136,6 +2137,7 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
         // epoch check) and the completion (the result and the
         // assignment's deletion) are a multi each.
         "writes per task: 3.00 (creates 1.00, deletes 0.00, set_data 0.00, multi 2.00)",
+        "efficiency counting reads too: ",
         "efficiency counting node writes: ",
     ] {
         assert!(
@@ -2229,6 +2231,24 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
     let by_nodes = number(&tasks["tasks_per_s"]) * 4.0 / raw_best;
     assert!(
         (number(&report["node_write_efficiency"]) - by_nodes).abs() < 1e-9,
+        "{report}"
+    );
+    // Counting reads too, at the faster raw read rate: the worker's read of
+    // its assignment and the master's read ahead of the payload, at least.
+    let raw = &report["raw"];
+    let reads = number(&tasks["reads_per_task"]);
+    assert!((2.0..2.5).contains(&reads), "{report}");
+    let raw_reads_best = number(&report["raw_before"]["reads_per_s"])
+        .max(number(&report["raw_after"]["reads_per_s"]));
+    assert_eq!(number(&report["raw_reads_per_s"]), raw_reads_best);
+    let by_requests = number(&tasks["tasks_per_s"]) * (3.0 / raw_best + reads / raw_reads_best);
+    assert!(
+        (number(&report["request_efficiency"]) - by_requests).abs() < 1e-9,
+        "{report}"
+    );
+    let event_cost = raw_best / number(&raw["watched_writes_per_s"]) - 1.0;
+    assert!(
+        (number(&raw["event_cost_in_writes"]) - event_cost).abs() < 1e-9,
         "{report}"
     );
     assert!(

@@ -178,11 +178,13 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
     let raw = report.raw();
     writeln!(
         out,
-        "raw ceiling: {} creates at {:.0}/s, {} deletes at {:.0}/s: {:.0} writes/s \
-         (one session, {} requests in flight; the better of two measurements, \
+        "raw ceiling: {} creates at {:.0}/s, {} reads at {:.0}/s, {} deletes at {:.0}/s: \
+         {:.0} writes/s (one session, {} requests in flight; the better of two measurements, \
          {:.0} writes/s before the tasks and {:.0} after)",
         raw.nodes,
         raw.creates_per_s(),
+        raw.nodes,
+        raw.reads_per_s(),
         raw.nodes,
         raw.deletes_per_s(),
         raw.writes_per_s(),
@@ -191,6 +193,7 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
         report.raw_after.writes_per_s(),
     )
     .unwrap();
+    writeln!(out, "{}", watch_events_line(raw)).unwrap();
     if let Some(backlog) = &report.backlog {
         let drain = &backlog.drain;
         writeln!(
@@ -253,6 +256,18 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
     .unwrap();
     writeln!(
         out,
+        "efficiency counting reads too: {:.1}% ({:.2} writes and {:.2} reads a task, each at \
+         the raw rate for its kind, {:.0} writes/s and {:.0} reads/s; the rest of the server's \
+         time went to what the ceiling does not send, watch events above all, or was idle)",
+        100.0 * report.request_efficiency(),
+        tasks.writes_per_task(),
+        tasks.reads_per_task(),
+        raw.writes_per_s(),
+        report.raw_reads_per_s(),
+    )
+    .unwrap();
+    writeln!(
+        out,
         "efficiency counting node writes: {:.1}% (a multi counted as the nodes it writes; \
          the last line counts it once, as one transaction)",
         100.0 * report.node_write_efficiency()
@@ -291,14 +306,39 @@ fn phase_json(phase: &PhaseReport) -> serde_json::Value {
     })
 }
 
+/// What a watch event cost the server, in writes, from the raw ceiling's
+/// writes with and without a watching session.
+fn watch_events_line(raw: &zkdist_benches::RawCeiling) -> String {
+    let event_cost = raw.event_cost_in_writes();
+    if event_cost >= 0.0 {
+        format!(
+            "watch events: the same writes under a second session's watch ran at {:.0} writes/s: \
+             an event costs about {event_cost:.2} writes (sent by the server, heard by this \
+             process)",
+            raw.watched_writes_per_s(),
+        )
+    } else {
+        // Faster with the events than without: the difference is this
+        // run's noise, and a negative price would read as a measurement.
+        format!(
+            "watch events: the same writes under a second session's watch ran at {:.0} writes/s, \
+             faster than without it: an event costs too little to tell from this run's noise",
+            raw.watched_writes_per_s(),
+        )
+    }
+}
+
 fn json(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> serde_json::Value {
-    let raw_json = |raw: &ensemble::RawCeiling| {
+    let raw_json = |raw: &zkdist_benches::RawCeiling| {
         serde_json::json!({
             "nodes": raw.nodes,
             "in_flight": raw.in_flight,
             "creates_per_s": raw.creates_per_s(),
+            "reads_per_s": raw.reads_per_s(),
             "deletes_per_s": raw.deletes_per_s(),
             "writes_per_s": raw.writes_per_s(),
+            "watched_writes_per_s": raw.watched_writes_per_s(),
+            "event_cost_in_writes": raw.event_cost_in_writes(),
         })
     };
     serde_json::json!({
@@ -311,6 +351,8 @@ fn json(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> serde_j
         "raw": raw_json(report.raw()),
         "raw_before": raw_json(&report.raw_before),
         "raw_after": raw_json(&report.raw_after),
+        // The faster of the two read rates: what reads are priced at.
+        "raw_reads_per_s": report.raw_reads_per_s(),
         // The drain's figures, and what queueing the backlog sent before.
         "backlog": report.backlog.as_ref().map(|backlog| {
             let mut drain = phase_json(&backlog.drain);
@@ -320,5 +362,43 @@ fn json(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> serde_j
         "tasks": phase_json(&report.tasks),
         "efficiency": report.efficiency(),
         "node_write_efficiency": report.node_write_efficiency(),
+        "request_efficiency": report.request_efficiency(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ceiling whose unwatched creates and deletes take 100 ms each and
+    /// whose watched ones take `watched_ms` each.
+    fn ceiling(watched_ms: u64) -> zkdist_benches::RawCeiling {
+        zkdist_benches::RawCeiling {
+            nodes: 1000,
+            in_flight: 100,
+            create_elapsed: Duration::from_millis(100),
+            read_elapsed: Duration::from_millis(100),
+            delete_elapsed: Duration::from_millis(100),
+            watched_create_elapsed: Duration::from_millis(watched_ms),
+            watched_delete_elapsed: Duration::from_millis(watched_ms),
+        }
+    }
+
+    #[test]
+    fn an_event_is_priced_when_the_watched_writes_are_slower() {
+        let line = watch_events_line(&ceiling(125));
+        assert_eq!(
+            line,
+            "watch events: the same writes under a second session's watch ran at 8000 writes/s: \
+             an event costs about 0.25 writes (sent by the server, heard by this process)"
+        );
+    }
+
+    #[test]
+    fn watched_writes_that_ran_faster_are_called_noise_not_a_negative_price() {
+        let line = watch_events_line(&ceiling(90));
+        assert!(line.contains("faster than without it"), "{line}");
+        assert!(line.contains("too little to tell"), "{line}");
+        assert!(!line.contains('-'), "no negative figure: {line}");
+    }
 }
