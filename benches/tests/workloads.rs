@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use zkdist_benches::ensemble::{self, BenchConfig, BenchError};
+use zkdist_benches::ensemble::{self, BenchConfig, BenchError, BenchReport};
 use zkdist_benches::simulated::{assignment_throughput, backlog_drain, explore_batch};
 use zkdist_benches::system::{System, SystemError};
 use zkdist_benches::workload::{NoProgress, Progress, WorkloadError, stream_tasks};
@@ -148,6 +148,28 @@ impl Progress for Recorded {
     }
 }
 
+/// Runs the ensemble bench on `sim`, each session a connection of its own.
+async fn bench_on(
+    sim: &SimZk,
+    layout: &Layout,
+    config: &BenchConfig,
+    progress: &mut dyn Progress,
+    interrupt: impl std::future::Future<Output = ()>,
+) -> Result<BenchReport, BenchError> {
+    let sim = sim.clone();
+    ensemble::run(
+        move |name| {
+            let sim = sim.clone();
+            async move { sim.connect(&name).await }
+        },
+        layout,
+        config,
+        progress,
+        interrupt,
+    )
+    .await
+}
+
 fn small_config() -> BenchConfig {
     BenchConfig {
         tasks: 60,
@@ -181,12 +203,8 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
         let layout = Layout::new("/bench/made/run").expect("a valid root");
         let config = small_config();
         let mut progress = Recorded::default();
-        let connect_sim = sim.clone();
-        let report = ensemble::run(
-            move |name| {
-                let sim = connect_sim.clone();
-                async move { sim.connect(&name).await }
-            },
+        let report = bench_on(
+            &sim,
             &layout,
             &config,
             &mut progress,
@@ -294,12 +312,8 @@ fn a_task_costs_six_watch_events_when_the_bench_counts_them() {
             count_events: true,
             ..small_config()
         };
-        let connect_sim = sim.clone();
-        let report = ensemble::run(
-            move |name| {
-                let sim = connect_sim.clone();
-                async move { sim.connect(&name).await }
-            },
+        let report = bench_on(
+            &sim,
             &layout,
             &config,
             &mut NoProgress,
@@ -338,12 +352,8 @@ fn the_ensemble_bench_refuses_a_root_that_exists_and_leaves_it_alone() {
             .await
             .expect("creates");
         let layout = Layout::new("/taken").expect("a valid root");
-        let connect_sim = sim.clone();
-        let outcome = ensemble::run(
-            move |name| {
-                let sim = connect_sim.clone();
-                async move { sim.connect(&name).await }
-            },
+        let outcome = bench_on(
+            &sim,
             &layout,
             &small_config(),
             &mut NoProgress,
@@ -371,7 +381,6 @@ fn an_interrupted_bench_still_deletes_its_root() {
     zkdist_sim::runtime::block_on(8, async {
         let sim = sim(8, Latency::Fixed { ms: 1 });
         let layout = Layout::new("/interrupted").expect("a valid root");
-        let connect_sim = sim.clone();
         // Far into the stream phase, in simulated time (every message takes
         // a millisecond), but long before 5,000 tasks are done.
         let interrupt = tokio::time::sleep(std::time::Duration::from_millis(400));
@@ -379,17 +388,7 @@ fn an_interrupted_bench_still_deletes_its_root() {
             tasks: 5_000,
             ..small_config()
         };
-        let outcome = ensemble::run(
-            move |name| {
-                let sim = connect_sim.clone();
-                async move { sim.connect(&name).await }
-            },
-            &layout,
-            &config,
-            &mut NoProgress,
-            interrupt,
-        )
-        .await;
+        let outcome = bench_on(&sim, &layout, &config, &mut NoProgress, interrupt).await;
         assert!(
             matches!(outcome, Err(BenchError::Interrupted)),
             "{outcome:?}"
