@@ -2,17 +2,14 @@
 //! say how many ZooKeeper writes (and reads) one task costs. Any number of
 //! sessions can share one [`OpCounter`]; a request is counted when it is
 //! issued, whatever its outcome (a failed write still costs the server a
-//! transaction). [`count_events`] counts, on the same counter, the watch
-//! events a session hears: not requests, but work the server does for
-//! every change someone watches.
+//! transaction).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::future::Either;
-use tokio::sync::mpsc;
-use zkdist_coord::{Coordinator, Event, EventStream, Op, Reply, Request, SessionId, ZkResult};
+use zkdist_coord::{Coordinator, Op, Reply, Request, SessionId, ZkResult};
 
 /// Live counters, shared by every [`Counted`] session of a run.
 #[derive(Debug, Default)]
@@ -26,7 +23,6 @@ pub struct OpCounter {
     get_datas: AtomicU64,
     get_childrens: AtomicU64,
     listed_children: AtomicU64,
-    watch_events: AtomicU64,
 }
 
 impl OpCounter {
@@ -47,7 +43,6 @@ impl OpCounter {
             get_datas: read(&self.get_datas),
             get_childrens: read(&self.get_childrens),
             listed_children: read(&self.listed_children),
-            watch_events: read(&self.watch_events),
         }
     }
 }
@@ -73,10 +68,6 @@ pub struct OpCounts {
     /// Names the `get_children` replies held, all together: what
     /// re-listing a directory costs grows with it.
     pub listed_children: u64,
-    /// Watch events heard by the sessions whose streams went through
-    /// [`count_events`] (0 when none did): each is a message the server
-    /// built and sent.
-    pub watch_events: u64,
 }
 
 impl OpCounts {
@@ -114,7 +105,6 @@ impl OpCounts {
             get_datas: delta(self.get_datas, earlier.get_datas),
             get_childrens: delta(self.get_childrens, earlier.get_childrens),
             listed_children: delta(self.listed_children, earlier.listed_children),
-            watch_events: delta(self.watch_events, earlier.watch_events),
         }
     }
 }
@@ -192,24 +182,4 @@ impl<C: Coordinator> Coordinator for Counted<C> {
     fn close(&self) -> impl Future<Output = ZkResult<()>> + Send {
         self.inner.close()
     }
-}
-
-/// Passes a session's events on, in order, counting its watch events on
-/// `counter`; the stream returned closes when `events` does. A task of its
-/// own forwards them, which costs each event a hop more on its way to the
-/// actor: a run that counts events measures a little low.
-pub fn count_events(mut events: EventStream, counter: Arc<OpCounter>) -> EventStream {
-    let (forward, counted) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Some(event) = events.recv().await {
-            if matches!(event, Event::Watch(_)) {
-                bump(&counter.watch_events);
-            }
-            if forward.send(event).is_err() {
-                // The actor is gone: nothing is left to hear.
-                break;
-            }
-        }
-    });
-    counted
 }

@@ -39,7 +39,7 @@ use zkdist_coord::{
 
 use zkdist_master::TaskDiscovery;
 
-use crate::counting::{Counted, OpCounter, OpCounts, count_events};
+use crate::counting::{Counted, OpCounter, OpCounts};
 use crate::raw::{RawCeiling, RawError, Watcher, raw_ceiling};
 use crate::system::{System, SystemError};
 use crate::workload::{
@@ -91,10 +91,6 @@ pub struct BenchConfig {
     /// Requests in flight while measuring the raw ceiling, queueing the
     /// backlog and cleaning up.
     pub raw_in_flight: usize,
-    /// Whether the actors' watch events are counted
-    /// ([`crate::count_events`]; [`OpCounts::watch_events`]): off unless
-    /// asked for, since counting costs each event a hop.
-    pub count_events: bool,
 }
 
 impl BenchConfig {
@@ -197,21 +193,6 @@ impl BenchReport {
                 + self.tasks.reads_per_task() / self.raw_reads_per_s())
     }
 
-    /// [`BenchReport::request_efficiency`] with the watch events the
-    /// actors heard priced too, at the raw ceiling's cost of an event in
-    /// writes: the share of the server's time a task's requests and events
-    /// take. `None` unless the run counted events, or when the event's
-    /// cost was lost in the run's noise (a negative price).
-    pub fn load_efficiency(&self) -> Option<f64> {
-        let raw = self.raw();
-        let event_cost = raw.event_cost_in_writes();
-        (self.tasks.ops.watch_events > 0 && event_cost >= 0.0).then(|| {
-            self.request_efficiency()
-                + self.tasks.tasks_per_s() * self.tasks.watch_events_per_task() * event_cost
-                    / raw.writes_per_s()
-        })
-    }
-
     /// The faster of the two measurements' read rates. Each kind takes its
     /// own better run: a read burst lasts well under a second, and one
     /// that met the server's garbage collection can come out at half the
@@ -307,7 +288,6 @@ where
             };
             let mut run = Run {
                 counter: OpCounter::new(),
-                count_events: config.count_events,
                 sessions: Vec::new(),
                 queued: Vec::new(),
             };
@@ -346,8 +326,6 @@ where
 /// What a run keeps to clean up after itself.
 struct Run<C> {
     counter: Arc<OpCounter>,
-    /// Whether the actors' event streams go through [`count_events`].
-    count_events: bool,
     /// Every session but the client's.
     sessions: Vec<C>,
     /// Every task queued, so that cleaning up needs no listing of `tasks/`
@@ -369,19 +347,7 @@ impl<C: Coordinator + Clone> Run<C> {
             .await
             .map_err(|error| BenchError::Connect { session, error })?;
         self.sessions.push(zk.clone());
-        Ok((
-            Counted::new(zk, Arc::clone(&self.counter)),
-            self.maybe_count_events(events),
-        ))
-    }
-
-    /// `events`, counted on the run's counter if the run counts events.
-    fn maybe_count_events(&self, events: EventStream) -> EventStream {
-        if self.count_events {
-            count_events(events, Arc::clone(&self.counter))
-        } else {
-            events
-        }
+        Ok((Counted::new(zk, Arc::clone(&self.counter)), events))
     }
 
     async fn measure<F, Fut>(
@@ -430,7 +396,7 @@ impl<C: Coordinator + Clone> Run<C> {
         let counter = Arc::clone(&self.counter);
         let client = Client::new(
             Counted::new(zk.clone(), Arc::clone(&counter)),
-            self.maybe_count_events(events),
+            events,
             layout.clone(),
         );
         // The raw ceiling's session, again after the tasks (the names below

@@ -18,7 +18,7 @@ pub mod simulated;
 pub mod system;
 pub mod workload;
 
-pub use counting::{Counted, OpCounter, OpCounts, count_events};
+pub use counting::{Counted, OpCounter, OpCounts};
 pub use ensemble::{BenchConfig, BenchError, BenchReport};
 pub use raw::{RawCeiling, RawError};
 pub use system::{NoopHandler, System, SystemError};

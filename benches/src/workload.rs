@@ -68,11 +68,6 @@ impl PhaseReport {
         self.ops.reads() as f64 / self.tasks.max(1) as f64
     }
 
-    /// Watch events heard per task (0 unless the run counted them).
-    pub fn watch_events_per_task(&self) -> f64 {
-        self.ops.watch_events as f64 / self.tasks.max(1) as f64
-    }
-
     /// The latency at `percent` (nearest rank), if any was measured.
     pub fn latency_percentile(&self, percent: f64) -> Option<Duration> {
         assert!((0.0..=100.0).contains(&percent), "a percentile is 0..=100");

@@ -180,7 +180,6 @@ fn small_config() -> BenchConfig {
         warmup_tasks: 10,
         raw_nodes: 100,
         raw_in_flight: 16,
-        count_events: false,
     }
 }
 
@@ -282,9 +281,6 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
             ]
         );
         assert_eq!(progress.finished, 3);
-        // Events are counted only when asked for.
-        assert_eq!(report.tasks.ops.watch_events, 0);
-        assert_eq!(report.load_efficiency(), None);
 
         let (root_left, made_left, existing_left) = sim
             .inspect(|tree| {
@@ -298,48 +294,6 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
         assert!(!root_left, "the run deletes its root");
         assert!(!made_left, "and the parent it made");
         assert!(existing_left, "and leaves the parent it found alone");
-    });
-}
-
-#[test]
-fn a_task_costs_six_watch_events_when_the_bench_counts_them() {
-    zkdist_sim::runtime::block_on(9, async {
-        let sim = sim(9, Latency::Fixed { ms: 1 });
-        let layout = Layout::new("/events").expect("a valid root");
-        let config = BenchConfig {
-            tasks: 400,
-            backlog: 0,
-            count_events: true,
-            ..small_config()
-        };
-        let report = bench_on(
-            &sim,
-            &layout,
-            &config,
-            &mut NoProgress,
-            std::future::pending(),
-        )
-        .await
-        .expect("the bench runs");
-        // The master hears each task's creation, its result's, and its
-        // assignment's creation and deletion; the worker its assignment's
-        // creation and deletion; the client, which learns of results from
-        // the workers in process, nothing. Tasks of the warm-up whose last
-        // events come after the measured stream started, and the stream's
-        // last ones, which may come after it ended, move the figure by a
-        // few hundredths at most.
-        let events = report.tasks.watch_events_per_task();
-        assert!((5.95..=6.05).contains(&events), "{events} events a task");
-        let raw = report.raw();
-        let priced = report.request_efficiency()
-            + report.tasks.tasks_per_s() * events * raw.event_cost_in_writes() / raw.writes_per_s();
-        match report.load_efficiency() {
-            Some(load) => assert!((load - priced).abs() < 1e-9, "{load} against {priced}"),
-            None => assert!(
-                raw.event_cost_in_writes() < 0.0,
-                "no load figure only when an event's price is lost in noise"
-            ),
-        }
     });
 }
 

@@ -341,11 +341,6 @@ pub struct BenchArgs {
     /// the backlog and cleaning up).
     #[arg(long, default_value_t = 1_000)]
     pub raw_in_flight: usize,
-    /// Count the watch events the master, the workers and the client hear,
-    /// and print them per task. Off by default: each event then takes a
-    /// hop more on its way to its actor, so the run measures a little low.
-    #[arg(long)]
-    pub count_events: bool,
     /// Print a machine-readable report (JSON) instead of text.
     #[arg(long)]
     pub json: bool,

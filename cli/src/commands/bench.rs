@@ -40,7 +40,6 @@ pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         warmup_tasks: args.warmup_tasks,
         raw_nodes: args.raw_nodes,
         raw_in_flight: args.raw_in_flight,
-        count_events: args.count_events,
     };
     config.validate().map_err(anyhow::Error::msg)?;
 
@@ -267,26 +266,6 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
         report.raw_reads_per_s(),
     )
     .unwrap();
-    if config.count_events {
-        write!(
-            out,
-            "watch events per task: {:.2} (heard by the master, the workers and the client; \
-             --count-events costs each a hop, so this run measures a little low)",
-            tasks.watch_events_per_task(),
-        )
-        .unwrap();
-        match report.load_efficiency() {
-            Some(load) => writeln!(
-                out,
-                "; priced at {:.2} writes each, they bring the share of the server's time a \
-                 task takes to {:.1}%",
-                report.raw().event_cost_in_writes(),
-                100.0 * load
-            ),
-            None => writeln!(out),
-        }
-        .unwrap();
-    }
     writeln!(
         out,
         "efficiency counting node writes: {:.1}% (a multi counted as the nodes it writes; \
@@ -298,8 +277,7 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
     out
 }
 
-/// `ops` as JSON; `watch_events` is `null` unless the run counted them.
-fn ops_json(ops: &OpCounts, events_counted: bool) -> serde_json::Value {
+fn ops_json(ops: &OpCounts) -> serde_json::Value {
     serde_json::json!({
         "creates": ops.creates,
         "deletes": ops.deletes,
@@ -310,11 +288,10 @@ fn ops_json(ops: &OpCounts, events_counted: bool) -> serde_json::Value {
         "get_datas": ops.get_datas,
         "get_childrens": ops.get_childrens,
         "listed_children": ops.listed_children,
-        "watch_events": events_counted.then_some(ops.watch_events),
     })
 }
 
-fn phase_json(phase: &PhaseReport, events_counted: bool) -> serde_json::Value {
+fn phase_json(phase: &PhaseReport) -> serde_json::Value {
     serde_json::json!({
         "tasks": phase.tasks,
         "elapsed_s": phase.elapsed.as_secs_f64(),
@@ -325,7 +302,7 @@ fn phase_json(phase: &PhaseReport, events_counted: bool) -> serde_json::Value {
         "writes_per_task": phase.writes_per_task(),
         "node_writes_per_task": phase.node_writes_per_task(),
         "reads_per_task": phase.reads_per_task(),
-        "ops": ops_json(&phase.ops, events_counted),
+        "ops": ops_json(&phase.ops),
     })
 }
 
@@ -371,7 +348,6 @@ fn json(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> serde_j
         "in_flight": config.in_flight,
         "warmup_tasks": config.warmup_tasks,
         "discovery": config.discovery.name(),
-        "count_events": config.count_events,
         "raw": raw_json(report.raw()),
         "raw_before": raw_json(&report.raw_before),
         "raw_after": raw_json(&report.raw_after),
@@ -379,15 +355,14 @@ fn json(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> serde_j
         "raw_reads_per_s": report.raw_reads_per_s(),
         // The drain's figures, and what queueing the backlog sent before.
         "backlog": report.backlog.as_ref().map(|backlog| {
-            let mut drain = phase_json(&backlog.drain, config.count_events);
-            drain["queueing_ops"] = ops_json(&backlog.queueing, config.count_events);
+            let mut drain = phase_json(&backlog.drain);
+            drain["queueing_ops"] = ops_json(&backlog.queueing);
             drain
         }),
-        "tasks": phase_json(&report.tasks, config.count_events),
+        "tasks": phase_json(&report.tasks),
         "efficiency": report.efficiency(),
         "node_write_efficiency": report.node_write_efficiency(),
         "request_efficiency": report.request_efficiency(),
-        "load_efficiency": report.load_efficiency(),
     })
 }
 
