@@ -193,6 +193,16 @@ impl BenchReport {
                 + self.tasks.reads_per_task() / self.raw_reads_per_s())
     }
 
+    /// What a watch event costs the server, in writes: the mean of the two
+    /// measurements' own prices (each its watched writes against its own
+    /// unwatched ones). Not the better measurement's price alone: that one
+    /// is chosen for its fast unwatched writes, which would make events
+    /// look dear. Negative when the watched writes ran faster: the price
+    /// was lost in the run's noise.
+    pub fn event_cost_in_writes(&self) -> f64 {
+        (self.raw_before.event_cost_in_writes() + self.raw_after.event_cost_in_writes()) / 2.0
+    }
+
     /// The faster of the two measurements' read rates. Each kind takes its
     /// own better run: a read burst lasts well under a second, and one
     /// that met the server's garbage collection can come out at half the

@@ -273,6 +273,12 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
             "reads are priced at the faster of the two read rates"
         );
         assert_eq!(
+            report.event_cost_in_writes(),
+            (report.raw_before.event_cost_in_writes() + report.raw_after.event_cost_in_writes())
+                / 2.0,
+            "an event is priced at the mean of the two measurements' prices"
+        );
+        assert_eq!(
             progress.phases,
             vec![
                 ("backlog".to_owned(), 25),
