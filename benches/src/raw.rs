@@ -1,9 +1,10 @@
 //! The raw ceiling: how fast the server takes one client's requests when
 //! nothing else runs, the yardstick `zkdist bench` holds the task stream
 //! against. One session creates nodes, reads them back and deletes them,
-//! with many requests in flight; then it creates and deletes as many again
+//! with many requests in flight; and it creates and deletes as many again
 //! under a second session's persistent recursive watch, so that each write
-//! also sends a watch event, which prices an event in writes.
+//! also sends a watch event, which prices an event in writes (see
+//! [`StepOrder`] for which half goes first).
 
 use std::time::Duration;
 
@@ -108,10 +109,20 @@ pub struct Watcher<C> {
     pub events: EventStream,
 }
 
+/// Which of a measurement's two halves runs first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepOrder {
+    UnwatchedFirst,
+    WatchedFirst,
+}
+
 /// Measures the ceiling: creates `nodes` nodes under `dir`, reads them
-/// back and deletes them; then creates and deletes as many under
-/// `watched_dir`, which `watcher` watches recursively. Every step keeps up
-/// to `in_flight` requests outstanding on `zk`, and is timed. Both
+/// back and deletes them; and creates and deletes as many under
+/// `watched_dir`, which `watcher` watches recursively; the two halves in
+/// `order`. A server's speed drifts over a run (its compiler warms up,
+/// its collector runs), so two measurements in opposite orders, averaged,
+/// leave the drift out of what an event costs. Every step keeps up to
+/// `in_flight` requests outstanding on `zk`, and is timed. Both
 /// directories must not exist, and are gone again afterwards. A watch
 /// stays for its session's life, so each measurement needs a `watched_dir`
 /// of its own, or the next one's unwatched writes would send events too.
@@ -122,6 +133,7 @@ pub async fn raw_ceiling<C: Coordinator, W: Coordinator>(
     watched_dir: &str,
     nodes: u64,
     in_flight: usize,
+    order: StepOrder,
 ) -> Result<RawCeiling, RawError> {
     assert!(
         nodes >= 1 && in_flight >= 1,
@@ -135,23 +147,42 @@ pub async fn raw_ceiling<C: Coordinator, W: Coordinator>(
     // returns what a worker's read returns.
     let data = payload(nodes);
 
-    make_dir(zk, dir).await?;
-    let create_elapsed = create_all(zk, dir, &data, nodes, in_flight).await?;
-    let read_elapsed = read_all(zk, dir, data.len(), nodes, in_flight).await?;
-    let delete_elapsed = delete_all(zk, dir, nodes, in_flight).await?;
-    delete_dir(zk, dir).await?;
-
-    make_dir(zk, watched_dir).await?;
-    watcher
-        .zk
-        .add_watch(watched_dir, AddWatchMode::PersistentRecursive)
-        .await
-        .map_err(zk_failed(format!("watching {watched_dir}")))?;
-    let watched_create_elapsed = create_all(zk, watched_dir, &data, nodes, in_flight).await?;
-    let watched_delete_elapsed = delete_all(zk, watched_dir, nodes, in_flight).await?;
-    delete_dir(zk, watched_dir).await?;
-    // Every node's creation and deletion, and the directory's deletion.
-    hear_changes(&mut watcher.events, watched_dir, 2 * nodes + 1).await?;
+    let unwatched = async {
+        make_dir(zk, dir).await?;
+        let create_elapsed = create_all(zk, dir, &data, nodes, in_flight).await?;
+        let read_elapsed = read_all(zk, dir, data.len(), nodes, in_flight).await?;
+        let delete_elapsed = delete_all(zk, dir, nodes, in_flight).await?;
+        delete_dir(zk, dir).await?;
+        Ok::<_, RawError>((create_elapsed, read_elapsed, delete_elapsed))
+    };
+    let watched = async {
+        make_dir(zk, watched_dir).await?;
+        watcher
+            .zk
+            .add_watch(watched_dir, AddWatchMode::PersistentRecursive)
+            .await
+            .map_err(zk_failed(format!("watching {watched_dir}")))?;
+        let create_elapsed = create_all(zk, watched_dir, &data, nodes, in_flight).await?;
+        let delete_elapsed = delete_all(zk, watched_dir, nodes, in_flight).await?;
+        delete_dir(zk, watched_dir).await?;
+        // Every node's creation and deletion, and the directory's
+        // deletion, heard before anything else is measured.
+        hear_changes(&mut watcher.events, watched_dir, 2 * nodes + 1).await?;
+        Ok::<_, RawError>((create_elapsed, delete_elapsed))
+    };
+    let (
+        (create_elapsed, read_elapsed, delete_elapsed),
+        (watched_create_elapsed, watched_delete_elapsed),
+    ) = match order {
+        StepOrder::UnwatchedFirst => {
+            let unwatched = unwatched.await?;
+            (unwatched, watched.await?)
+        }
+        StepOrder::WatchedFirst => {
+            let watched = watched.await?;
+            (unwatched.await?, watched)
+        }
+    };
 
     Ok(RawCeiling {
         nodes,
