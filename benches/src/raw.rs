@@ -6,6 +6,7 @@
 //! also sends a watch event, which prices an event in writes (see
 //! [`StepOrder`] for which half goes first).
 
+use std::future::Future;
 use std::time::Duration;
 
 use futures::stream::{StreamExt, TryStreamExt};
@@ -212,6 +213,28 @@ async fn delete_dir<C: Coordinator>(zk: &C, dir: &str) -> Result<(), RawError> {
         .map_err(zk_failed(format!("deleting {dir}")))
 }
 
+/// Sends one request per node (`request`, given the node's path) for the
+/// `nodes` nodes under `dir`, up to `in_flight` at once, and times the
+/// whole step.
+async fn time_each_node<F, Fut>(
+    dir: &str,
+    nodes: u64,
+    in_flight: usize,
+    request: F,
+) -> Result<Duration, RawError>
+where
+    F: Fn(String) -> Fut,
+    Fut: Future<Output = Result<(), RawError>>,
+{
+    let started = Instant::now();
+    futures::stream::iter(0..nodes)
+        .map(|n| request(node(dir, n)))
+        .buffer_unordered(in_flight)
+        .try_for_each(|()| std::future::ready(Ok(())))
+        .await?;
+    Ok(started.elapsed())
+}
+
 async fn create_all<C: Coordinator>(
     zk: &C,
     dir: &str,
@@ -219,21 +242,13 @@ async fn create_all<C: Coordinator>(
     nodes: u64,
     in_flight: usize,
 ) -> Result<Duration, RawError> {
-    let started = Instant::now();
-    futures::stream::iter(0..nodes)
-        .map(|n| {
-            let path = node(dir, n);
-            async move {
-                zk.create(&path, data, CreateMode::Persistent)
-                    .await
-                    .map(drop)
-                    .map_err(zk_failed(format!("creating {path}")))
-            }
-        })
-        .buffer_unordered(in_flight)
-        .try_for_each(|()| std::future::ready(Ok(())))
-        .await?;
-    Ok(started.elapsed())
+    time_each_node(dir, nodes, in_flight, |path| async move {
+        zk.create(&path, data, CreateMode::Persistent)
+            .await
+            .map(drop)
+            .map_err(zk_failed(format!("creating {path}")))
+    })
+    .await
 }
 
 async fn read_all<C: Coordinator>(
@@ -243,30 +258,22 @@ async fn read_all<C: Coordinator>(
     nodes: u64,
     in_flight: usize,
 ) -> Result<Duration, RawError> {
-    let started = Instant::now();
-    futures::stream::iter(0..nodes)
-        .map(|n| {
-            let path = node(dir, n);
-            async move {
-                let (got, _) = zk
-                    .get_data(&path, Watch::No)
-                    .await
-                    .map_err(zk_failed(format!("reading {path}")))?;
-                if got.len() == written_bytes {
-                    Ok(())
-                } else {
-                    Err(RawError::ReadBackDiffers {
-                        path,
-                        written_bytes,
-                        got_bytes: got.len(),
-                    })
-                }
-            }
-        })
-        .buffer_unordered(in_flight)
-        .try_for_each(|()| std::future::ready(Ok(())))
-        .await?;
-    Ok(started.elapsed())
+    time_each_node(dir, nodes, in_flight, |path| async move {
+        let (got, _) = zk
+            .get_data(&path, Watch::No)
+            .await
+            .map_err(zk_failed(format!("reading {path}")))?;
+        if got.len() == written_bytes {
+            Ok(())
+        } else {
+            Err(RawError::ReadBackDiffers {
+                path,
+                written_bytes,
+                got_bytes: got.len(),
+            })
+        }
+    })
+    .await
 }
 
 async fn delete_all<C: Coordinator>(
@@ -275,20 +282,12 @@ async fn delete_all<C: Coordinator>(
     nodes: u64,
     in_flight: usize,
 ) -> Result<Duration, RawError> {
-    let started = Instant::now();
-    futures::stream::iter(0..nodes)
-        .map(|n| {
-            let path = node(dir, n);
-            async move {
-                zk.delete(&path, None)
-                    .await
-                    .map_err(zk_failed(format!("deleting {path}")))
-            }
-        })
-        .buffer_unordered(in_flight)
-        .try_for_each(|()| std::future::ready(Ok(())))
-        .await?;
-    Ok(started.elapsed())
+    time_each_node(dir, nodes, in_flight, |path| async move {
+        zk.delete(&path, None)
+            .await
+            .map_err(zk_failed(format!("deleting {path}")))
+    })
+    .await
 }
 
 /// Waits until `events` has brought `expected` watch events about `dir` or

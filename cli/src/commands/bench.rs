@@ -193,16 +193,7 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
         report.raw_after.writes_per_s(),
     )
     .unwrap();
-    writeln!(
-        out,
-        "{}",
-        watch_events_line(
-            report.event_cost_in_writes(),
-            report.raw_before.event_cost_in_writes(),
-            report.raw_after.event_cost_in_writes(),
-        )
-    )
-    .unwrap();
+    writeln!(out, "{}", watch_events_line(report)).unwrap();
     if let Some(backlog) = &report.backlog {
         let drain = &backlog.drain;
         writeln!(
@@ -320,10 +311,15 @@ fn phase_json(phase: &PhaseReport) -> serde_json::Value {
     })
 }
 
-/// What a watch event cost the server, in writes: `mean_cost`, the mean
-/// of the two measurements' prices, `before` and `after`.
-fn watch_events_line(mean_cost: f64, before: f64, after: f64) -> String {
-    let each = format!("{before:.2} before the tasks, {after:.2} after");
+/// What a watch event cost the server, in writes: the run's price (the
+/// mean of the two measurements'), and each measurement's.
+fn watch_events_line(report: &BenchReport) -> String {
+    let mean_cost = report.event_cost_in_writes();
+    let each = format!(
+        "{:.2} before the tasks, {:.2} after",
+        report.raw_before.event_cost_in_writes(),
+        report.raw_after.event_cost_in_writes()
+    );
     if mean_cost >= 0.0 {
         format!(
             "watch events: the same writes under a second session's watch: an event costs about \
@@ -414,14 +410,6 @@ mod tests {
         }
     }
 
-    fn line_of(report: &BenchReport) -> String {
-        watch_events_line(
-            report.event_cost_in_writes(),
-            report.raw_before.event_cost_in_writes(),
-            report.raw_after.event_cost_in_writes(),
-        )
-    }
-
     #[test]
     fn an_event_is_priced_at_the_mean_of_the_two_measurements() {
         // A quarter and a half of a write: the mean, not the price of the
@@ -429,7 +417,7 @@ mod tests {
         let report = report(125, 150);
         assert!((report.event_cost_in_writes() - 0.375).abs() < 1e-9);
         assert_eq!(
-            line_of(&report),
+            watch_events_line(&report),
             "watch events: the same writes under a second session's watch: an event costs \
              about 0.38 writes (the mean of the two measurements, 0.25 before the tasks, 0.50 \
              after; sent by the server, heard by this process)"
@@ -441,7 +429,7 @@ mod tests {
         // -0.10 and +0.05: the mean is below zero.
         let report = report(90, 105);
         assert!(report.event_cost_in_writes() < 0.0);
-        let line = line_of(&report);
+        let line = watch_events_line(&report);
         assert!(line.contains("ran faster than without it"), "{line}");
         assert!(line.contains("too little to tell"), "{line}");
         assert!(!line.contains("costs about"), "no price claimed: {line}");
