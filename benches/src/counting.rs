@@ -22,6 +22,8 @@ pub struct OpCounter {
     exists: AtomicU64,
     get_datas: AtomicU64,
     get_childrens: AtomicU64,
+    multi_reads: AtomicU64,
+    multi_read_nodes: AtomicU64,
     listed_children: AtomicU64,
 }
 
@@ -42,6 +44,8 @@ impl OpCounter {
             exists: read(&self.exists),
             get_datas: read(&self.get_datas),
             get_childrens: read(&self.get_childrens),
+            multi_reads: read(&self.multi_reads),
+            multi_read_nodes: read(&self.multi_read_nodes),
             listed_children: read(&self.listed_children),
         }
     }
@@ -65,6 +69,12 @@ pub struct OpCounts {
     pub exists: u64,
     pub get_datas: u64,
     pub get_childrens: u64,
+    /// Multi-reads (`get_data_many`): each counts once, as one request,
+    /// which is what the server's cost follows (a read of 16 nodes costs
+    /// it little more than a read of one).
+    pub multi_reads: u64,
+    /// The nodes those multi-reads read.
+    pub multi_read_nodes: u64,
     /// Names the `get_children` replies held, all together: what
     /// re-listing a directory costs grows with it.
     pub listed_children: u64,
@@ -83,9 +93,15 @@ impl OpCounts {
         self.creates + self.deletes + self.set_datas + self.multi_node_writes
     }
 
-    /// Requests the server answers from its tree, without a transaction.
+    /// Requests the server answers from its tree, without a transaction
+    /// (a multi-read is one).
     pub fn reads(&self) -> u64 {
-        self.exists + self.get_datas + self.get_childrens
+        self.exists + self.get_datas + self.get_childrens + self.multi_reads
+    }
+
+    /// Nodes read, alone or inside a multi-read.
+    pub fn node_reads(&self) -> u64 {
+        self.exists + self.get_datas + self.get_childrens + self.multi_read_nodes
     }
 
     /// What was issued between `earlier` and `self` (two snapshots of one
@@ -104,6 +120,8 @@ impl OpCounts {
             exists: delta(self.exists, earlier.exists),
             get_datas: delta(self.get_datas, earlier.get_datas),
             get_childrens: delta(self.get_childrens, earlier.get_childrens),
+            multi_reads: delta(self.multi_reads, earlier.multi_reads),
+            multi_read_nodes: delta(self.multi_read_nodes, earlier.multi_read_nodes),
             listed_children: delta(self.listed_children, earlier.listed_children),
         }
     }
@@ -149,6 +167,12 @@ impl<C: Coordinator> Coordinator for Counted<C> {
             Request::GetData { .. } => bump(&counter.get_datas),
             Request::SetData { .. } => bump(&counter.set_datas),
             Request::GetChildren { .. } => bump(&counter.get_childrens),
+            Request::GetDataMany { paths } => {
+                bump(&counter.multi_reads);
+                counter
+                    .multi_read_nodes
+                    .fetch_add(paths.len() as u64, Ordering::Relaxed);
+            }
             Request::Multi { ops } => {
                 bump(&counter.multis);
                 let node_writes = ops

@@ -9,7 +9,9 @@
 use crate::error::{ZkError, ZkResult};
 use crate::op::{Op, OpResult};
 use crate::types::{AddWatchMode, CreateMode, Stat};
-use crate::validate::{check_create, check_delete, check_multi, check_read, check_set_data};
+use crate::validate::{
+    check_create, check_delete, check_get_data_many, check_multi, check_read, check_set_data,
+};
 
 /// A request, as the typed method that makes it takes its arguments
 /// (`watch: true` is `Watch::Yes`).
@@ -31,6 +33,12 @@ pub enum Request {
     GetData {
         path: String,
         watch: bool,
+    },
+    /// Several nodes' data in one request (ZooKeeper 3.6+ `multiRead` of
+    /// `getData` ops), without watches. Each path is answered on its own:
+    /// one missing node does not fail the others.
+    GetDataMany {
+        paths: Vec<String>,
     },
     SetData {
         path: String,
@@ -56,6 +64,10 @@ pub enum Request {
     },
 }
 
+/// One node's data and stat as a multi-read answers it, or why that node
+/// could not be read.
+pub type DataRead = ZkResult<(Vec<u8>, Stat)>;
+
 /// The reply to a request that succeeded, one variant per request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
@@ -64,6 +76,8 @@ pub enum Reply {
     Deleted,
     Exists(Option<Stat>),
     Data(Vec<u8>, Stat),
+    /// One result per path of a `GetDataMany`, in its order.
+    DataMany(Vec<DataRead>),
     DataSet(Stat),
     Children(Vec<String>, Stat),
     DescendantCount(usize),
@@ -93,6 +107,7 @@ impl Request {
                 version,
             } => check_set_data(path, data, *version),
             Request::Multi { ops } => check_multi(ops),
+            Request::GetDataMany { paths } => check_get_data_many(paths),
         }
     }
 
@@ -103,6 +118,7 @@ impl Request {
             Request::Delete { .. } => "delete",
             Request::Exists { .. } => "exists",
             Request::GetData { .. } => "get_data",
+            Request::GetDataMany { .. } => "get_data_many",
             Request::SetData { .. } => "set_data",
             Request::GetChildren { .. } => "get_children",
             Request::CountDescendants { .. } => "count_descendants",
@@ -196,6 +212,13 @@ mod tests {
                 Request::CountDescendants { path: bad.into() },
                 Err(refused(bad)),
                 "count_descendants",
+            ),
+            (
+                Request::GetDataMany {
+                    paths: vec!["/a".into(), bad.into()],
+                },
+                check_get_data_many(&["/a".into(), bad.into()]),
+                "get_data_many",
             ),
             (Request::Sync { path: "/".into() }, Ok(()), "sync"),
             (

@@ -22,6 +22,10 @@
 //!   `ZkError::Multi` with its index), then the whole request's size
 //!   ([`multi_request_bytes`] over [`MAX_REQUEST_BYTES`] is
 //!   `RequestTooLarge`);
+//! - [`check_get_data_many`]`(paths) -> ZkResult<()>`: a multi-read of at
+//!   least one path, each a valid path (a bad one is `ZkError::Multi` with
+//!   its index), within [`MAX_REQUEST_BYTES`]
+//!   ([`get_data_many_request_bytes`]);
 //! - [`multi_request_bytes`]`(ops) -> usize`,
 //!   [`create_request_bytes`]`(path, data) -> usize`,
 //!   [`set_data_request_bytes`]`(path, data) -> usize`: a request's size on
@@ -188,8 +192,8 @@ fn check_request_bytes(
 /// `/chroot`, which the client prefixes to every path): the checks above
 /// count paths as given, and data near [`MAX_DATA_BYTES`] under a long
 /// chroot would pass them while the server drops the connection, again
-/// on every reconnection the request is sent on. Other requests carry no
-/// data and always fit.
+/// on every reconnection the request is sent on; so would a multi-read of
+/// many paths. Other requests name one path and always fit.
 pub fn check_frame_under_chroot(request: &Request, chroot: &str) -> ZkResult<()> {
     let chroot_bytes = chroot.len();
     let (size_bytes, what) = match request {
@@ -204,6 +208,10 @@ pub fn check_frame_under_chroot(request: &Request, chroot: &str) -> ZkResult<()>
         Request::Multi { ops } => (
             multi_request_bytes(ops) + chroot_bytes * ops.len(),
             format!("multi of {} ops", ops.len()),
+        ),
+        Request::GetDataMany { paths } => (
+            get_data_many_request_bytes(paths) + chroot_bytes * paths.len(),
+            format!("get_data_many of {} paths", paths.len()),
         ),
         _ => return Ok(()),
     };
@@ -253,6 +261,40 @@ pub fn check_multi(ops: &[Op]) -> ZkResult<()> {
         multi_request_bytes(ops),
         MAX_REQUEST_BYTES,
     )
+}
+
+/// Checks a multi-read (`get_data_many`): at least one path (an empty one
+/// is answered without a request, so none is ever sent), every path as a
+/// read checks it (the first bad one is reported as `ZkError::Multi` with
+/// its index), and the whole request's size.
+pub fn check_get_data_many(paths: &[String]) -> ZkResult<()> {
+    if paths.is_empty() {
+        return Err(ZkError::BadArguments {
+            reason: "get_data_many of no paths".to_owned(),
+        });
+    }
+    for (index, path) in paths.iter().enumerate() {
+        check_read(path).map_err(|error| ZkError::Multi {
+            index,
+            error: Box::new(error),
+        })?;
+    }
+    check_request_bytes(
+        || format!("get_data_many of {} paths", paths.len()),
+        get_data_many_request_bytes(paths),
+        MAX_REQUEST_BYTES,
+    )
+}
+
+/// The size on the wire of a multi-read as `zookeeper-client` encodes it:
+/// the request header, each `getData` op with its multi header (its path
+/// and watch flag), and the closing header.
+pub fn get_data_many_request_bytes(paths: &[String]) -> usize {
+    let ops_bytes: usize = paths
+        .iter()
+        .map(|path| MULTI_HEADER_BYTES + jute_bytes(path.len()) + BOOL_BYTES)
+        .sum();
+    REQUEST_HEADER_BYTES + ops_bytes + MULTI_HEADER_BYTES
 }
 
 // Jute encodings: an int is 4 bytes, a long 8, a bool 1, a string or a
@@ -429,6 +471,42 @@ mod tests {
         );
         // Each op alone is fine.
         assert_eq!(check_multi(&ops[..1]), Ok(()));
+    }
+
+    #[test]
+    fn a_multi_read_is_checked_path_by_path_and_as_a_whole() {
+        assert!(matches!(
+            check_get_data_many(&[]),
+            Err(ZkError::BadArguments { reason }) if reason.contains("no paths")
+        ));
+        let paths = vec!["/a".to_owned(), "/b/".to_owned()];
+        match check_get_data_many(&paths) {
+            Err(ZkError::Multi { index: 1, error }) => {
+                assert!(matches!(*error, ZkError::InvalidPath { ref path, .. } if path == "/b/"))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(check_get_data_many(&paths[..1]), Ok(()));
+        // Header 8, one op 9 + (4 + 2) + 1, closing header 9.
+        assert_eq!(get_data_many_request_bytes(&paths[..1]), 8 + 16 + 9);
+        let long = format!("/{}", "x".repeat(1000));
+        let many = vec![long; 1100];
+        assert_eq!(
+            check_get_data_many(&many),
+            Err(ZkError::RequestTooLarge {
+                request: "get_data_many of 1100 paths".into(),
+                size_bytes: get_data_many_request_bytes(&many),
+                limit_bytes: MAX_REQUEST_BYTES,
+            })
+        );
+        let under_chroot = Request::GetDataMany {
+            paths: paths[..1].to_vec(),
+        };
+        let chroot = "/c".repeat(MAX_FRAME_BYTES / 2);
+        assert!(matches!(
+            check_frame_under_chroot(&under_chroot, &chroot),
+            Err(ZkError::RequestTooLarge { request, .. }) if request.starts_with("get_data_many of 1 paths")
+        ));
     }
 
     #[test]

@@ -171,6 +171,15 @@ impl LaggingFollower {
                 Some(node) => Ok(Reply::Data(node.data, node.stat)),
                 None => Err(ZkError::NoNode { path }),
             },
+            Request::GetDataMany { paths } => Ok(Reply::DataMany(
+                paths
+                    .into_iter()
+                    .map(|path| match self.read(&path) {
+                        Some(node) => Ok((node.data, node.stat)),
+                        None => Err(ZkError::NoNode { path }),
+                    })
+                    .collect(),
+            )),
             Request::Multi { ops } => {
                 let mut trees = self.trees.lock().unwrap();
                 trees.multis += 1;

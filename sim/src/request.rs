@@ -67,6 +67,7 @@ impl Request {
             Call::Multi { .. } => Some(TxnKind::Multi),
             Call::Exists { .. }
             | Call::GetData { .. }
+            | Call::GetDataMany { .. }
             | Call::GetChildren { .. }
             | Call::CountDescendants { .. }
             | Call::Sync { .. }
@@ -158,6 +159,16 @@ fn write_call(out: &mut impl fmt::Write, call: &Call) -> fmt::Result {
                     out.write_str(", ")?;
                 }
                 write_op(out, op)?;
+            }
+            out.write_str("]")
+        }
+        Call::GetDataMany { paths } => {
+            out.write_str("get_data_many [")?;
+            for (index, path) in paths.iter().enumerate() {
+                if index > 0 {
+                    out.write_str(", ")?;
+                }
+                out.write_str(path)?;
             }
             out.write_str("]")
         }
@@ -296,16 +307,20 @@ pub(crate) fn write_outcome(out: &mut impl fmt::Write, result: &ZkResult<Respons
             let [version, mzxid] = stat(s);
             words(&["v", version.as_str(), " mzxid=0x", mzxid.as_str()])
         }
-        Reply::Data(data, s) => {
-            let [version, mzxid] = stat(s);
-            let length = count(data.len());
-            words(&[
-                length.as_str(),
-                "B v",
-                version.as_str(),
-                " mzxid=0x",
-                mzxid.as_str(),
-            ])
+        Reply::Data(data, s) => write_data(out, data, s),
+        // `[{data}, {error}, ...]`: each read as its own reply shows.
+        Reply::DataMany(results) => {
+            out.write_str("[")?;
+            for (index, result) in results.iter().enumerate() {
+                if index > 0 {
+                    out.write_str(", ")?;
+                }
+                match result {
+                    Ok((data, s)) => write_data(out, data, s)?,
+                    Err(error) => write!(out, "{}", ErrorName(error))?,
+                }
+            }
+            out.write_str("]")
         }
         Reply::Children(names, s) => {
             let (listed, pzxid) = (count(names.len()), hex(s.pzxid));
@@ -320,6 +335,22 @@ pub(crate) fn write_outcome(out: &mut impl fmt::Write, result: &ZkResult<Respons
         }
         Reply::Synced | Reply::WatchAdded => words(&["ok"]),
     }
+}
+
+/// A read's data, as the trace shows it: `{length}B v{version}
+/// mzxid=0x{mzxid:x}`.
+fn write_data(out: &mut impl fmt::Write, data: &[u8], stat: &Stat) -> fmt::Result {
+    let length = decimal(i64::try_from(data.len()).expect("a length fits an i64"));
+    let (version, mzxid) = (decimal(stat.version.into()), hex(stat.mzxid));
+    [
+        length.as_str(),
+        "B v",
+        version.as_str(),
+        " mzxid=0x",
+        mzxid.as_str(),
+    ]
+    .iter()
+    .try_for_each(|word| out.write_str(word))
 }
 
 #[cfg(test)]
@@ -370,6 +401,11 @@ mod tests {
             },
         )));
         assert_eq!(outcome(&data).to_string(), "3B v2 mzxid=0x1f");
+        let many = Request::from(Call::GetDataMany {
+            paths: vec!["/a".into(), "/b".into()],
+        });
+        assert_eq!(many.summary(), "get_data_many [/a, /b]");
+        assert!(!many.is_write() && many.watching_read().is_none());
     }
 
     /// Every outcome reads as the format strings it replaced say.
@@ -402,6 +438,13 @@ mod tests {
         assert_eq!(
             reply(Reply::Multi(vec![OpResult::Checked; 12])),
             "ok 12 ops"
+        );
+        assert_eq!(
+            reply(Reply::DataMany(vec![
+                Ok((vec![0; 7], stat)),
+                Err(ZkError::NoNode { path: "/b".into() }),
+            ])),
+            format!("[7B {stat_text}, NoNode]")
         );
         for done in [Reply::Synced, Reply::WatchAdded] {
             assert_eq!(reply(done), "ok");

@@ -209,6 +209,7 @@ impl Server {
                 }),
             Call::Exists { .. }
             | Call::GetData { .. }
+            | Call::GetDataMany { .. }
             | Call::GetChildren { .. }
             | Call::CountDescendants { .. } => {
                 let result = answer_read(&self.tree, &call);
@@ -452,6 +453,7 @@ pub(crate) fn is_lagging_read(call: &Call) -> bool {
         call,
         Call::Exists { .. }
             | Call::GetData { .. }
+            | Call::GetDataMany { .. }
             | Call::GetChildren { .. }
             | Call::CountDescendants { .. }
     )
@@ -463,12 +465,19 @@ fn answer_read(tree: &Tree, call: &Call) -> ZkResult<Reply> {
     let no_node = |path: &str| ZkError::NoNode {
         path: path.to_owned(),
     };
+    let data_of = |path: &str| {
+        tree.get(path)
+            .map(|node| (node.data().to_vec(), node.stat()))
+            .ok_or_else(|| no_node(path))
+    };
     match call {
         Call::Exists { path, .. } => Ok(Reply::Exists(tree.stat(path))),
-        Call::GetData { path, .. } => tree
-            .get(path)
-            .map(|node| Reply::Data(node.data().to_vec(), node.stat()))
-            .ok_or_else(|| no_node(path)),
+        Call::GetData { path, .. } => data_of(path).map(|(data, stat)| Reply::Data(data, stat)),
+        // Each path on its own, from one state of the tree: a multi-read
+        // is served in one go, between two transactions.
+        Call::GetDataMany { paths } => Ok(Reply::DataMany(
+            paths.iter().map(|path| data_of(path)).collect(),
+        )),
         Call::GetChildren { path, .. } => tree
             .get(path)
             .map(|node| Reply::Children(node.children().map(str::to_owned).collect(), node.stat()))

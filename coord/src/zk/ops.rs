@@ -213,6 +213,7 @@ pub(crate) async fn run(
             )
         }
         Request::Multi { ops } => no_watch(run_multi(client, acls, &ops).await),
+        Request::GetDataMany { paths } => no_watch(run_get_data_many(client, &paths).await),
         Request::Sync { path } => {
             let context = OpContext::new("sync", &path, None);
             no_watch(
@@ -296,6 +297,44 @@ async fn sync_then_refused_write(client: &zkc::Client, path: &str) -> Result<(),
             Ok(())
         }
     }
+}
+
+/// A multi-read of `getData` ops. The server answers each op on its own,
+/// so one result per path, an error (with that path's context) in its
+/// place.
+async fn run_get_data_many(client: &zkc::Client, paths: &[String]) -> ZkResult<Reply> {
+    let context_of = |path: &str| OpContext::new("get_data", path, None);
+    let mut reader = client.new_multi_reader();
+    for (index, path) in paths.iter().enumerate() {
+        reader.add_get_data(path).map_err(|error| ZkError::Multi {
+            index,
+            error: Box::new(map_error(error, &context_of(path))),
+        })?;
+    }
+    let request = OpContext::new("get_data_many", &paths[0], None);
+    let results = reader.commit().await.map_err(|e| map_error(e, &request))?;
+    if results.len() != paths.len() {
+        return Err(ZkError::System {
+            reason: format!(
+                "get_data_many of {} paths got {} results",
+                paths.len(),
+                results.len()
+            ),
+        });
+    }
+    let mut mapped = Vec::with_capacity(results.len());
+    for (path, result) in paths.iter().zip(results) {
+        mapped.push(match result {
+            zkc::MultiReadResult::Data { data, stat } => Ok((data, stat_of(&stat))),
+            zkc::MultiReadResult::Error { err } => Err(map_error(err, &context_of(path))),
+            other => {
+                return Err(ZkError::System {
+                    reason: format!("get_data of {path} in a multi-read got {other:?}"),
+                });
+            }
+        });
+    }
+    Ok(Reply::DataMany(mapped))
 }
 
 async fn run_multi(client: &zkc::Client, acls: zkc::Acls<'static>, ops: &[Op]) -> ZkResult<Reply> {

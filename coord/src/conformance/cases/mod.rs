@@ -16,6 +16,7 @@ mod delete;
 mod ephemeral;
 mod limits;
 mod multi;
+mod multi_read;
 mod ordering;
 mod reconnect;
 mod sequential;
@@ -147,6 +148,10 @@ cases![
     multi::multi_empty_succeeds,
     multi::multi_fires_watches_once_it_succeeded,
     multi::multi_sequential_create_returns_the_actual_name,
+    // Multi-read.
+    multi_read::get_data_many_answers_each_path_as_get_data_does,
+    multi_read::get_data_many_leaves_no_watch,
+    multi_read::get_data_many_is_checked_before_sending,
     // Client-side validation.
     validation::invalid_paths_are_refused_naming_the_path,
     validation::trailing_slash_is_allowed_for_sequential_creates_only,
