@@ -76,10 +76,13 @@ pub enum Command {
         task: TaskId,
         payload: Option<Vec<u8>>,
     },
-    /// `get_data(tasks/<task>)` of a queued task, once, answered by
-    /// [`crate::MasterState::on_payload_read`]. Only with a payload
-    /// read-ahead ([`crate::MasterState::with_payload_read_ahead`]).
-    ReadPayload(TaskId),
+    /// The data of `tasks/<task>` for each of some queued tasks (in queue
+    /// order, at least one), once, in one request: a `get_data` for one,
+    /// a multi-read (`get_data_many`) for more. Answered by
+    /// [`crate::MasterState::on_payloads_read`]; one batch is out at a
+    /// time. Only with a payload read-ahead
+    /// ([`crate::MasterState::with_payload_read_ahead`]).
+    ReadPayloads(Vec<TaskId>),
     /// `get_data(workers/<worker>)` of a worker that just joined, once,
     /// answered by [`crate::MasterState::on_registration_read`]: whether
     /// the node is ephemeral (a live worker's registration), and whether

@@ -85,9 +85,8 @@ enum Reply {
         task: TaskId,
         result: ZkResult<ReclaimOutcome>,
     },
-    PayloadRead {
-        task: TaskId,
-        payload: Option<Vec<u8>>,
+    PayloadsRead {
+        reads: Vec<(TaskId, Option<Vec<u8>>)>,
     },
     RegistrationRead {
         worker: WorkerId,
@@ -528,7 +527,7 @@ impl<C: Coordinator> Master<C> {
                 })?;
                 Ok(state.on_assignment_reclaimed(worker, task, outcome))
             }
-            Reply::PayloadRead { task, payload } => Ok(state.on_payload_read(task, payload)),
+            Reply::PayloadsRead { reads } => Ok(state.on_payloads_read(reads)),
             Reply::RegistrationRead { worker, result } => match result {
                 Ok((data, stat)) => {
                     let read = if stat.ephemeral_owner == 0 {
@@ -666,15 +665,31 @@ impl<C: Coordinator> Master<C> {
                     }
                 });
             }
-            Command::ReadPayload(task) => {
-                let path = self.layout.task(&task);
+            Command::ReadPayloads(tasks) => {
+                let paths: Vec<String> = tasks.iter().map(|task| self.layout.task(task)).collect();
                 in_flight.push(async move {
                     // One attempt: nothing waits on it, and a task whose
-                    // payload is not read ahead is assigned by name.
-                    let payload = zk.get_data(&path, Watch::No).await.ok();
-                    Reply::PayloadRead {
-                        task,
-                        payload: payload.map(|(data, _)| data),
+                    // payload is not read ahead is assigned by name. One
+                    // task is read with a plain `get_data`, which the
+                    // server answers a little faster than a multi-read.
+                    let payloads: Vec<Option<Vec<u8>>> = match &paths[..] {
+                        [path] => vec![
+                            zk.get_data(path, Watch::No)
+                                .await
+                                .ok()
+                                .map(|(data, _)| data),
+                        ],
+                        _ => match zk.get_data_many(paths.clone()).await {
+                            Ok(results) => results
+                                .into_iter()
+                                .map(|result| result.ok().map(|(data, _)| data))
+                                .collect(),
+                            Err(_) => vec![None; paths.len()],
+                        },
+                    };
+                    assert_eq!(payloads.len(), tasks.len(), "one answer per task read");
+                    Reply::PayloadsRead {
+                        reads: tasks.into_iter().zip(payloads).collect(),
                     }
                 });
             }

@@ -135,10 +135,13 @@ fn an_old_worker_is_given_task_names_and_every_task_finishes() {
         let trace = sim.trace().await;
         // The gate was tested: the master had read ahead the payload of a
         // task it then gave the old worker by name.
+        // Read alone (`get_data <path>`) or in a batch (`get_data_many
+        // [<path>, <path>]`).
         let read_ahead: BTreeSet<&str> = trace
             .iter()
-            .filter_map(|line| line.split(" read master get_data /zkdist/tasks/").nth(1))
-            .filter_map(|rest| rest.split(' ').next())
+            .filter(|line| line.contains(" read master get_data"))
+            .flat_map(|line| line.split("/zkdist/tasks/").skip(1))
+            .filter_map(|rest| rest.split([' ', ',', ']']).next())
             .collect();
         assert!(
             log.assignments

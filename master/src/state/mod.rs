@@ -125,6 +125,10 @@ pub struct MasterState {
     /// of queued tasks.
     read_ahead: BTreeMap<TaskId, ReadAhead>,
     read_ahead_tasks: usize,
+    /// The tasks of the batch of payload reads that is out, in the order
+    /// asked (ascending: the queue's order), if one is. One at a time, so
+    /// that the tasks queued meanwhile go out together in the next.
+    payload_batch: Option<Vec<TaskId>>,
     /// Registered workers whose registration says they read inline
     /// payloads (see `zkdist_coord::registration`): only they are given
     /// one. Read once per worker, with a payload read-ahead only.
@@ -185,6 +189,7 @@ impl MasterState {
             pending_tasks: BTreeSet::new(),
             read_ahead: BTreeMap::new(),
             read_ahead_tasks: 0,
+            payload_batch: None,
             inline_readers: BTreeSet::new(),
             workers: BTreeMap::new(),
             in_doubt: BTreeSet::new(),

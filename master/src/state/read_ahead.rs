@@ -9,6 +9,14 @@
 //! Nothing waits on a read: a task whose payload is not in (yet, or at all:
 //! too large, a failed read) is assigned by name, as in the founding design,
 //! and its worker reads the payload itself.
+//!
+//! The reads go out in batches, one batch at a time: every task that joined
+//! the window while a batch was out is read by the next one, in one request
+//! (`Command::ReadPayloads`). ZooKeeper's cost of a small read is the
+//! request, not the node, so a stream's read-ahead costs the server a
+//! fraction of a read a task instead of one; and a batch goes out as soon
+//! as the one before is answered, so nothing waits longer than a round trip
+//! behind another.
 
 use std::ops::Bound;
 
@@ -20,7 +28,7 @@ use crate::decision::Command;
 /// Where the read of one queued task's payload stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum ReadAhead {
-    /// `Command::ReadPayload` is out.
+    /// `Command::ReadPayloads` with the task is out.
     Reading,
     /// The payload, small enough to go inline.
     Ready(Vec<u8>),
@@ -47,21 +55,36 @@ impl MasterState {
         self.read_ahead.len()
     }
 
-    /// The shell's answer to `Command::ReadPayload(task)`: the payload, or
-    /// `None` when it could not be read (the task is gone, the connection
-    /// dropped). Either way nothing else changes; a task assigned or gone
-    /// meanwhile is no longer read ahead and its answer is dropped.
-    pub fn on_payload_read(&mut self, task: TaskId, payload: Option<Vec<u8>>) -> Step {
+    /// The shell's answer to `Command::ReadPayloads(tasks)`: each task's
+    /// payload, or `None` when it could not be read (the task is gone, the
+    /// connection dropped), in the order asked. Either way nothing else
+    /// changes; a task assigned or gone meanwhile is no longer read ahead
+    /// and its answer is dropped. The next batch goes out in this step.
+    pub fn on_payloads_read(&mut self, reads: Vec<(TaskId, Option<Vec<u8>>)>) -> Step {
         self.assert_not_deposed();
-        if let Some(entry) = self.read_ahead.get_mut(&task)
-            && *entry == ReadAhead::Reading
-        {
-            *entry = match payload {
-                Some(payload) if payload.len() <= MAX_INLINE_PAYLOAD_BYTES => {
-                    ReadAhead::Ready(payload)
-                }
-                _ => ReadAhead::ByName,
-            };
+        let batch = self
+            .payload_batch
+            .take()
+            .expect("payloads are answered only while a batch of reads is out");
+        assert!(
+            reads.iter().map(|(task, _)| task).eq(batch.iter()),
+            "the answer to the reads of {batch:?} names other tasks: {:?}",
+            reads.iter().map(|(task, _)| task).collect::<Vec<_>>()
+        );
+        for (task, payload) in reads {
+            if let Some(entry) = self.read_ahead.get_mut(&task) {
+                assert_eq!(
+                    *entry,
+                    ReadAhead::Reading,
+                    "{task} was read while not being read"
+                );
+                *entry = match payload {
+                    Some(payload) if payload.len() <= MAX_INLINE_PAYLOAD_BYTES => {
+                        ReadAhead::Ready(payload)
+                    }
+                    _ => ReadAhead::ByName,
+                };
+            }
         }
         self.finish_step()
     }
@@ -95,14 +118,19 @@ impl MasterState {
         }
     }
 
-    /// Sends reads for the queue's next tasks until the window is full.
-    /// The window follows the queue's head: it holds the oldest queued
-    /// tasks, and each round that assigns some makes room for the next. A
-    /// task that comes back to the queue behind the window's last is not
-    /// read ahead (it is assigned by name): keeping the window exact would
-    /// cost a scan of it on every step.
+    /// Sends one batch of reads for the queue's next tasks, as many as the
+    /// window has room for, unless a batch is out already (its answer
+    /// sends the next). The window follows the queue's head: it holds the
+    /// oldest queued tasks, and each round that assigns some makes room for
+    /// the next. A task that comes back to the queue behind the window's
+    /// last is not read ahead (it is assigned by name): keeping the window
+    /// exact would cost a scan of it on every step.
     pub(super) fn read_payloads_ahead(&mut self) {
-        if self.read_ahead_tasks == 0 || self.deposed || !self.is_initialised() {
+        if self.read_ahead_tasks == 0
+            || self.deposed
+            || !self.is_initialised()
+            || self.payload_batch.is_some()
+        {
             return;
         }
         // Payloads nobody can be given inline are not worth reading: before
@@ -119,16 +147,22 @@ impl MasterState {
             Some((last, _)) => Bound::Excluded(last),
             None => Bound::Unbounded,
         };
-        let next: Vec<TaskId> = self
+        let batch: Vec<TaskId> = self
             .pending_tasks
             .range((after, Bound::Unbounded))
             .take(room)
             .cloned()
             .collect();
-        for task in next {
-            self.read_ahead.insert(task.clone(), ReadAhead::Reading);
-            self.step.commands.push(Command::ReadPayload(task));
+        if batch.is_empty() {
+            return;
         }
+        for task in &batch {
+            self.read_ahead.insert(task.clone(), ReadAhead::Reading);
+        }
+        self.step
+            .commands
+            .push(Command::ReadPayloads(batch.clone()));
+        self.payload_batch = Some(batch);
     }
 
     /// What must hold of the read-ahead after every step.
@@ -149,11 +183,34 @@ impl MasterState {
             self.read_ahead.len(),
             self.read_ahead_tasks
         );
+        if let Some(batch) = &self.payload_batch {
+            assert!(!batch.is_empty(), "a batch of no reads is out");
+            assert!(
+                batch.windows(2).all(|pair| pair[0] < pair[1]),
+                "a batch out of queue order: {batch:?}"
+            );
+            assert!(
+                batch.len() <= self.read_ahead_tasks,
+                "a batch of {} reads, over the window of {}",
+                batch.len(),
+                self.read_ahead_tasks
+            );
+        }
         for (task, entry) in &self.read_ahead {
             assert!(
                 self.pending_tasks.contains(task),
                 "{task}'s payload is read ahead but the task is not queued"
             );
+            // A read is out only in the batch that is out: none is left
+            // waiting for an answer that will never come.
+            if *entry == ReadAhead::Reading {
+                assert!(
+                    self.payload_batch
+                        .as_ref()
+                        .is_some_and(|batch| batch.binary_search(task).is_ok()),
+                    "{task} is being read outside the batch that is out"
+                );
+            }
             if let ReadAhead::Ready(payload) = entry {
                 assert!(
                     payload.len() <= MAX_INLINE_PAYLOAD_BYTES,

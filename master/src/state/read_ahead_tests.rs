@@ -18,11 +18,24 @@ fn initialised(workers: &[u32], window: usize) -> MasterState {
     start_watch_master(master, workers, 0)
 }
 
+/// The tasks whose payloads the step reads, in one batch if any.
 fn reads(step: &Step) -> Vec<TaskId> {
-    commands(step, |command| match command {
-        Command::ReadPayload(task) => Some(task.clone()),
+    let batches = commands(step, |command| match command {
+        Command::ReadPayloads(tasks) => Some(tasks.clone()),
         _ => None,
-    })
+    });
+    assert!(batches.len() <= 1, "one batch a step at most: {batches:?}");
+    batches.into_iter().flatten().collect()
+}
+
+/// Answers the batch out with `answers` (task number, payload).
+fn answer(master: &mut MasterState, answers: &[(i32, Option<&[u8]>)]) -> Step {
+    master.on_payloads_read(
+        answers
+            .iter()
+            .map(|(n, payload)| (t(*n), payload.map(<[u8]>::to_vec)))
+            .collect(),
+    )
 }
 
 fn create_payloads(step: &Step) -> Vec<(TaskId, Option<Vec<u8>>)> {
@@ -32,8 +45,9 @@ fn create_payloads(step: &Step) -> Vec<(TaskId, Option<Vec<u8>>)> {
     })
 }
 
-/// Queues tasks `ns` (no worker idle), checking that each is read ahead
-/// while the window has room.
+/// Queues tasks `ns` (no worker idle); returns the reads sent meanwhile:
+/// the first task's alone, if the window has room and no batch is out (the
+/// others wait for its answer).
 fn queue(master: &mut MasterState, ns: &[i32]) -> Vec<TaskId> {
     let mut read = Vec::new();
     for n in ns {
@@ -74,19 +88,49 @@ fn without_a_window_nothing_is_read_and_tasks_go_by_name() {
 #[test]
 fn the_window_holds_the_oldest_queued_tasks() {
     let mut master = busy(&[1], 3);
-    assert_eq!(queue(&mut master, &[0, 1, 2, 3, 4]), vec![t(0), t(1), t(2)]);
+    assert_eq!(queue(&mut master, &[0, 1, 2, 3, 4]), vec![t(0)]);
+    // Its answer sends the rest of the window in one batch; nothing more
+    // goes out while the window is full.
+    let step = answer(&mut master, &[(0, Some(b"p0"))]);
+    assert_eq!(reads(&step), vec![t(1), t(2)]);
     assert_eq!(master.payloads_read_ahead(), 3);
-    // Answers fill it; nothing more goes out while it is full.
-    for n in 0..3 {
-        let step = master.on_payload_read(t(n), Some(format!("p{n}").into_bytes()));
-        assert!(step.commands.is_empty(), "{:?}", step.commands);
-    }
+    let step = answer(&mut master, &[(1, Some(b"p1")), (2, Some(b"p2"))]);
+    assert!(step.commands.is_empty(), "{:?}", step.commands);
     // The worker is freed: it takes the oldest task, with its payload
     // inline, and the window moves on to the next task not read yet.
     let step = free(&mut master, 1);
     assert_eq!(create_payloads(&step), vec![(t(0), Some(b"p0".to_vec()))]);
     assert_eq!(reads(&step), vec![t(3)]);
     assert_eq!(master.payloads_read_ahead(), 3);
+}
+
+#[test]
+fn tasks_queued_while_a_batch_is_out_are_read_together_by_the_next() {
+    let mut master = busy(&[1], 64);
+    assert_eq!(queue(&mut master, &[0]), vec![t(0)]);
+    assert!(
+        queue(&mut master, &[1, 2, 3, 4, 5]).is_empty(),
+        "one batch out at a time"
+    );
+    let step = answer(&mut master, &[(0, Some(b"p0"))]);
+    assert_eq!(
+        step.commands,
+        vec![Command::ReadPayloads(vec![t(1), t(2), t(3), t(4), t(5)])],
+        "one request for all of them"
+    );
+    // A task queued now waits for that batch's answer in turn.
+    assert!(queue(&mut master, &[6]).is_empty());
+    let five: Vec<(i32, Option<&[u8]>)> = (1..=5).map(|n| (n, Some(&b"p"[..]))).collect();
+    assert_eq!(reads(&answer(&mut master, &five)), vec![t(6)]);
+    assert_eq!(master.payloads_read_ahead(), 7);
+}
+
+#[test]
+#[should_panic(expected = "names other tasks")]
+fn an_answer_for_other_tasks_than_the_batch_out_is_a_bug() {
+    let mut master = busy(&[1], 4);
+    assert_eq!(queue(&mut master, &[0, 1]), vec![t(0)]);
+    answer(&mut master, &[(1, Some(b"p1"))]);
 }
 
 #[test]
@@ -108,10 +152,10 @@ fn a_worker_that_does_not_say_it_reads_inline_payloads_is_given_names() {
         let step = master.on_task_created(t(100 + n).as_str());
         confirm(&mut master, &step);
     }
-    assert_eq!(queue(&mut master, &[0, 1, 2]), vec![t(0), t(1), t(2)]);
-    for n in 0..3 {
-        master.on_payload_read(t(n), Some(format!("p{n}").into_bytes()));
-    }
+    assert_eq!(queue(&mut master, &[0, 1, 2]), vec![t(0)]);
+    let step = answer(&mut master, &[(0, Some(b"p0"))]);
+    assert_eq!(reads(&step), vec![t(1), t(2)]);
+    answer(&mut master, &[(1, Some(b"p1")), (2, Some(b"p2"))]);
     let step = free(&mut master, 2);
     assert_eq!(create_payloads(&step), vec![(t(0), None)], "w2 reads names");
     assert!(registration_reads(&step).is_empty(), "w2 was asked already");
@@ -158,7 +202,7 @@ fn a_task_assigned_before_its_read_answers_goes_by_name() {
     assert_eq!(create_payloads(&step), vec![(t(0), None)]);
     confirm(&mut master, &step);
     // The late answer is dropped: the task is no longer queued.
-    let step = master.on_payload_read(t(0), Some(b"late".to_vec()));
+    let step = answer(&mut master, &[(0, Some(b"late"))]);
     assert_eq!(step, Step::default());
     assert_eq!(master.payloads_read_ahead(), 0);
 }
@@ -166,22 +210,13 @@ fn a_task_assigned_before_its_read_answers_goes_by_name() {
 #[test]
 fn a_large_payload_or_a_failed_read_is_assigned_by_name_and_not_read_again() {
     let mut master = busy(&[1, 2, 3], 4);
-    assert_eq!(queue(&mut master, &[0, 1, 2]), vec![t(0), t(1), t(2)]);
+    assert_eq!(queue(&mut master, &[0, 1, 2]), vec![t(0)]);
     let large = vec![b'x'; MAX_INLINE_PAYLOAD_BYTES + 1];
     let at_limit = vec![b'y'; MAX_INLINE_PAYLOAD_BYTES];
-    assert!(
-        master
-            .on_payload_read(t(0), Some(large))
-            .commands
-            .is_empty()
-    );
-    assert!(master.on_payload_read(t(1), None).commands.is_empty());
-    assert!(
-        master
-            .on_payload_read(t(2), Some(at_limit.clone()))
-            .commands
-            .is_empty()
-    );
+    let step = answer(&mut master, &[(0, Some(&large))]);
+    assert_eq!(reads(&step), vec![t(1), t(2)]);
+    let step = answer(&mut master, &[(1, None), (2, Some(&at_limit))]);
+    assert!(step.commands.is_empty(), "{:?}", step.commands);
     let mut assigned = Vec::new();
     for n in [1, 2, 3] {
         let step = free(&mut master, n);
@@ -197,16 +232,20 @@ fn a_large_payload_or_a_failed_read_is_assigned_by_name_and_not_read_again() {
 #[test]
 fn a_deleted_task_leaves_the_window_and_makes_room() {
     let mut master = busy(&[1], 2);
-    assert_eq!(queue(&mut master, &[0, 1, 2]), vec![t(0), t(1)]);
-    master.on_payload_read(t(0), Some(b"p0".to_vec()));
+    assert_eq!(queue(&mut master, &[0, 1, 2]), vec![t(0)]);
+    // t0 is deleted while its read is out: its answer is dropped, and the
+    // next batch fills the window from t1.
     let step = master.on_task_deleted(t(0).as_str());
-    assert_eq!(reads(&step), vec![t(2)]);
+    assert!(reads(&step).is_empty(), "a batch is out");
+    let step = answer(&mut master, &[(0, Some(b"p0"))]);
+    assert_eq!(reads(&step), vec![t(1), t(2)]);
+    answer(&mut master, &[(1, Some(b"p1")), (2, Some(b"p2"))]);
     assert_eq!(pending(&master), vec![t(1), t(2)]);
-    // An answer for the deleted task changes nothing.
-    assert_eq!(
-        master.on_payload_read(t(0), Some(b"p0".to_vec())),
-        Step::default()
-    );
+    assert_eq!(master.payloads_read_ahead(), 2);
+    // A queued task deleted once read makes room for the next.
+    queue(&mut master, &[3]);
+    let step = master.on_task_deleted(t(1).as_str());
+    assert_eq!(reads(&step), vec![t(3)]);
 }
 
 #[test]
@@ -221,9 +260,9 @@ fn a_requeued_task_behind_the_window_goes_by_name() {
     confirm(&mut master, &step);
     let step = master.on_task_created(t(102).as_str());
     confirm(&mut master, &step);
-    assert_eq!(queue(&mut master, &[1, 2, 3]), vec![t(1), t(2)]);
-    master.on_payload_read(t(1), Some(b"p1".to_vec()));
-    master.on_payload_read(t(2), Some(b"p2".to_vec()));
+    assert_eq!(queue(&mut master, &[1, 2, 3]), vec![t(1)]);
+    assert_eq!(reads(&answer(&mut master, &[(1, Some(b"p1"))])), vec![t(2)]);
+    answer(&mut master, &[(2, Some(b"p2"))]);
     let step = workers_now(&mut master, &[2]);
     assert!(reads(&step).is_empty(), "{:?}", step.commands);
     let reclaimed = master.on_assignment_reclaimed(
