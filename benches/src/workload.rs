@@ -64,8 +64,14 @@ impl PhaseReport {
         self.ops.node_writes() as f64 / self.tasks.max(1) as f64
     }
 
+    /// Read requests per task, a multi-read counted once.
     pub fn reads_per_task(&self) -> f64 {
         self.ops.reads() as f64 / self.tasks.max(1) as f64
+    }
+
+    /// Nodes read per task, alone or inside a multi-read.
+    pub fn node_reads_per_task(&self) -> f64 {
+        self.ops.node_reads() as f64 / self.tasks.max(1) as f64
     }
 
     /// The latency at `percent` (nearest rank), if any was measured.

@@ -149,11 +149,14 @@ fn writes_breakdown(ops: &OpCounts, report: &PhaseReport) -> String {
 
 fn reads_breakdown(ops: &OpCounts, report: &PhaseReport) -> String {
     format!(
-        "get_children {:.2} listing {:.0} names, exists {:.2}, get_data {:.2}",
+        "get_children {:.2} listing {:.0} names, exists {:.2}, get_data {:.2}, \
+         get_data_many {:.2} reading {:.2} nodes",
         per_task(ops.get_childrens, report),
         per_task(ops.listed_children, report),
         per_task(ops.exists, report),
         per_task(ops.get_datas, report),
+        per_task(ops.multi_reads, report),
+        per_task(ops.multi_read_nodes, report),
     )
 }
 
@@ -292,6 +295,8 @@ fn ops_json(ops: &OpCounts) -> serde_json::Value {
         "exists": ops.exists,
         "get_datas": ops.get_datas,
         "get_childrens": ops.get_childrens,
+        "multi_reads": ops.multi_reads,
+        "multi_read_nodes": ops.multi_read_nodes,
         "listed_children": ops.listed_children,
     })
 }
@@ -307,6 +312,7 @@ fn phase_json(phase: &PhaseReport) -> serde_json::Value {
         "writes_per_task": phase.writes_per_task(),
         "node_writes_per_task": phase.node_writes_per_task(),
         "reads_per_task": phase.reads_per_task(),
+        "node_reads_per_task": phase.node_reads_per_task(),
         "ops": ops_json(&phase.ops),
     })
 }
