@@ -20,6 +20,6 @@ pub mod workload;
 
 pub use counting::{Counted, OpCounter, OpCounts};
 pub use ensemble::{BenchConfig, BenchError, BenchReport};
-pub use raw::{RawCeiling, RawError};
+pub use raw::{MULTI_READ_NODES, RawCeiling, RawError};
 pub use system::{NoopHandler, System, SystemError};
 pub use workload::{NoProgress, PhaseReport, Progress, WorkloadError};

@@ -1,7 +1,9 @@
 //! The raw ceiling: how fast the server takes one client's requests when
 //! nothing else runs, the yardstick `zkdist bench` holds the task stream
 //! against. One session creates nodes, reads them back and deletes them,
-//! with many requests in flight; and it creates and deletes as many again
+//! with many requests in flight (and reads them again sixteen to a
+//! multi-read, which prices a batch of reads); and it creates and deletes
+//! as many again
 //! under a second session's persistent recursive watch, so that each write
 //! also sends a watch event, which prices an event in writes (see
 //! [`StepOrder`] for which half goes first).
@@ -22,6 +24,10 @@ use crate::workload::payload;
 /// apply, so they are all on their way by then.
 const EVENTS_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How many nodes the ceiling's multi-read step reads in each request: the
+/// master's largest batch of payload reads.
+pub const MULTI_READ_NODES: usize = 16;
+
 /// What one measurement of the ceiling timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawCeiling {
@@ -30,6 +36,8 @@ pub struct RawCeiling {
     pub in_flight: usize,
     pub create_elapsed: Duration,
     pub read_elapsed: Duration,
+    /// The same reads again, [`MULTI_READ_NODES`] nodes to a multi-read.
+    pub multi_read_elapsed: Duration,
     pub delete_elapsed: Duration,
     /// The same creates and deletes again, each sending an event to the
     /// watching session.
@@ -48,6 +56,18 @@ impl RawCeiling {
 
     pub fn reads_per_s(&self) -> f64 {
         per_s(self.nodes, self.read_elapsed)
+    }
+
+    /// Nodes read per second, [`MULTI_READ_NODES`] to a multi-read.
+    pub fn multi_read_nodes_per_s(&self) -> f64 {
+        per_s(self.nodes, self.multi_read_elapsed)
+    }
+
+    /// What one multi-read of [`MULTI_READ_NODES`] nodes costs the server,
+    /// in single reads: the server's cost follows requests more than
+    /// nodes, which is why the master reads payloads ahead in batches.
+    pub fn multi_read_cost_in_reads(&self) -> f64 {
+        MULTI_READ_NODES as f64 * self.reads_per_s() / self.multi_read_nodes_per_s()
     }
 
     pub fn deletes_per_s(&self) -> f64 {
@@ -152,9 +172,15 @@ pub async fn raw_ceiling<C: Coordinator, W: Coordinator>(
         make_dir(zk, dir).await?;
         let create_elapsed = create_all(zk, dir, &data, nodes, in_flight).await?;
         let read_elapsed = read_all(zk, dir, data.len(), nodes, in_flight).await?;
+        let multi_read_elapsed = multi_read_all(zk, dir, data.len(), nodes, in_flight).await?;
         let delete_elapsed = delete_all(zk, dir, nodes, in_flight).await?;
         delete_dir(zk, dir).await?;
-        Ok::<_, RawError>((create_elapsed, read_elapsed, delete_elapsed))
+        Ok::<_, RawError>((
+            create_elapsed,
+            read_elapsed,
+            multi_read_elapsed,
+            delete_elapsed,
+        ))
     };
     let watched = async {
         make_dir(zk, watched_dir).await?;
@@ -172,7 +198,7 @@ pub async fn raw_ceiling<C: Coordinator, W: Coordinator>(
         Ok::<_, RawError>((create_elapsed, delete_elapsed))
     };
     let (
-        (create_elapsed, read_elapsed, delete_elapsed),
+        (create_elapsed, read_elapsed, multi_read_elapsed, delete_elapsed),
         (watched_create_elapsed, watched_delete_elapsed),
     ) = match order {
         StepOrder::UnwatchedFirst => {
@@ -190,6 +216,7 @@ pub async fn raw_ceiling<C: Coordinator, W: Coordinator>(
         in_flight,
         create_elapsed,
         read_elapsed,
+        multi_read_elapsed,
         delete_elapsed,
         watched_create_elapsed,
         watched_delete_elapsed,
@@ -276,6 +303,48 @@ async fn read_all<C: Coordinator>(
     .await
 }
 
+/// Reads the `nodes` nodes under `dir` again, [`MULTI_READ_NODES`] to a
+/// request, with as many requests in flight as keep about `in_flight`
+/// nodes outstanding, and times the step.
+async fn multi_read_all<C: Coordinator>(
+    zk: &C,
+    dir: &str,
+    written_bytes: usize,
+    nodes: u64,
+    in_flight: usize,
+) -> Result<Duration, RawError> {
+    let started = Instant::now();
+    let batches: Vec<Vec<String>> = (0..nodes)
+        .map(|n| node(dir, n))
+        .collect::<Vec<_>>()
+        .chunks(MULTI_READ_NODES)
+        .map(<[String]>::to_vec)
+        .collect();
+    futures::stream::iter(batches)
+        .map(|paths| async move {
+            let what = format!("reading {} and the rest of its batch", paths[0]);
+            let results = zk
+                .get_data_many(paths.clone())
+                .await
+                .map_err(zk_failed(&what))?;
+            for (path, result) in paths.into_iter().zip(results) {
+                let (got, _) = result.map_err(zk_failed(format!("reading {path}")))?;
+                if got.len() != written_bytes {
+                    return Err(RawError::ReadBackDiffers {
+                        path,
+                        written_bytes,
+                        got_bytes: got.len(),
+                    });
+                }
+            }
+            Ok(())
+        })
+        .buffer_unordered((in_flight / MULTI_READ_NODES).max(1))
+        .try_for_each(|()| std::future::ready(Ok(())))
+        .await?;
+    Ok(started.elapsed())
+}
+
 async fn delete_all<C: Coordinator>(
     zk: &C,
     dir: &str,
@@ -328,6 +397,7 @@ mod tests {
             in_flight: 100,
             create_elapsed: Duration::from_millis(20),
             read_elapsed: Duration::from_millis(25),
+            multi_read_elapsed: Duration::from_millis(5),
             delete_elapsed: Duration::from_millis(30),
             watched_create_elapsed: Duration::from_millis(watched_ms),
             watched_delete_elapsed: Duration::from_millis(watched_ms),
@@ -339,6 +409,9 @@ mod tests {
         let raw = ceiling(50);
         assert_eq!(raw.creates_per_s(), 50_000.0);
         assert_eq!(raw.reads_per_s(), 40_000.0);
+        assert_eq!(raw.multi_read_nodes_per_s(), 200_000.0);
+        // 16 nodes at 200,000/s against one at 40,000/s: 3.2 reads.
+        assert!((raw.multi_read_cost_in_reads() - 3.2).abs() < 1e-9);
         assert_eq!(raw.deletes_per_s(), 1_000.0 / 0.030);
         // 2,000 writes in 50 ms, and in 100 ms when watched.
         assert_eq!(raw.writes_per_s(), 40_000.0);

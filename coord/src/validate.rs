@@ -25,14 +25,16 @@
 //! - [`check_get_data_many`]`(paths) -> ZkResult<()>`: a multi-read of at
 //!   least one path, each a valid path (a bad one is `ZkError::Multi` with
 //!   its index), within [`MAX_REQUEST_BYTES`]
-//!   ([`get_data_many_request_bytes`]);
+//!   ([`get_data_many_request_bytes`]`(paths) -> usize`, its size on the
+//!   wire);
 //! - [`multi_request_bytes`]`(ops) -> usize`,
 //!   [`create_request_bytes`]`(path, data) -> usize`,
 //!   [`set_data_request_bytes`]`(path, data) -> usize`: a request's size on
 //!   the wire;
 //! - [`check_frame_under_chroot`]`(request, chroot) -> ZkResult<()>`: a
-//!   create, set_data or multi whose frame, with `chroot` prefixed to each
-//!   path, is over [`MAX_FRAME_BYTES`] is `RequestTooLarge` (the real
+//!   create, set_data, multi or multi-read whose frame, with `chroot`
+//!   prefixed to each path, is over [`MAX_FRAME_BYTES`] is
+//!   `RequestTooLarge` (the real
 //!   backend's check; the simulator has no chroot);
 //! - [`children_reply_bytes`]`(names) -> usize`: the size of a
 //!   `getChildren2` reply on the wire;

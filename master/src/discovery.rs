@@ -37,13 +37,20 @@ pub enum TaskDiscovery {
 
 /// How many of the queue's first tasks the watch mode reads ahead. Enough
 /// that the tasks the next rounds assign are read by the time they go out
-/// (a round assigns as many as there are free workers, and the reads take
-/// one round trip); small enough that the payloads held, at most this many
-/// times `zkdist_coord::MAX_INLINE_PAYLOAD_BYTES` (16 KiB), do not matter.
+/// (a round assigns as many as there are free workers, and a task's read
+/// takes a round trip, or two when it waits behind the batch that is out);
+/// small enough that the payloads held, at most this many times
+/// `zkdist_coord::MAX_INLINE_PAYLOAD_BYTES` (16 KiB), do not matter.
 /// Payloads over that size are read too (a `get_data` cannot ask for the
-/// size first without another round trip) and dropped on arrival: with
-/// large tasks in the queue up to this many of them can be in flight.
+/// size first without another round trip) and dropped on arrival.
 pub const PAYLOAD_READ_AHEAD_TASKS: usize = 64;
+
+/// The most payloads one batch of the read-ahead reads, in one request.
+/// A reply holds every payload it read, large ones too, so this bounds it
+/// to some 16 MiB (16 nodes of up to a mebibyte) whatever the queue holds;
+/// a busy stream's batches hold a few tasks, far under it, and filling the
+/// whole window at start takes four round trips.
+pub const PAYLOAD_READS_PER_BATCH: usize = 16;
 
 impl TaskDiscovery {
     pub const ALL: [TaskDiscovery; 2] = [TaskDiscovery::Listing, TaskDiscovery::Watch];

@@ -87,6 +87,9 @@ enum Reply {
     },
     PayloadsRead {
         reads: Vec<(TaskId, Option<Vec<u8>>)>,
+        /// Why the whole request failed, if it did (a missing task fails
+        /// only its own read, and is not one).
+        failure: Option<ZkError>,
     },
     RegistrationRead {
         worker: WorkerId,
@@ -169,6 +172,9 @@ pub struct Master<C: Coordinator> {
     /// Whether `run_until` must lay the tree out first (the role lays it
     /// out once per session, before the claim).
     lay_out: bool,
+    /// Whether a read-ahead request failed for a reason other than the
+    /// connection (see [`Master::note_payload_read_failure`]).
+    payload_read_failure_warned: bool,
 }
 
 impl<C: Coordinator> Master<C> {
@@ -199,6 +205,7 @@ impl<C: Coordinator> Master<C> {
             link: Link::Connected,
             resyncs_sent: 0,
             lay_out: false,
+            payload_read_failure_warned: false,
         }
     }
 
@@ -527,7 +534,12 @@ impl<C: Coordinator> Master<C> {
                 })?;
                 Ok(state.on_assignment_reclaimed(worker, task, outcome))
             }
-            Reply::PayloadsRead { reads } => Ok(state.on_payloads_read(reads)),
+            Reply::PayloadsRead { reads, failure } => {
+                if let Some(error) = failure {
+                    self.note_payload_read_failure(reads.len(), &error);
+                }
+                Ok(state.on_payloads_read(reads))
+            }
             Reply::RegistrationRead { worker, result } => match result {
                 Ok((data, stat)) => {
                     let read = if stat.ephemeral_owner == 0 {
@@ -547,6 +559,30 @@ impl<C: Coordinator> Master<C> {
                 Err(_) => Ok(state.on_registration_read(worker, RegistrationRead::Unreadable)),
             },
         }
+    }
+
+    /// A read-ahead request failed as a whole: its tasks go by name, which
+    /// costs each worker a read but loses nothing. A lost connection is
+    /// passing, and an ended session ends the master anyway: both are
+    /// logged at debug. Any other failure (a server that does
+    /// not know multi-reads, a request refused under a long chroot) would
+    /// repeat on every batch and quietly keep payloads out of assignments,
+    /// so it is a warning, once per master.
+    fn note_payload_read_failure(&mut self, tasks: usize, error: &ZkError) {
+        if error.is_outcome_unknown()
+            || error.is_session_fatal()
+            || self.payload_read_failure_warned
+        {
+            tracing::debug!(target: "zkdist::master", "reading {tasks} queued payloads ahead failed: {error}");
+            return;
+        }
+        self.payload_read_failure_warned = true;
+        tracing::warn!(
+            target: "zkdist::master",
+            "reading {tasks} queued payloads ahead failed: {error}; tasks whose payload \
+             cannot be read ahead are assigned by name, and their workers read them \
+             (this is reported once)"
+        );
     }
 
     /// Logs and publishes the step's decisions, then sends its requests in
@@ -672,24 +708,27 @@ impl<C: Coordinator> Master<C> {
                     // payload is not read ahead is assigned by name. One
                     // task is read with a plain `get_data`, which the
                     // server answers a little faster than a multi-read.
-                    let payloads: Vec<Option<Vec<u8>>> = match &paths[..] {
-                        [path] => vec![
-                            zk.get_data(path, Watch::No)
-                                .await
-                                .ok()
-                                .map(|(data, _)| data),
-                        ],
-                        _ => match zk.get_data_many(paths.clone()).await {
-                            Ok(results) => results
-                                .into_iter()
-                                .map(|result| result.ok().map(|(data, _)| data))
-                                .collect(),
-                            Err(_) => vec![None; paths.len()],
+                    let count = paths.len();
+                    let (payloads, failure) = match <[String; 1]>::try_from(paths) {
+                        Ok([path]) => match zk.get_data(&path, Watch::No).await {
+                            Ok((data, _)) => (vec![Some(data)], None),
+                            Err(error) => (vec![None], Some(error)),
+                        },
+                        Err(paths) => match zk.get_data_many(paths).await {
+                            Ok(results) => (
+                                results
+                                    .into_iter()
+                                    .map(|result| result.ok().map(|(data, _)| data))
+                                    .collect(),
+                                None,
+                            ),
+                            Err(error) => (vec![None; count], Some(error)),
                         },
                     };
                     assert_eq!(payloads.len(), tasks.len(), "one answer per task read");
                     Reply::PayloadsRead {
                         reads: tasks.into_iter().zip(payloads).collect(),
+                        failure,
                     }
                 });
             }

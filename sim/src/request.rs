@@ -153,29 +153,33 @@ fn write_call(out: &mut impl fmt::Write, call: &Call) -> fmt::Result {
             write_words(out, &["get_children ", path, watch(*w)])
         }
         Call::Multi { ops } => {
-            out.write_str("multi [")?;
-            for (index, op) in ops.iter().enumerate() {
-                if index > 0 {
-                    out.write_str(", ")?;
-                }
-                write_op(out, op)?;
-            }
-            out.write_str("]")
+            out.write_str("multi ")?;
+            write_list(out, ops, write_op)
         }
         Call::GetDataMany { paths } => {
-            out.write_str("get_data_many [")?;
-            for (index, path) in paths.iter().enumerate() {
-                if index > 0 {
-                    out.write_str(", ")?;
-                }
-                out.write_str(path)?;
-            }
-            out.write_str("]")
+            out.write_str("get_data_many ")?;
+            write_list(out, paths, |out, path| out.write_str(path))
         }
         Call::CountDescendants { path } => write_words(out, &["count_descendants ", path]),
         Call::Sync { path } => write_words(out, &["sync ", path]),
         Call::AddWatch { path, mode } => write_words(out, &["add_watch ", path, " ", mode.name()]),
     }
+}
+
+/// `[{item}, {item}, ...]`, each item written by `write_item`.
+fn write_list<W: fmt::Write, T>(
+    out: &mut W,
+    items: &[T],
+    mut write_item: impl FnMut(&mut W, &T) -> fmt::Result,
+) -> fmt::Result {
+    out.write_str("[")?;
+    for (index, item) in items.iter().enumerate() {
+        if index > 0 {
+            out.write_str(", ")?;
+        }
+        write_item(out, item)?;
+    }
+    out.write_str("]")
 }
 
 /// One op of a multi, as the trace shows it.
@@ -309,19 +313,10 @@ pub(crate) fn write_outcome(out: &mut impl fmt::Write, result: &ZkResult<Respons
         }
         Reply::Data(data, s) => write_data(out, data, s),
         // `[{data}, {error}, ...]`: each read as its own reply shows.
-        Reply::DataMany(results) => {
-            out.write_str("[")?;
-            for (index, result) in results.iter().enumerate() {
-                if index > 0 {
-                    out.write_str(", ")?;
-                }
-                match result {
-                    Ok((data, s)) => write_data(out, data, s)?,
-                    Err(error) => write!(out, "{}", ErrorName(error))?,
-                }
-            }
-            out.write_str("]")
-        }
+        Reply::DataMany(results) => write_list(out, results, |out, result| match result {
+            Ok((data, s)) => write_data(out, data, s),
+            Err(error) => write!(out, "{}", ErrorName(error)),
+        }),
         Reply::Children(names, s) => {
             let (listed, pzxid) = (count(names.len()), hex(s.pzxid));
             words(&[listed.as_str(), " children pzxid=0x", pzxid.as_str()])

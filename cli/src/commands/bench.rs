@@ -197,6 +197,17 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
     )
     .unwrap();
     writeln!(out, "{}", watch_events_line(report)).unwrap();
+    writeln!(
+        out,
+        "multi-reads: the same {} reads, {} nodes to a request, at {:.0} nodes/s: one costs \
+         the server about {:.1} single reads (the master reads queued payloads ahead so, in \
+         batches; the efficiency lines below price each as one read)",
+        raw.nodes,
+        zkdist_benches::MULTI_READ_NODES,
+        raw.multi_read_nodes_per_s(),
+        raw.multi_read_cost_in_reads(),
+    )
+    .unwrap();
     if let Some(backlog) = &report.backlog {
         let drain = &backlog.drain;
         writeln!(
@@ -349,6 +360,8 @@ fn json(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> serde_j
             "in_flight": raw.in_flight,
             "creates_per_s": raw.creates_per_s(),
             "reads_per_s": raw.reads_per_s(),
+            "multi_read_nodes_per_s": raw.multi_read_nodes_per_s(),
+            "multi_read_cost_in_reads": raw.multi_read_cost_in_reads(),
             "deletes_per_s": raw.deletes_per_s(),
             "writes_per_s": raw.writes_per_s(),
             "watched_writes_per_s": raw.watched_writes_per_s(),
@@ -394,6 +407,7 @@ mod tests {
             in_flight: 100,
             create_elapsed: Duration::from_millis(100),
             read_elapsed: Duration::from_millis(100),
+            multi_read_elapsed: Duration::from_millis(20),
             delete_elapsed: Duration::from_millis(100),
             watched_create_elapsed: Duration::from_millis(watched_ms),
             watched_delete_elapsed: Duration::from_millis(watched_ms),

@@ -311,7 +311,10 @@ async fn run_get_data_many(client: &zkc::Client, paths: &[String]) -> ZkResult<R
             error: Box::new(map_error(error, &context_of(path))),
         })?;
     }
-    let request = OpContext::new("get_data_many", &paths[0], None);
+    // A failure of the whole request (a lost connection, say) names it by
+    // its size and first path: the context's path is all an error shows.
+    let first = format!("{} and {} more paths", paths[0], paths.len() - 1);
+    let request = OpContext::new("get_data_many", &first, None);
     let results = reader.commit().await.map_err(|e| map_error(e, &request))?;
     if results.len() != paths.len() {
         return Err(ZkError::System {

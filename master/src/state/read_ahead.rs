@@ -24,6 +24,7 @@ use zkdist_coord::{MAX_INLINE_PAYLOAD_BYTES, TaskId, WorkerId};
 
 use super::{MasterState, Step};
 use crate::decision::Command;
+use crate::discovery::PAYLOAD_READS_PER_BATCH;
 
 /// Where the read of one queued task's payload stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,8 +120,8 @@ impl MasterState {
     }
 
     /// Sends one batch of reads for the queue's next tasks, as many as the
-    /// window has room for, unless a batch is out already (its answer
-    /// sends the next). The window follows the queue's head: it holds the
+    /// window has room for, up to [`PAYLOAD_READS_PER_BATCH`], unless a
+    /// batch is out already (its answer sends the next). The window follows the queue's head: it holds the
     /// oldest queued tasks, and each round that assigns some makes room for
     /// the next. A task that comes back to the queue behind the window's
     /// last is not read ahead (it is assigned by name): keeping the window
@@ -150,7 +151,7 @@ impl MasterState {
         let batch: Vec<TaskId> = self
             .pending_tasks
             .range((after, Bound::Unbounded))
-            .take(room)
+            .take(room.min(PAYLOAD_READS_PER_BATCH))
             .cloned()
             .collect();
         if batch.is_empty() {
@@ -190,8 +191,8 @@ impl MasterState {
                 "a batch out of queue order: {batch:?}"
             );
             assert!(
-                batch.len() <= self.read_ahead_tasks,
-                "a batch of {} reads, over the window of {}",
+                batch.len() <= self.read_ahead_tasks.min(PAYLOAD_READS_PER_BATCH),
+                "a batch of {} reads, over the window of {} or the batch limit",
                 batch.len(),
                 self.read_ahead_tasks
             );

@@ -340,3 +340,68 @@ fn a_registration_that_cannot_be_read_leaves_its_worker_on_names() {
     confirm(&mut master, &step);
     assert!(queue(&mut master, &[1, 2]).is_empty());
 }
+
+#[test]
+fn a_task_requeued_while_its_batch_is_out_is_read_again_by_the_next() {
+    let mut master = busy(&[1, 2], 4);
+    assert_eq!(queue(&mut master, &[0]), vec![t(0)]);
+    // w1 takes t0 by name before the read answers, then leaves: t0 goes
+    // back to the queue while its read is still out.
+    let step = free(&mut master, 1);
+    assert_eq!(create_payloads(&step), vec![(t(0), None)]);
+    confirm(&mut master, &step);
+    let step = workers_now(&mut master, &[2]);
+    assert!(reads(&step).is_empty(), "a batch is out");
+    let step = master.on_assignment_reclaimed(
+        w(1),
+        t(0),
+        ReclaimOutcome::Reclaimed {
+            deleted: true,
+            status: TaskStatus::Unfinished,
+        },
+    );
+    assert!(reads(&step).is_empty(), "a batch is out");
+    assert_eq!(pending(&master), vec![t(0)]);
+    // The answer came for the assignment that was taken back: dropped, and
+    // the queued t0 is read anew.
+    let step = answer(&mut master, &[(0, Some(b"stale"))]);
+    assert_eq!(reads(&step), vec![t(0)]);
+    answer(&mut master, &[(0, Some(b"p0"))]);
+    let step = free(&mut master, 2);
+    assert_eq!(create_payloads(&step), vec![(t(0), Some(b"p0".to_vec()))]);
+}
+
+#[test]
+fn reading_stops_when_the_last_inline_reader_leaves_and_resumes_with_the_next() {
+    let mut master = busy(&[1], 4);
+    assert_eq!(queue(&mut master, &[0, 1]), vec![t(0)]);
+    workers_now(&mut master, &[]);
+    // Nobody left to give a payload to: the answer sends no next batch.
+    let step = answer(&mut master, &[(0, Some(b"p0"))]);
+    assert!(reads(&step).is_empty(), "{:?}", step.commands);
+    // A worker joins, is given the oldest task by name (its registration
+    // is not read yet), and once it says it reads inline payloads the
+    // reads resume with the next task.
+    let step = workers_now(&mut master, &[2]);
+    assert_eq!(create_payloads(&step), vec![(t(0), None)]);
+    confirm(&mut master, &step);
+    let step = master.on_registration_read(
+        w(2),
+        RegistrationRead::Live {
+            data: zkdist_coord::registration_data().to_vec(),
+        },
+    );
+    assert_eq!(reads(&step), vec![t(1)]);
+}
+
+#[test]
+fn a_batch_reads_at_most_the_batch_limit() {
+    let mut master = busy(&[1], 64);
+    assert_eq!(queue(&mut master, &[0]), vec![t(0)]);
+    let more: Vec<i32> = (1..=40).collect();
+    assert!(queue(&mut master, &more).is_empty());
+    let step = answer(&mut master, &[(0, Some(b"p0"))]);
+    let batch = reads(&step);
+    assert_eq!(batch.len(), crate::discovery::PAYLOAD_READS_PER_BATCH);
+    assert_eq!(batch.first(), Some(&t(1)));
+}
