@@ -290,17 +290,22 @@ async fn read_all<C: Coordinator>(
             .get_data(&path, Watch::No)
             .await
             .map_err(zk_failed(format!("reading {path}")))?;
-        if got.len() == written_bytes {
-            Ok(())
-        } else {
-            Err(RawError::ReadBackDiffers {
-                path,
-                written_bytes,
-                got_bytes: got.len(),
-            })
-        }
+        check_read_back(path, written_bytes, &got)
     })
     .await
+}
+
+/// That a node read back holds as many bytes as were written to it.
+fn check_read_back(path: String, written_bytes: usize, got: &[u8]) -> Result<(), RawError> {
+    if got.len() == written_bytes {
+        Ok(())
+    } else {
+        Err(RawError::ReadBackDiffers {
+            path,
+            written_bytes,
+            got_bytes: got.len(),
+        })
+    }
 }
 
 /// Reads the `nodes` nodes under `dir` again, [`MULTI_READ_NODES`] to a
@@ -329,13 +334,7 @@ async fn multi_read_all<C: Coordinator>(
                 .map_err(zk_failed(&what))?;
             for (path, result) in paths.into_iter().zip(results) {
                 let (got, _) = result.map_err(zk_failed(format!("reading {path}")))?;
-                if got.len() != written_bytes {
-                    return Err(RawError::ReadBackDiffers {
-                        path,
-                        written_bytes,
-                        got_bytes: got.len(),
-                    });
-                }
+                check_read_back(path, written_bytes, &got)?;
             }
             Ok(())
         })

@@ -265,14 +265,7 @@ fn a_requeued_task_behind_the_window_goes_by_name() {
     answer(&mut master, &[(2, Some(b"p2"))]);
     let step = workers_now(&mut master, &[2]);
     assert!(reads(&step).is_empty(), "{:?}", step.commands);
-    let reclaimed = master.on_assignment_reclaimed(
-        w(1),
-        t(0),
-        ReclaimOutcome::Reclaimed {
-            deleted: true,
-            status: TaskStatus::Unfinished,
-        },
-    );
+    let reclaimed = reclaimed_unfinished(&mut master, 1, t(0));
     assert!(reads(&reclaimed).is_empty());
     assert_eq!(pending(&master), vec![t(0), t(1), t(2), t(3)]);
     let step = free(&mut master, 2);
@@ -352,14 +345,7 @@ fn a_task_requeued_while_its_batch_is_out_is_read_again_by_the_next() {
     confirm(&mut master, &step);
     let step = workers_now(&mut master, &[2]);
     assert!(reads(&step).is_empty(), "a batch is out");
-    let step = master.on_assignment_reclaimed(
-        w(1),
-        t(0),
-        ReclaimOutcome::Reclaimed {
-            deleted: true,
-            status: TaskStatus::Unfinished,
-        },
-    );
+    let step = reclaimed_unfinished(&mut master, 1, t(0));
     assert!(reads(&step).is_empty(), "a batch is out");
     assert_eq!(pending(&master), vec![t(0)]);
     // The answer came for the assignment that was taken back: dropped, and

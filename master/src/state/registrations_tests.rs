@@ -50,14 +50,7 @@ fn a_stray_registration_given_a_task_is_dropped_and_the_task_goes_to_a_live_work
     );
     assert!(master.workers().is_empty(), "the stray is no worker");
 
-    let step = master.on_assignment_reclaimed(
-        w(1),
-        t(0),
-        ReclaimOutcome::Reclaimed {
-            deleted: true,
-            status: TaskStatus::Unfinished,
-        },
-    );
+    let step = reclaimed_unfinished(&mut master, 1, t(0));
     assert!(step.decisions.contains(&MasterDecision::TaskRequeued {
         task: t(0),
         reason: RequeueReason::WorkerGone { worker: w(1) },

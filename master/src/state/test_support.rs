@@ -4,7 +4,7 @@
 pub(super) use zkdist_coord::ChildCreates;
 use zkdist_coord::{Directory, TaskId, WorkerId};
 
-use super::{MasterState, RegistrationRead, Step, WriteOutcome};
+use super::{MasterState, ReclaimOutcome, RegistrationRead, Step, TaskStatus, WriteOutcome};
 use crate::decision::{Command, MasterDecision};
 
 /// The pending queue, in order.
@@ -32,6 +32,19 @@ pub(super) fn task_names(ns: &[i32]) -> Vec<String> {
 /// order.
 pub(super) fn commands<T>(step: &Step, pick: impl Fn(&Command) -> Option<T>) -> Vec<T> {
     step.commands.iter().filter_map(pick).collect()
+}
+
+/// Worker `n`'s assignment of `task` was deleted by the reclaim, and the
+/// task has no result: it goes back to the queue.
+pub(super) fn reclaimed_unfinished(master: &mut MasterState, n: u32, task: TaskId) -> Step {
+    master.on_assignment_reclaimed(
+        w(n),
+        task,
+        ReclaimOutcome::Reclaimed {
+            deleted: true,
+            status: TaskStatus::Unfinished,
+        },
+    )
 }
 
 /// The workers whose registration a step asks to read.
