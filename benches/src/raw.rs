@@ -319,12 +319,13 @@ async fn multi_read_all<C: Coordinator>(
     in_flight: usize,
 ) -> Result<Duration, RawError> {
     let started = Instant::now();
-    let batches: Vec<Vec<String>> = (0..nodes)
-        .map(|n| node(dir, n))
-        .collect::<Vec<_>>()
-        .chunks(MULTI_READ_NODES)
-        .map(<[String]>::to_vec)
-        .collect();
+    let batch_nodes = MULTI_READ_NODES as u64;
+    let batches = (0..nodes.div_ceil(batch_nodes)).map(|batch| {
+        let first = batch * batch_nodes;
+        (first..(first + batch_nodes).min(nodes))
+            .map(|n| node(dir, n))
+            .collect::<Vec<_>>()
+    });
     futures::stream::iter(batches)
         .map(|paths| async move {
             let what = format!("reading {} and the rest of its batch", paths[0]);

@@ -137,8 +137,8 @@ pub trait Coordinator: Send + Sync + 'static {
         &self,
         paths: Vec<String>,
     ) -> impl Future<Output = ZkResult<Vec<DataRead>>> + Send {
-        let empty = paths.is_empty();
-        let reply = (!empty).then(|| self.call(Request::GetDataMany { paths }));
+        // Sent now, before the future is polled, as every request is.
+        let reply = (!paths.is_empty()).then(|| self.call(Request::GetDataMany { paths }));
         async move {
             let Some(reply) = reply else {
                 return Ok(Vec::new());

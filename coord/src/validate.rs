@@ -247,17 +247,25 @@ pub fn check_op(op: &Op) -> ZkResult<()> {
     }
 }
 
+/// Checks each part of a multi-part request in order, reporting the first
+/// bad one as `ZkError::Multi` with its index, as the server reports a
+/// failing op.
+fn check_each<T>(parts: &[T], check: impl Fn(&T) -> ZkResult<()>) -> ZkResult<()> {
+    for (index, part) in parts.iter().enumerate() {
+        check(part).map_err(|error| ZkError::Multi {
+            index,
+            error: Box::new(error),
+        })?;
+    }
+    Ok(())
+}
+
 /// Checks a multi: every op in order (the first bad one is reported as
 /// `ZkError::Multi` with its index, as the server reports a failing op),
 /// then the size of the whole request, which the server would refuse as one
 /// oversized frame by dropping the connection.
 pub fn check_multi(ops: &[Op]) -> ZkResult<()> {
-    for (index, op) in ops.iter().enumerate() {
-        check_op(op).map_err(|error| ZkError::Multi {
-            index,
-            error: Box::new(error),
-        })?;
-    }
+    check_each(ops, check_op)?;
     check_request_bytes(
         || format!("multi of {} ops", ops.len()),
         multi_request_bytes(ops),
@@ -275,12 +283,7 @@ pub fn check_get_data_many(paths: &[String]) -> ZkResult<()> {
             reason: "get_data_many of no paths".to_owned(),
         });
     }
-    for (index, path) in paths.iter().enumerate() {
-        check_read(path).map_err(|error| ZkError::Multi {
-            index,
-            error: Box::new(error),
-        })?;
-    }
+    check_each(paths, |path| check_read(path))?;
     check_request_bytes(
         || format!("get_data_many of {} paths", paths.len()),
         get_data_many_request_bytes(paths),

@@ -85,6 +85,14 @@ impl LaggingFollower {
     fn read(&self, path: &str) -> Option<Node> {
         self.trees.lock().unwrap().follower.get(path).cloned()
     }
+
+    /// A node's data and stat as the follower has them, as a read answers.
+    fn read_data(&self, path: String) -> zkdist_coord::DataRead {
+        match self.read(&path) {
+            Some(node) => Ok((node.data, node.stat)),
+            None => Err(ZkError::NoNode { path }),
+        }
+    }
 }
 
 fn apply(tree: &mut BTreeMap<String, Node>, ops: Vec<Op>, session: i64) -> ZkResult<Vec<OpResult>> {
@@ -167,18 +175,11 @@ impl LaggingFollower {
             Request::Exists { path, .. } => {
                 Ok(Reply::Exists(self.read(&path).map(|node| node.stat)))
             }
-            Request::GetData { path, .. } => match self.read(&path) {
-                Some(node) => Ok(Reply::Data(node.data, node.stat)),
-                None => Err(ZkError::NoNode { path }),
-            },
+            Request::GetData { path, .. } => self
+                .read_data(path)
+                .map(|(data, stat)| Reply::Data(data, stat)),
             Request::GetDataMany { paths } => Ok(Reply::DataMany(
-                paths
-                    .into_iter()
-                    .map(|path| match self.read(&path) {
-                        Some(node) => Ok((node.data, node.stat)),
-                        None => Err(ZkError::NoNode { path }),
-                    })
-                    .collect(),
+                paths.into_iter().map(|path| self.read_data(path)).collect(),
             )),
             Request::Multi { ops } => {
                 let mut trees = self.trees.lock().unwrap();

@@ -337,15 +337,16 @@ pub(crate) fn write_outcome(out: &mut impl fmt::Write, result: &ZkResult<Respons
 fn write_data(out: &mut impl fmt::Write, data: &[u8], stat: &Stat) -> fmt::Result {
     let length = decimal(i64::try_from(data.len()).expect("a length fits an i64"));
     let (version, mzxid) = (decimal(stat.version.into()), hex(stat.mzxid));
-    [
-        length.as_str(),
-        "B v",
-        version.as_str(),
-        " mzxid=0x",
-        mzxid.as_str(),
-    ]
-    .iter()
-    .try_for_each(|word| out.write_str(word))
+    write_words(
+        out,
+        &[
+            length.as_str(),
+            "B v",
+            version.as_str(),
+            " mzxid=0x",
+            mzxid.as_str(),
+        ],
+    )
 }
 
 #[cfg(test)]
