@@ -69,9 +69,9 @@ pub struct OpCounts {
     pub exists: u64,
     pub get_datas: u64,
     pub get_childrens: u64,
-    /// Multi-reads (`get_data_many`): each counts once, as one request,
-    /// which is what the server's cost follows (a read of 16 nodes costs
-    /// it little more than a read of one).
+    /// Multi-reads (`get_data_many`, `get_children_many`): each counts
+    /// once, as one request, which is what the server's cost follows (a
+    /// read of 16 nodes costs it little more than a read of one).
     pub multi_reads: u64,
     /// The nodes those multi-reads read.
     pub multi_read_nodes: u64,
@@ -167,7 +167,7 @@ impl<C: Coordinator> Coordinator for Counted<C> {
             Request::GetData { .. } => bump(&counter.get_datas),
             Request::SetData { .. } => bump(&counter.set_datas),
             Request::GetChildren { .. } => bump(&counter.get_childrens),
-            Request::GetDataMany { paths } => {
+            Request::GetDataMany { paths } | Request::GetChildrenMany { paths } => {
                 bump(&counter.multi_reads);
                 counter
                     .multi_read_nodes

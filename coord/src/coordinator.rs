@@ -5,7 +5,7 @@ use std::future::Future;
 
 use crate::error::ZkResult;
 use crate::op::{Op, OpResult};
-use crate::request::{DataRead, Reply, Request, unexpected};
+use crate::request::{ChildrenRead, DataRead, Reply, Request, unexpected};
 use crate::types::{AddWatchMode, CreateMode, SessionId, Stat, Watch};
 
 /// One ZooKeeper session. Master, worker and client are generic over this
@@ -146,6 +146,31 @@ pub trait Coordinator: Send + Sync + 'static {
             match reply.await? {
                 Reply::DataMany(results) => Ok(results),
                 other => Err(unexpected("get_data_many", other)),
+            }
+        }
+    }
+
+    /// The children of each of `paths`, listed in one request (ZooKeeper
+    /// 3.6+ `multiRead`), one result per path in their order, as
+    /// [`get_data_many`](Coordinator::get_data_many) reads data: a missing
+    /// node is `NoNode` in its own place, no watch is left, and an empty
+    /// list is answered at once. A listing in a multi-read carries no
+    /// stat. Nor is the reply held to the session's reply limit, which
+    /// guards a single listing: a caller lists nodes it knows to be small
+    /// (leaves, to learn whether they exist without one request each).
+    fn get_children_many(
+        &self,
+        paths: Vec<String>,
+    ) -> impl Future<Output = ZkResult<Vec<ChildrenRead>>> + Send {
+        // Sent now, before the future is polled, as every request is.
+        let reply = (!paths.is_empty()).then(|| self.call(Request::GetChildrenMany { paths }));
+        async move {
+            let Some(reply) = reply else {
+                return Ok(Vec::new());
+            };
+            match reply.await? {
+                Reply::ChildrenMany(results) => Ok(results),
+                other => Err(unexpected("get_children_many", other)),
             }
         }
     }

@@ -45,7 +45,7 @@ pub use names::{InvalidName, TaskId, TaskToken, WorkerId};
 pub use observer::Observer;
 pub use op::{Op, OpResult};
 pub use registration::{INLINE_PAYLOAD_FEATURE, reads_inline_payloads, registration_data};
-pub use request::{DataRead, Reply, Request};
+pub use request::{ChildrenRead, DataRead, Reply, Request};
 pub use types::{AddWatchMode, ChildCreates, CreateMode, SessionId, Stat, Watch};
 pub use validate::{
     LARGE_REPLY_BYTES, MAX_DATA_BYTES, MAX_FRAME_BYTES, MAX_REPLY_BYTES, MAX_REQUEST_BYTES,

@@ -10,7 +10,7 @@ use crate::error::{ZkError, ZkResult};
 use crate::op::{Op, OpResult};
 use crate::types::{AddWatchMode, CreateMode, Stat};
 use crate::validate::{
-    check_create, check_delete, check_get_data_many, check_multi, check_read, check_set_data,
+    check_create, check_delete, check_multi, check_multi_read, check_read, check_set_data,
 };
 
 /// A request, as the typed method that makes it takes its arguments
@@ -38,6 +38,12 @@ pub enum Request {
     /// `getData` ops), without watches. Each path is answered on its own:
     /// one missing node does not fail the others.
     GetDataMany {
+        paths: Vec<String>,
+    },
+    /// Several nodes' children in one request (ZooKeeper 3.6+ `multiRead`
+    /// of `getChildren` ops), without watches or stats. Each path is
+    /// answered on its own, as in `GetDataMany`.
+    GetChildrenMany {
         paths: Vec<String>,
     },
     SetData {
@@ -68,6 +74,11 @@ pub enum Request {
 /// could not be read.
 pub type DataRead = ZkResult<(Vec<u8>, Stat)>;
 
+/// One node's children as a multi-read answers it (without a stat:
+/// ZooKeeper's multi-read carries none for a listing), or why that node
+/// could not be listed.
+pub type ChildrenRead = ZkResult<Vec<String>>;
+
 /// The reply to a request that succeeded, one variant per request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
@@ -78,6 +89,8 @@ pub enum Reply {
     Data(Vec<u8>, Stat),
     /// One result per path of a `GetDataMany`, in its order.
     DataMany(Vec<DataRead>),
+    /// One result per path of a `GetChildrenMany`, in its order.
+    ChildrenMany(Vec<ChildrenRead>),
     DataSet(Stat),
     Children(Vec<String>, Stat),
     DescendantCount(usize),
@@ -107,7 +120,9 @@ impl Request {
                 version,
             } => check_set_data(path, data, *version),
             Request::Multi { ops } => check_multi(ops),
-            Request::GetDataMany { paths } => check_get_data_many(paths),
+            Request::GetDataMany { paths } | Request::GetChildrenMany { paths } => {
+                check_multi_read(self.name(), paths)
+            }
         }
     }
 
@@ -119,6 +134,7 @@ impl Request {
             Request::Exists { .. } => "exists",
             Request::GetData { .. } => "get_data",
             Request::GetDataMany { .. } => "get_data_many",
+            Request::GetChildrenMany { .. } => "get_children_many",
             Request::SetData { .. } => "set_data",
             Request::GetChildren { .. } => "get_children",
             Request::CountDescendants { .. } => "count_descendants",
@@ -217,8 +233,15 @@ mod tests {
                 Request::GetDataMany {
                     paths: vec!["/a".into(), bad.into()],
                 },
-                check_get_data_many(&["/a".into(), bad.into()]),
+                check_multi_read("get_data_many", &["/a".into(), bad.into()]),
                 "get_data_many",
+            ),
+            (
+                Request::GetChildrenMany {
+                    paths: vec![bad.into()],
+                },
+                check_multi_read("get_children_many", &[bad.into()]),
+                "get_children_many",
             ),
             (Request::Sync { path: "/".into() }, Ok(()), "sync"),
             (

@@ -22,11 +22,11 @@
 //!   `ZkError::Multi` with its index), then the whole request's size
 //!   ([`multi_request_bytes`] over [`MAX_REQUEST_BYTES`] is
 //!   `RequestTooLarge`);
-//! - [`check_get_data_many`]`(paths) -> ZkResult<()>`: a multi-read of at
-//!   least one path, each a valid path (a bad one is `ZkError::Multi` with
-//!   its index), within [`MAX_REQUEST_BYTES`]
-//!   ([`get_data_many_request_bytes`]`(paths) -> usize`, its size on the
-//!   wire);
+//! - [`check_multi_read`]`(request, paths) -> ZkResult<()>`: a multi-read
+//!   (`get_data_many`, `get_children_many`) of at least one path, each a
+//!   valid path (a bad one is `ZkError::Multi` with its index), within
+//!   [`MAX_REQUEST_BYTES`] ([`multi_read_request_bytes`]`(paths) -> usize`,
+//!   its size on the wire);
 //! - [`multi_request_bytes`]`(ops) -> usize`,
 //!   [`create_request_bytes`]`(path, data) -> usize`,
 //!   [`set_data_request_bytes`]`(path, data) -> usize`: a request's size on
@@ -211,9 +211,9 @@ pub fn check_frame_under_chroot(request: &Request, chroot: &str) -> ZkResult<()>
             multi_request_bytes(ops) + chroot_bytes * ops.len(),
             format!("multi of {} ops", ops.len()),
         ),
-        Request::GetDataMany { paths } => (
-            get_data_many_request_bytes(paths) + chroot_bytes * paths.len(),
-            format!("get_data_many of {} paths", paths.len()),
+        Request::GetDataMany { paths } | Request::GetChildrenMany { paths } => (
+            multi_read_request_bytes(paths) + chroot_bytes * paths.len(),
+            format!("{} of {} paths", request.name(), paths.len()),
         ),
         _ => return Ok(()),
     };
@@ -273,28 +273,30 @@ pub fn check_multi(ops: &[Op]) -> ZkResult<()> {
     )
 }
 
-/// Checks a multi-read (`get_data_many`): at least one path (an empty one
-/// is answered without a request, so none is ever sent), every path as a
-/// read checks it (the first bad one is reported as `ZkError::Multi` with
-/// its index), and the whole request's size.
-pub fn check_get_data_many(paths: &[String]) -> ZkResult<()> {
+/// Checks a multi-read (`get_data_many` or `get_children_many`, named by
+/// `request`): at least one path (an empty one is answered without a
+/// request, so none is ever sent), every path as a read checks it (the
+/// first bad one is reported as `ZkError::Multi` with its index), and the
+/// whole request's size.
+pub fn check_multi_read(request: &str, paths: &[String]) -> ZkResult<()> {
     if paths.is_empty() {
         return Err(ZkError::BadArguments {
-            reason: "get_data_many of no paths".to_owned(),
+            reason: format!("{request} of no paths"),
         });
     }
     check_each(paths, |path| check_read(path))?;
     check_request_bytes(
-        || format!("get_data_many of {} paths", paths.len()),
-        get_data_many_request_bytes(paths),
+        || format!("{request} of {} paths", paths.len()),
+        multi_read_request_bytes(paths),
         MAX_REQUEST_BYTES,
     )
 }
 
 /// The size on the wire of a multi-read as `zookeeper-client` encodes it:
-/// the request header, each `getData` op with its multi header (its path
-/// and watch flag), and the closing header.
-pub fn get_data_many_request_bytes(paths: &[String]) -> usize {
+/// the request header, each op with its multi header (its path and watch
+/// flag: `getData` and `getChildren` ops are the same size), and the
+/// closing header.
+pub fn multi_read_request_bytes(paths: &[String]) -> usize {
     let ops_bytes: usize = paths
         .iter()
         .map(|path| MULTI_HEADER_BYTES + jute_bytes(path.len()) + BOOL_BYTES)
@@ -481,26 +483,26 @@ mod tests {
     #[test]
     fn a_multi_read_is_checked_path_by_path_and_as_a_whole() {
         assert!(matches!(
-            check_get_data_many(&[]),
+            check_multi_read("get_data_many", &[]),
             Err(ZkError::BadArguments { reason }) if reason.contains("no paths")
         ));
         let paths = vec!["/a".to_owned(), "/b/".to_owned()];
-        match check_get_data_many(&paths) {
+        match check_multi_read("get_data_many", &paths) {
             Err(ZkError::Multi { index: 1, error }) => {
                 assert!(matches!(*error, ZkError::InvalidPath { ref path, .. } if path == "/b/"))
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(check_get_data_many(&paths[..1]), Ok(()));
+        assert_eq!(check_multi_read("get_data_many", &paths[..1]), Ok(()));
         // Header 8, one op 9 + (4 + 2) + 1, closing header 9.
-        assert_eq!(get_data_many_request_bytes(&paths[..1]), 8 + 16 + 9);
+        assert_eq!(multi_read_request_bytes(&paths[..1]), 8 + 16 + 9);
         let long = format!("/{}", "x".repeat(1000));
         let many = vec![long; 1100];
         assert_eq!(
-            check_get_data_many(&many),
+            check_multi_read("get_data_many", &many),
             Err(ZkError::RequestTooLarge {
                 request: "get_data_many of 1100 paths".into(),
-                size_bytes: get_data_many_request_bytes(&many),
+                size_bytes: multi_read_request_bytes(&many),
                 limit_bytes: MAX_REQUEST_BYTES,
             })
         );

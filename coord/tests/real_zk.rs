@@ -76,6 +76,7 @@ tests![
     Server CurrentThread a_chroot_that_exists_roots_every_path,
     Server CurrentThread a_request_too_large_under_its_chroot_is_refused_before_it_is_sent,
     Server CurrentThread wrong_digest_credentials_read_but_cannot_write,
+    Server CurrentThread a_multi_read_of_a_node_closed_to_reading_is_no_auth_not_no_node,
     Server CurrentThread a_layout_made_with_credentials_is_read_by_all_and_changed_by_its_owner_alone,
     Server CurrentThread a_session_cut_off_past_its_timeout_expires_and_a_new_one_works,
     Server CurrentThread a_session_closed_by_a_second_client_sees_expired,
@@ -655,6 +656,62 @@ async fn wrong_digest_credentials_read_but_cannot_write(env: Env) {
     }
     again.close().await.unwrap();
     owner.close().await.unwrap();
+}
+
+/// A multi-read answers a node the session may not read with `NoAuth`,
+/// and a missing one with `NoNode`: ZooKeeper finds the node before it
+/// checks its ACL, so `NoAuth` means the node exists. (A master checking
+/// whether tasks are settled relies on it; the simulator has no ACLs.)
+async fn a_multi_read_of_a_node_closed_to_reading_is_no_auth_not_no_node(env: Env) {
+    let root = fresh_root(&env, "multi-read-acl").await;
+    let servers = env.connect.clone();
+    let prefix = format!("{root}/closed-");
+    let created = tokio::task::spawn_blocking(move || {
+        zkdist_coord::zk::testing::run_kazoo(
+            &servers,
+            Some("owner:s3cret"),
+            &[KazooOp::CreateOwnedSequential(prefix)],
+        )
+    })
+    .await
+    .expect("the kazoo runner");
+    assert_eq!(created[0].outcome, "ok", "{created:?}");
+    let closed = created[0]
+        .value
+        .as_str()
+        .expect("the path created")
+        .to_owned();
+    let missing = format!("{root}/missing");
+
+    let (session, _events) = connect(&common::config(&env.connect)).await;
+    assert_eq!(
+        session.get_data(&closed, Watch::No).await,
+        Err(ZkError::NoAuth {
+            path: closed.clone()
+        }),
+        "the node is closed to this session"
+    );
+    let listed = session
+        .get_children_many(vec![closed.clone(), missing.clone(), root.clone()])
+        .await
+        .expect("a multi-read with unreadable and missing nodes still succeeds");
+    let closed_name = closed.rsplit('/').next().unwrap().to_owned();
+    assert_eq!(
+        listed,
+        vec![
+            Err(ZkError::NoAuth {
+                path: closed.clone()
+            }),
+            Err(ZkError::NoNode { path: missing }),
+            Ok(vec![closed_name]),
+        ]
+    );
+    let read = session
+        .get_data_many(vec![closed.clone()])
+        .await
+        .expect("a multi-read of an unreadable node still succeeds");
+    assert_eq!(read, vec![Err(ZkError::NoAuth { path: closed })]);
+    session.close().await.unwrap();
 }
 
 /// `Layout::ensure_layout` on a session with credentials: the root (and its

@@ -68,6 +68,7 @@ impl Request {
             Call::Exists { .. }
             | Call::GetData { .. }
             | Call::GetDataMany { .. }
+            | Call::GetChildrenMany { .. }
             | Call::GetChildren { .. }
             | Call::CountDescendants { .. }
             | Call::Sync { .. }
@@ -158,6 +159,10 @@ fn write_call(out: &mut impl fmt::Write, call: &Call) -> fmt::Result {
         }
         Call::GetDataMany { paths } => {
             out.write_str("get_data_many ")?;
+            write_list(out, paths, |out, path| out.write_str(path))
+        }
+        Call::GetChildrenMany { paths } => {
+            out.write_str("get_children_many ")?;
             write_list(out, paths, |out, path| out.write_str(path))
         }
         Call::CountDescendants { path } => write_words(out, &["count_descendants ", path]),
@@ -317,6 +322,11 @@ pub(crate) fn write_outcome(out: &mut impl fmt::Write, result: &ZkResult<Respons
             Ok((data, s)) => write_data(out, data, s),
             Err(error) => write!(out, "{}", ErrorName(error)),
         }),
+        // `[{n} children, {error}, ...]`: a multi-read's listing has no stat.
+        Reply::ChildrenMany(results) => write_list(out, results, |out, result| match result {
+            Ok(names) => write_words(out, &[count(names.len()).as_str(), " children"]),
+            Err(error) => write!(out, "{}", ErrorName(error)),
+        }),
         Reply::Children(names, s) => {
             let (listed, pzxid) = (count(names.len()), hex(s.pzxid));
             words(&[listed.as_str(), " children pzxid=0x", pzxid.as_str()])
@@ -402,6 +412,11 @@ mod tests {
         });
         assert_eq!(many.summary(), "get_data_many [/a, /b]");
         assert!(!many.is_write() && many.watching_read().is_none());
+        let listings = Request::from(Call::GetChildrenMany {
+            paths: vec!["/a".into(), "/b".into()],
+        });
+        assert_eq!(listings.summary(), "get_children_many [/a, /b]");
+        assert!(!listings.is_write() && listings.watching_read().is_none());
     }
 
     /// Every outcome reads as the format strings it replaced say.
@@ -441,6 +456,14 @@ mod tests {
                 Err(ZkError::NoNode { path: "/b".into() }),
             ])),
             format!("[7B {stat_text}, NoNode]")
+        );
+        assert_eq!(
+            reply(Reply::ChildrenMany(vec![
+                Ok(vec!["x".into(), "y".into()]),
+                Err(ZkError::NoNode { path: "/b".into() }),
+                Ok(Vec::new()),
+            ])),
+            "[2 children, NoNode, 0 children]"
         );
         for done in [Reply::Synced, Reply::WatchAdded] {
             assert_eq!(reply(done), "ok");

@@ -210,6 +210,7 @@ impl Server {
             Call::Exists { .. }
             | Call::GetData { .. }
             | Call::GetDataMany { .. }
+            | Call::GetChildrenMany { .. }
             | Call::GetChildren { .. }
             | Call::CountDescendants { .. } => {
                 let result = answer_read(&self.tree, &call);
@@ -454,6 +455,7 @@ pub(crate) fn is_lagging_read(call: &Call) -> bool {
         Call::Exists { .. }
             | Call::GetData { .. }
             | Call::GetDataMany { .. }
+            | Call::GetChildrenMany { .. }
             | Call::GetChildren { .. }
             | Call::CountDescendants { .. }
     )
@@ -470,6 +472,11 @@ fn answer_read(tree: &Tree, call: &Call) -> ZkResult<Reply> {
             .map(|node| (node.data().to_vec(), node.stat()))
             .ok_or_else(|| no_node(path))
     };
+    let children_of = |path: &str| {
+        tree.get(path)
+            .map(|node| node.children().map(str::to_owned).collect::<Vec<_>>())
+            .ok_or_else(|| no_node(path))
+    };
     match call {
         Call::Exists { path, .. } => Ok(Reply::Exists(tree.stat(path))),
         Call::GetData { path, .. } => data_of(path).map(|(data, stat)| Reply::Data(data, stat)),
@@ -477,6 +484,9 @@ fn answer_read(tree: &Tree, call: &Call) -> ZkResult<Reply> {
         // is served in one go, between two transactions.
         Call::GetDataMany { paths } => Ok(Reply::DataMany(
             paths.iter().map(|path| data_of(path)).collect(),
+        )),
+        Call::GetChildrenMany { paths } => Ok(Reply::ChildrenMany(
+            paths.iter().map(|path| children_of(path)).collect(),
         )),
         Call::GetChildren { path, .. } => tree
             .get(path)

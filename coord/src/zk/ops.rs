@@ -214,6 +214,7 @@ pub(crate) async fn run(
         }
         Request::Multi { ops } => no_watch(run_multi(client, acls, &ops).await),
         Request::GetDataMany { paths } => no_watch(run_get_data_many(client, &paths).await),
+        Request::GetChildrenMany { paths } => no_watch(run_get_children_many(client, &paths).await),
         Request::Sync { path } => {
             let context = OpContext::new("sync", &path, None);
             no_watch(
@@ -299,45 +300,96 @@ async fn sync_then_refused_write(client: &zkc::Client, path: &str) -> Result<(),
     }
 }
 
-/// A multi-read of `getData` ops. The server answers each op on its own,
-/// so one result per path, an error (with that path's context) in its
-/// place.
+/// A multi-read of `getData` ops: one result per path, an error (with
+/// that path's context) in its place.
 async fn run_get_data_many(client: &zkc::Client, paths: &[String]) -> ZkResult<Reply> {
-    let context_of = |path: &str| OpContext::new("get_data", path, None);
-    let mut reader = client.new_multi_reader();
-    for (index, path) in paths.iter().enumerate() {
-        reader.add_get_data(path).map_err(|error| ZkError::Multi {
-            index,
-            error: Box::new(map_error(error, &context_of(path))),
-        })?;
-    }
-    // A failure of the whole request (a lost connection, say) names it by
-    // its size and first path: the context's path is all an error shows.
-    let first = format!("{} and {} more paths", paths[0], paths.len() - 1);
-    let request = OpContext::new("get_data_many", &first, None);
-    let results = reader.commit().await.map_err(|e| map_error(e, &request))?;
-    if results.len() != paths.len() {
-        return Err(ZkError::System {
-            reason: format!(
-                "get_data_many of {} paths got {} results",
-                paths.len(),
-                results.len()
-            ),
-        });
-    }
+    let read = MultiRead {
+        request: "get_data_many",
+        op: "get_data",
+        add: |reader, path| reader.add_get_data(path),
+    };
+    let results = read.run(client, paths).await?;
     let mut mapped = Vec::with_capacity(results.len());
     for (path, result) in paths.iter().zip(results) {
         mapped.push(match result {
             zkc::MultiReadResult::Data { data, stat } => Ok((data, stat_of(&stat))),
-            zkc::MultiReadResult::Error { err } => Err(map_error(err, &context_of(path))),
-            other => {
-                return Err(ZkError::System {
-                    reason: format!("get_data of {path} in a multi-read got {other:?}"),
-                });
-            }
+            zkc::MultiReadResult::Error { err } => Err(map_error(err, &read.context(path))),
+            other => return Err(read.mismatched(path, &other)),
         });
     }
     Ok(Reply::DataMany(mapped))
+}
+
+/// A multi-read of `getChildren` ops, answered as `run_get_data_many`'s.
+async fn run_get_children_many(client: &zkc::Client, paths: &[String]) -> ZkResult<Reply> {
+    let read = MultiRead {
+        request: "get_children_many",
+        op: "get_children",
+        add: |reader, path| reader.add_get_children(path),
+    };
+    let results = read.run(client, paths).await?;
+    let mut mapped = Vec::with_capacity(results.len());
+    for (path, result) in paths.iter().zip(results) {
+        mapped.push(match result {
+            zkc::MultiReadResult::Children { children } => Ok(children),
+            zkc::MultiReadResult::Error { err } => Err(map_error(err, &read.context(path))),
+            other => return Err(read.mismatched(path, &other)),
+        });
+    }
+    Ok(Reply::ChildrenMany(mapped))
+}
+
+/// A multi-read of one kind of op. The server answers each op on its own,
+/// so a request that succeeds holds one result per path.
+struct MultiRead {
+    /// The typed method's name, for failures of the whole request.
+    request: &'static str,
+    /// The name of each op's method, for the failure of one.
+    op: &'static str,
+    add: fn(&mut zkc::MultiReader<'_>, &str) -> Result<(), zkc::Error>,
+}
+
+impl MultiRead {
+    fn context(&self, path: &str) -> OpContext {
+        OpContext::new(self.op, path, None)
+    }
+
+    async fn run(
+        &self,
+        client: &zkc::Client,
+        paths: &[String],
+    ) -> ZkResult<Vec<zkc::MultiReadResult>> {
+        let mut reader = client.new_multi_reader();
+        for (index, path) in paths.iter().enumerate() {
+            (self.add)(&mut reader, path).map_err(|error| ZkError::Multi {
+                index,
+                error: Box::new(map_error(error, &self.context(path))),
+            })?;
+        }
+        // A failure of the whole request (a lost connection, say) names it
+        // by its size and first path: the context's path is all an error
+        // shows.
+        let first = format!("{} and {} more paths", paths[0], paths.len() - 1);
+        let request = OpContext::new(self.request, &first, None);
+        let results = reader.commit().await.map_err(|e| map_error(e, &request))?;
+        if results.len() != paths.len() {
+            return Err(ZkError::System {
+                reason: format!(
+                    "{} of {} paths got {} results",
+                    self.request,
+                    paths.len(),
+                    results.len()
+                ),
+            });
+        }
+        Ok(results)
+    }
+
+    fn mismatched(&self, path: &str, result: &zkc::MultiReadResult) -> ZkError {
+        ZkError::System {
+            reason: format!("{} of {path} in a multi-read got {result:?}", self.op),
+        }
+    }
 }
 
 async fn run_multi(client: &zkc::Client, acls: zkc::Acls<'static>, ops: &[Op]) -> ZkResult<Reply> {

@@ -152,6 +152,9 @@ cases![
     multi_read::get_data_many_answers_each_path_as_get_data_does,
     multi_read::get_data_many_leaves_no_watch,
     multi_read::get_data_many_is_checked_before_sending,
+    multi_read::get_children_many_answers_each_path_as_get_children_does,
+    multi_read::get_children_many_leaves_no_watch,
+    multi_read::get_children_many_is_checked_before_sending,
     // Client-side validation.
     validation::invalid_paths_are_refused_naming_the_path,
     validation::trailing_slash_is_allowed_for_sequential_creates_only,
