@@ -63,9 +63,12 @@ pub enum Command {
     /// `get_data(assignments/<worker>)`, answered by
     /// [`crate::MasterState::on_assignment_read`]. Only while initialising.
     ReadAssignment(WorkerId),
-    /// `exists(tasks/<task>/result)`, answered by
-    /// [`crate::MasterState::on_task_checked`]. Only while initialising.
-    CheckTaskFinished(TaskId),
+    /// Whether each of some queued tasks (in queue order, at least one,
+    /// at most [`crate::TASK_CHECKS_PER_BATCH`]) is settled: whether
+    /// `tasks/<task>/result` or `refused/<task>` exists. One multi-read
+    /// (`get_children_many`) of both nodes of every task, answered by
+    /// [`crate::MasterState::on_tasks_checked`]. Only while initialising.
+    CheckTasksFinished(Vec<TaskId>),
     /// `multi[check epoch, create(assignments/<worker>, data = task name)]`,
     /// with the task's payload after the name when it was read ahead (see
     /// `zkdist_coord::assignment`), answered by

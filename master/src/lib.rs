@@ -50,5 +50,5 @@ pub use role::{SESSION_RETRY_DELAY_MS, run_master_role, run_master_role_for_stat
 pub use shell::{Master, MasterError};
 pub use state::{
     Assignment, AssignmentData, AssignmentFound, MasterState, ReclaimOutcome, RegistrationRead,
-    Step, TaskStatus, WriteOutcome,
+    Step, TASK_CHECKS_PER_BATCH, TaskStatus, WriteOutcome,
 };

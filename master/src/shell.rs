@@ -66,9 +66,10 @@ enum Reply {
         worker: WorkerId,
         result: ZkResult<Vec<u8>>,
     },
-    TaskChecked {
-        task: TaskId,
-        result: ZkResult<bool>,
+    TasksChecked {
+        tasks: Vec<TaskId>,
+        /// Whether each task is settled, in the order of `tasks`.
+        result: ZkResult<Vec<bool>>,
     },
     AssignmentCreated {
         worker: WorkerId,
@@ -468,18 +469,19 @@ impl<C: Coordinator> Master<C> {
                 };
                 Ok(state.on_assignment_read(worker, data))
             }
-            Reply::TaskChecked { task, result } => {
-                let finished = result.map_err(|error| {
+            Reply::TasksChecked { tasks, result } => {
+                let settled = result.map_err(|error| {
                     failed(
                         format!(
-                            "checking {} and {}",
-                            self.layout.result(&task),
-                            self.layout.refused(&task)
+                            "checking whether {} queued tasks (from {} on) have a result or a refusal mark",
+                            tasks.len(),
+                            self.layout.task(&tasks[0]),
                         ),
                         error,
                     )
                 })?;
-                Ok(state.on_task_checked(task, finished))
+                assert_eq!(settled.len(), tasks.len(), "one answer per task checked");
+                Ok(state.on_tasks_checked(tasks.into_iter().zip(settled).collect()))
             }
             Reply::AssignmentCreated {
                 worker,
@@ -668,11 +670,14 @@ impl<C: Coordinator> Master<C> {
                     }
                 });
             }
-            Command::CheckTaskFinished(task) => {
-                let settled_by = SettledBy::of(&self.layout, &task);
+            Command::CheckTasksFinished(tasks) => {
+                let checks: Vec<SettledBy> = tasks
+                    .iter()
+                    .map(|task| SettledBy::of(&self.layout, task))
+                    .collect();
                 in_flight.push(async move {
-                    let result = settled_by.any(&*zk).await;
-                    Reply::TaskChecked { task, result }
+                    let result = SettledBy::each(&*zk, &checks).await;
+                    Reply::TasksChecked { tasks, result }
                 });
             }
             Command::CreateAssignment {
@@ -793,6 +798,31 @@ impl SettledBy {
             until_known(|| zk.exists(&self.mark, Watch::No))
         );
         Ok(result?.is_some() || mark?.is_some())
+    }
+
+    /// Whether each of `checks` is settled, in one request: a multi-read
+    /// of both nodes of every task, listing them to learn whether they
+    /// exist (a multi-read has no `exists`). A node the session may not
+    /// read is answered `NoAuth`, which ZooKeeper gives only for a node it
+    /// found, so it counts as present, as `exists` would show it.
+    async fn each<C: Coordinator>(zk: &C, checks: &[SettledBy]) -> ZkResult<Vec<bool>> {
+        let paths: Vec<String> = checks
+            .iter()
+            .flat_map(|check| [check.result.clone(), check.mark.clone()])
+            .collect();
+        let listed = until_known(|| zk.get_children_many(paths.clone())).await?;
+        assert_eq!(listed.len(), paths.len(), "one listing per path");
+        listed
+            .chunks_exact(2)
+            .map(|pair| {
+                pair.iter()
+                    .try_fold(false, |settled, listing| match listing {
+                        Ok(_) | Err(ZkError::NoAuth { .. }) => Ok(true),
+                        Err(ZkError::NoNode { .. }) => Ok(settled),
+                        Err(error) => Err(error.clone()),
+                    })
+            })
+            .collect()
     }
 }
 

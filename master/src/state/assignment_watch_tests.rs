@@ -412,8 +412,8 @@ fn a_startup_assignment_deleted_before_its_read_is_finished_when_read() {
         ]
     );
     // Only t1 is checked and assigned, once initialised.
-    assert_eq!(step.commands, vec![Command::CheckTaskFinished(t(1))]);
-    let step = master.on_task_checked(t(1), false);
+    assert_eq!(step.commands, vec![Command::CheckTasksFinished(vec![t(1)])]);
+    let step = master.on_tasks_checked(vec![(t(1), false)]);
     assert!(master.is_initialised());
     assert_eq!(creates(&step), vec![(w(1), t(1))]);
 }

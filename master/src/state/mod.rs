@@ -85,6 +85,7 @@ use crate::election::Epoch;
 use crate::listing::ListingLoop;
 use departed::{Departed, DepartedStage};
 use init::Initialisation;
+pub use init::TASK_CHECKS_PER_BATCH;
 use left_workers::LeftWorkers;
 pub use outcomes::{
     Assignment, AssignmentData, AssignmentFound, ReclaimOutcome, Step, TaskStatus, WriteOutcome,

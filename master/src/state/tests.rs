@@ -123,10 +123,10 @@ fn no_round_runs_before_the_state_is_built() {
     );
     let step = master.on_assignments_listed(vec![]);
     assert!(rounds(&step).is_empty(), "the result check is not in");
-    assert_eq!(step.commands, vec![Command::CheckTaskFinished(t(1))]);
+    assert_eq!(step.commands, vec![Command::CheckTasksFinished(vec![t(1)])]);
     assert!(!master.is_initialised());
 
-    let step = master.on_task_checked(t(1), false);
+    let step = master.on_tasks_checked(vec![(t(1), false)]);
     assert!(master.is_initialised());
     assert_eq!(
         rounds(&step),
@@ -167,20 +167,18 @@ fn initialisation_adopts_existing_workers_tasks_and_assignments() {
     );
     assert_eq!(
         step.commands,
-        [1, 3, 4, 5]
-            .map(|n| Command::CheckTaskFinished(t(n)))
-            .to_vec(),
-        "checked in sequence order, after the assignment reads"
+        vec![Command::CheckTasksFinished(vec![t(1), t(3), t(4), t(5)])],
+        "checked in sequence order, in one batch, after the assignment reads"
     );
-    let step = master.on_task_checked(t(1), true);
+    let step = master.on_tasks_checked(vec![(t(1), true)]);
     assert_eq!(
         step.decisions,
         vec![MasterDecision::TaskAlreadyFinished { task: t(1) }]
     );
     for n in 3..=4 {
-        assert!(rounds(&master.on_task_checked(t(n), false)).is_empty());
+        assert!(rounds(&master.on_tasks_checked(vec![(t(n), false)])).is_empty());
     }
-    let step = master.on_task_checked(t(5), false);
+    let step = master.on_tasks_checked(vec![(t(5), false)]);
     assert_eq!(
         step.decisions[0],
         MasterDecision::Initialised {
@@ -213,6 +211,76 @@ fn initialisation_adopts_existing_workers_tasks_and_assignments() {
     );
 }
 
+#[test]
+fn start_up_checks_go_in_batches_and_the_state_waits_for_every_one() {
+    let queued = 2 * TASK_CHECKS_PER_BATCH + 3;
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
+    master.start();
+    master.on_workers_listed(worker_names(&[1]));
+    let numbers: Vec<i32> = (1..=queued as i32).collect();
+    master.on_tasks_listed(task_names(&numbers));
+    let step = master.on_assignments_listed(vec![]);
+    let batches: Vec<Vec<TaskId>> = step
+        .commands
+        .iter()
+        .map(|command| match command {
+            Command::CheckTasksFinished(batch) => batch.clone(),
+            other => panic!("only checks go out, not {other:?}"),
+        })
+        .collect();
+    let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
+    assert_eq!(
+        sizes,
+        [TASK_CHECKS_PER_BATCH, TASK_CHECKS_PER_BATCH, 3],
+        "full batches first"
+    );
+    let in_order: Vec<TaskId> = batches.concat();
+    assert_eq!(
+        in_order,
+        numbers.iter().map(|&n| t(n)).collect::<Vec<_>>(),
+        "every queued task once, in queue order"
+    );
+
+    // The batches may be answered in any order; the state is built once
+    // the last is in, and not before.
+    let answer = |batch: &[TaskId]| -> Vec<(TaskId, bool)> {
+        batch
+            .iter()
+            .map(|task| (task.clone(), *task == t(2)))
+            .collect()
+    };
+    for batch in [&batches[2], &batches[0]] {
+        let step = master.on_tasks_checked(answer(batch));
+        assert!(!master.is_initialised());
+        assert!(rounds(&step).is_empty());
+    }
+    let step = master.on_tasks_checked(answer(&batches[1]));
+    assert!(master.is_initialised());
+    assert_eq!(
+        rounds(&step),
+        vec![(
+            vec![Trigger::NewTask, Trigger::NewWorker],
+            vec![(w(1), t(1))]
+        )]
+    );
+    assert!(
+        !pending(&master).contains(&t(2)),
+        "the settled task is not queued"
+    );
+    assert_eq!(pending(&master).len(), queued - 2);
+}
+
+#[test]
+#[should_panic(expected = "checked but never requested, or checked twice")]
+fn a_task_checked_twice_is_a_bug() {
+    let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
+    master.start();
+    master.on_workers_listed(vec![]);
+    master.on_tasks_listed(task_names(&[1, 2]));
+    master.on_assignments_listed(vec![]);
+    master.on_tasks_checked(vec![(t(1), false), (t(1), false)]);
+}
+
 /// A master whose start-up found w1 registered, tasks 1 and 2, and an
 /// assignment of task 1 to w9, which is not registered. Initialised; its
 /// first round gave task 2 to w1.
@@ -237,10 +305,10 @@ fn stale_assignment_found() -> MasterState {
                 worker: w(9),
                 task: t(1)
             },
-            Command::CheckTaskFinished(t(2)),
+            Command::CheckTasksFinished(vec![t(2)]),
         ]
     );
-    let step = master.on_task_checked(t(2), false);
+    let step = master.on_tasks_checked(vec![(t(2), false)]);
     assert_eq!(
         rounds(&step),
         vec![(
@@ -1005,7 +1073,7 @@ fn an_unreadable_assignment_of_a_registered_worker_blocks_it() {
     master.start();
     master.on_workers_listed(worker_names(&[1]));
     master.on_tasks_listed(task_names(&[1]));
-    master.on_task_checked(t(1), false);
+    master.on_tasks_checked(vec![(t(1), false)]);
     master.on_assignments_listed(worker_names(&[1]));
     let step = master.on_assignment_read(w(1), AssignmentData::Unreadable);
     assert!(master.is_initialised());
@@ -1128,7 +1196,7 @@ fn foreign_children_are_reported_once_and_ignored() {
 fn an_unrequested_check_is_a_bug() {
     let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
     master.start();
-    master.on_task_checked(t(1), false);
+    master.on_tasks_checked(vec![(t(1), false)]);
 }
 
 #[test]

@@ -83,8 +83,8 @@ fn tasks_reported_before_the_first_listing_wait_for_initialisation() {
     let step = master.on_assignments_listed(vec![]);
     // t4 predates the master: its result is checked first. t5 came after
     // the watch, so no earlier master can have assigned it.
-    assert_eq!(step.commands, vec![Command::CheckTaskFinished(t(4))]);
-    let step = master.on_task_checked(t(4), false);
+    assert_eq!(step.commands, vec![Command::CheckTasksFinished(vec![t(4)])]);
+    let step = master.on_tasks_checked(vec![(t(4), false)]);
     assert!(master.is_initialised());
     assert_eq!(creates(&step), vec![(w(1), t(4))]);
     assert_eq!(pending(&master), vec![t(5)]);
