@@ -134,15 +134,28 @@ impl BenchConfig {
     }
 }
 
-/// A backlog's two stretches: queueing it, before the workers started (not
-/// timed), and draining it, timed from the workers' start.
+/// A backlog's three stretches: queueing it, before the workers started
+/// (not timed); a takeover, timed: the master that queued it stops and
+/// hands its node over, and a new master builds its state from the tree
+/// (every queued task checked for a result) before it may assign anything;
+/// and the drain, timed from the workers' start.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BacklogReport {
     /// What submitting the backlog's tasks sent, and the master's reads
     /// meanwhile.
     pub queueing: OpCounts,
+    pub takeover: TakeoverReport,
     /// The drain: its rates and its counts cover the same interval.
     pub drain: PhaseReport,
+}
+
+/// How long a new master took to be ready over the backlog, and what it
+/// sent meanwhile: what a failover costs before work goes on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TakeoverReport {
+    /// From the new master's claim of the master node to its state built.
+    pub ready: std::time::Duration,
+    pub ops: OpCounts,
 }
 
 /// Everything one run measured.
@@ -361,6 +374,37 @@ impl<C: Coordinator + Clone> Run<C> {
         Ok((Counted::new(zk, Arc::clone(&self.counter)), events))
     }
 
+    /// Stops the master and closes its session, which hands the master
+    /// node over at once (a crashed master's session would hold it until
+    /// its timeout), then starts a new master on a session of its own:
+    /// timed from its claim to its state built, which is when it may
+    /// assign again.
+    async fn take_over<F, Fut>(
+        &mut self,
+        connect: &mut F,
+        system: &mut System,
+        old_master: Counted<C>,
+    ) -> Result<TakeoverReport, BenchError>
+    where
+        F: FnMut(String) -> Fut,
+        Fut: Future<Output = ZkResult<(C, EventStream)>>,
+    {
+        system.stop_master().await?;
+        old_master
+            .close()
+            .await
+            .map_err(zk_failed("closing the first master's session"))?;
+        let (zk, events) = self.open(connect, "new master".to_owned()).await?;
+        let before = self.counter.snapshot();
+        let started = Instant::now();
+        system.start_master(zk, events).await?;
+        system.wait_master_initialised().await?;
+        Ok(TakeoverReport {
+            ready: started.elapsed(),
+            ops: self.counter.snapshot().since(&before),
+        })
+    }
+
     async fn measure<F, Fut>(
         &mut self,
         connect: &mut F,
@@ -416,8 +460,8 @@ impl<C: Coordinator + Clone> Run<C> {
         let raw_zk = zk;
         let mut system = System::new(layout.clone(), config.discovery);
         let outcome = async {
-            let (zk, events) = self.open(connect, "master".to_owned()).await?;
-            system.start_master(zk, events).await?;
+            let (master_zk, events) = self.open(connect, "master".to_owned()).await?;
+            system.start_master(master_zk.clone(), events).await?;
             system.wait_master_initialised().await?;
             let before_queueing = counter.snapshot();
             if config.backlog > 0 {
@@ -426,6 +470,11 @@ impl<C: Coordinator + Clone> Run<C> {
                 system.wait_master_queued(config.backlog).await?;
             }
             let queueing = counter.snapshot().since(&before_queueing);
+            let takeover = if config.backlog > 0 {
+                Some(self.take_over(connect, &mut system, master_zk).await?)
+            } else {
+                None
+            };
 
             let started = Instant::now();
             let ops_before = counter.snapshot();
@@ -445,6 +494,7 @@ impl<C: Coordinator + Clone> Run<C> {
                 .await?;
                 Some(BacklogReport {
                     queueing,
+                    takeover: takeover.expect("a backlog is taken over"),
                     drain: drained,
                 })
             } else {

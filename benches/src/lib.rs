@@ -19,7 +19,7 @@ pub mod system;
 pub mod workload;
 
 pub use counting::{Counted, OpCounter, OpCounts};
-pub use ensemble::{BenchConfig, BenchError, BenchReport};
+pub use ensemble::{BacklogReport, BenchConfig, BenchError, BenchReport, TakeoverReport};
 pub use raw::{MULTI_READ_NODES, RawCeiling, RawError};
 pub use system::{NoopHandler, System, SystemError};
 pub use workload::{NoProgress, PhaseReport, Progress, WorkloadError};

@@ -152,6 +152,37 @@ impl System {
         Ok(())
     }
 
+    /// Stops the master and waits for it, as [`System::stop`] does, so that
+    /// another can be started; its session stays open (the caller closes
+    /// it, which hands the master node over). Returns its failure, if it
+    /// failed.
+    pub async fn stop_master(&mut self) -> Result<(), SystemError> {
+        let actor = self.master.take().expect("the master was started");
+        self.master_seen = None;
+        let _ = actor.stop.send(());
+        let stopped = match actor.task.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => Err(SystemError::Master(error)),
+            Err(_) => Err(SystemError::Panicked {
+                actor: actor.name.clone(),
+            }),
+        };
+        // Its ending was reported as it stopped: asked for, it is no
+        // failure for a waiter to hear of. Other actors' endings stay.
+        let mut others = Vec::new();
+        while let Ok(ended) = self.ended.try_recv() {
+            if ended.0 != actor.name {
+                others.push(ended);
+            }
+        }
+        for ended in others {
+            self.ended_tx
+                .send(ended)
+                .expect("the system holds the receiver");
+        }
+        stopped
+    }
+
     /// Runs a worker with [`NoopHandler`] on `zk`.
     pub fn start_worker<C: Coordinator>(&mut self, zk: C, events: EventStream) {
         let name = format!("worker {}", self.workers.len() + 1);

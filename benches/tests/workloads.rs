@@ -253,6 +253,14 @@ fn the_ensemble_bench_measures_every_phase_and_leaves_no_node_behind() {
         // workers' ids and registrations).
         assert_eq!(backlog.queueing.creates, 25);
         assert_eq!(backlog.queueing.multis, 0);
+        // A new master took over the backlog before the drain: it checked
+        // the 25 queued tasks in one multi-read of their results and
+        // marks, and took simulated time (each message has a latency).
+        let takeover = &backlog.takeover;
+        assert_eq!(takeover.ops.multi_reads, 1, "{takeover:?}");
+        assert_eq!(takeover.ops.multi_read_nodes, 2 * 25, "{takeover:?}");
+        assert_eq!(takeover.ops.listed_children, 25, "{takeover:?}");
+        assert!(takeover.ready > std::time::Duration::ZERO, "{takeover:?}");
         assert_eq!(backlog.drain.ops.creates, 2 * 3);
         assert_eq!(backlog.drain.ops.multis, 2 * 25);
         assert_eq!(report.tasks.tasks, 60);

@@ -2159,6 +2159,20 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
             && drained.ends_with(" (queueing them took 1.00 writes per task before)"),
         "{drained}"
     );
+    // The new master checks the 100 queued tasks, 32 to a request, two
+    // nodes each: four multi-reads of 200 nodes (its few `exists` look at
+    // the layout, whatever the backlog).
+    let takeover = lines
+        .iter()
+        .find(|line| line.starts_with("takeover: "))
+        .expect("a takeover line");
+    assert!(
+        takeover
+            .starts_with("takeover: a new master over the 100 queued tasks was ready to assign ")
+            && takeover.contains(" reads (4 multi-reads of 200 nodes, ")
+            && takeover.contains(" exists, 3 listings of 100 names) and "),
+        "{takeover}"
+    );
     let last = lines.last().copied().unwrap_or_default();
     let percent: f64 = last
         .strip_prefix("efficiency ")
@@ -2214,6 +2228,10 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
     assert_eq!(backlog["ops"]["multis"], 40, "{report}");
     assert_eq!(backlog["queueing_ops"]["creates"], 20, "{report}");
     assert_eq!(backlog["queueing_ops"]["multis"], 0, "{report}");
+    let takeover = &backlog["takeover"];
+    assert!(number(&takeover["ready_s"]) > 0.0, "{report}");
+    assert_eq!(takeover["ops"]["multi_reads"], 1, "{report}");
+    assert_eq!(takeover["ops"]["multi_read_nodes"], 40, "{report}");
     let tasks = &report["tasks"];
     assert_eq!(tasks["tasks"], 50, "{report}");
     assert_eq!(number(&tasks["writes_per_task"]), 3.0, "{report}");

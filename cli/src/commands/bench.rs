@@ -224,6 +224,23 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
             backlog.queueing.writes() as f64 / drain.tasks.max(1) as f64,
         )
         .unwrap();
+        let takeover = &backlog.takeover;
+        writeln!(
+            out,
+            "takeover: a new master over the {} queued tasks was ready to assign {:.3} s after \
+             its claim, having sent {} reads ({} multi-reads of {} nodes, {} exists, {} listings \
+             of {} names) and {} writes",
+            drain.tasks,
+            takeover.ready.as_secs_f64(),
+            takeover.ops.reads(),
+            takeover.ops.multi_reads,
+            takeover.ops.multi_read_nodes,
+            takeover.ops.exists,
+            takeover.ops.get_childrens,
+            takeover.ops.listed_children,
+            takeover.ops.writes(),
+        )
+        .unwrap();
     }
     let tasks = &report.tasks;
     writeln!(
@@ -384,6 +401,10 @@ fn json(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> serde_j
         "backlog": report.backlog.as_ref().map(|backlog| {
             let mut drain = phase_json(&backlog.drain);
             drain["queueing_ops"] = ops_json(&backlog.queueing);
+            drain["takeover"] = serde_json::json!({
+                "ready_s": backlog.takeover.ready.as_secs_f64(),
+                "ops": ops_json(&backlog.takeover.ops),
+            });
             drain
         }),
         "tasks": phase_json(&report.tasks),
