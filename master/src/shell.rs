@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use zkdist_coord::retry::{until_known, until_known_within};
 use zkdist_coord::{
-    AddWatchMode, AssignmentView, Coordinator, CreateMode, Directory, Event, EventStream, Layout,
-    MAX_LISTING_ATTEMPTS, Observer, Op, SessionState, Stat, TaskId, Watch, WatchKind, WorkerId,
-    ZkError, ZkResult, encode_assignment,
+    AddWatchMode, AssignmentView, ChildrenRead, Coordinator, CreateMode, Directory, Event,
+    EventStream, Layout, MAX_LISTING_ATTEMPTS, Observer, Op, SessionState, Stat, TaskId, Watch,
+    WatchKind, WorkerId, ZkError, ZkResult, encode_assignment,
 };
 
 use crate::decision::{Command, MasterDecision};
@@ -812,18 +812,28 @@ impl SettledBy {
             .collect();
         let listed = until_known(|| zk.get_children_many(paths.clone())).await?;
         assert_eq!(listed.len(), paths.len(), "one listing per path");
-        listed
-            .chunks_exact(2)
-            .map(|pair| {
-                pair.iter()
-                    .try_fold(false, |settled, listing| match listing {
-                        Ok(_) | Err(ZkError::NoAuth { .. }) => Ok(true),
-                        Err(ZkError::NoNode { .. }) => Ok(settled),
-                        Err(error) => Err(error.clone()),
-                    })
-            })
-            .collect()
+        settled_pairs(&listed)
     }
+}
+
+/// Whether each task is settled, from the listings of its two nodes (in
+/// pairs, as [`SettledBy::each`] asks for them): a node is there if its
+/// listing was answered, or refused with `NoAuth` (the server checks the
+/// ACL of a node it found); `NoNode` says it is missing. Any other answer
+/// is an error the master cannot decide on.
+fn settled_pairs(listed: &[ChildrenRead]) -> ZkResult<Vec<bool>> {
+    assert!(listed.len() % 2 == 0, "two listings per task");
+    listed
+        .chunks_exact(2)
+        .map(|pair| {
+            pair.iter()
+                .try_fold(false, |settled, listing| match listing {
+                    Ok(_) | Err(ZkError::NoAuth { .. }) => Ok(true),
+                    Err(ZkError::NoNode { .. }) => Ok(settled),
+                    Err(error) => Err(error.clone()),
+                })
+        })
+        .collect()
 }
 
 /// Whether `task` is settled (a result, or marked refused), exists
@@ -938,6 +948,39 @@ mod tests {
     use zkdist_coord::TaskId;
 
     use super::*;
+
+    #[test]
+    fn a_task_is_settled_when_either_node_is_there_even_unreadable() {
+        let missing = || Err(ZkError::NoNode { path: "/x".into() });
+        let there = || Ok(Vec::new());
+        let closed = || Err(ZkError::NoAuth { path: "/x".into() });
+        let listed = vec![
+            missing(),
+            missing(),
+            there(),
+            missing(),
+            missing(),
+            there(),
+            closed(),
+            missing(),
+            missing(),
+            closed(),
+            there(),
+            there(),
+        ];
+        assert_eq!(
+            settled_pairs(&listed),
+            Ok(vec![false, true, true, true, true, true])
+        );
+        let failed = ZkError::System {
+            reason: "broken".into(),
+        };
+        assert_eq!(
+            settled_pairs(&[missing(), Err(failed.clone())]),
+            Err(failed),
+            "an answer that says neither is not taken as missing"
+        );
+    }
 
     #[test]
     fn only_the_stored_tasks_met_at_start_up_are_logged_below_info() {
