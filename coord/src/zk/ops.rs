@@ -308,16 +308,13 @@ async fn run_get_data_many(client: &zkc::Client, paths: &[String]) -> ZkResult<R
         op: "get_data",
         add: |reader, path| reader.add_get_data(path),
     };
-    let results = read.run(client, paths).await?;
-    let mut mapped = Vec::with_capacity(results.len());
-    for (path, result) in paths.iter().zip(results) {
-        mapped.push(match result {
+    let results = read
+        .run(client, paths, |result| match result {
             zkc::MultiReadResult::Data { data, stat } => Ok((data, stat_of(&stat))),
-            zkc::MultiReadResult::Error { err } => Err(map_error(err, &read.context(path))),
-            other => return Err(read.mismatched(path, &other)),
-        });
-    }
-    Ok(Reply::DataMany(mapped))
+            other => Err(other),
+        })
+        .await?;
+    Ok(Reply::DataMany(results))
 }
 
 /// A multi-read of `getChildren` ops, answered as `run_get_data_many`'s.
@@ -327,16 +324,13 @@ async fn run_get_children_many(client: &zkc::Client, paths: &[String]) -> ZkResu
         op: "get_children",
         add: |reader, path| reader.add_get_children(path),
     };
-    let results = read.run(client, paths).await?;
-    let mut mapped = Vec::with_capacity(results.len());
-    for (path, result) in paths.iter().zip(results) {
-        mapped.push(match result {
+    let results = read
+        .run(client, paths, |result| match result {
             zkc::MultiReadResult::Children { children } => Ok(children),
-            zkc::MultiReadResult::Error { err } => Err(map_error(err, &read.context(path))),
-            other => return Err(read.mismatched(path, &other)),
-        });
-    }
-    Ok(Reply::ChildrenMany(mapped))
+            other => Err(other),
+        })
+        .await?;
+    Ok(Reply::ChildrenMany(results))
 }
 
 /// A multi-read of one kind of op. The server answers each op on its own,
@@ -350,20 +344,22 @@ struct MultiRead {
 }
 
 impl MultiRead {
-    fn context(&self, path: &str) -> OpContext {
-        OpContext::new(self.op, path, None)
-    }
-
-    async fn run(
+    /// Sends the multi-read of `paths` and gives each path's answer:
+    /// `answer` takes a result of this kind of op (and gives back any
+    /// other, which the server should never send), and an error is mapped
+    /// with that path's context.
+    async fn run<T>(
         &self,
         client: &zkc::Client,
         paths: &[String],
-    ) -> ZkResult<Vec<zkc::MultiReadResult>> {
+        answer: impl Fn(zkc::MultiReadResult) -> Result<T, zkc::MultiReadResult>,
+    ) -> ZkResult<Vec<ZkResult<T>>> {
+        let context = |path: &str| OpContext::new(self.op, path, None);
         let mut reader = client.new_multi_reader();
         for (index, path) in paths.iter().enumerate() {
             (self.add)(&mut reader, path).map_err(|error| ZkError::Multi {
                 index,
-                error: Box::new(map_error(error, &self.context(path))),
+                error: Box::new(map_error(error, &context(path))),
             })?;
         }
         // A failure of the whole request (a lost connection, say) names it
@@ -382,13 +378,21 @@ impl MultiRead {
                 ),
             });
         }
-        Ok(results)
-    }
-
-    fn mismatched(&self, path: &str, result: &zkc::MultiReadResult) -> ZkError {
-        ZkError::System {
-            reason: format!("{} of {path} in a multi-read got {result:?}", self.op),
+        let mut answers = Vec::with_capacity(results.len());
+        for (path, result) in paths.iter().zip(results) {
+            answers.push(match result {
+                zkc::MultiReadResult::Error { err } => Err(map_error(err, &context(path))),
+                result => match answer(result) {
+                    Ok(value) => Ok(value),
+                    Err(other) => {
+                        return Err(ZkError::System {
+                            reason: format!("{} of {path} in a multi-read got {other:?}", self.op),
+                        });
+                    }
+                },
+            });
         }
+        Ok(answers)
     }
 }
 
