@@ -144,6 +144,7 @@ pub struct BacklogReport {
     /// What submitting the backlog's tasks sent, and the master's reads
     /// meanwhile.
     pub queueing: OpCounts,
+    /// The new master's wait over the queued backlog, and its requests.
     pub takeover: TakeoverReport,
     /// The drain: its rates and its counts cover the same interval.
     pub drain: PhaseReport,
@@ -394,7 +395,7 @@ impl<C: Coordinator + Clone> Run<C> {
             .close()
             .await
             .map_err(zk_failed("closing the first master's session"))?;
-        let (zk, events) = self.open(connect, "new master".to_owned()).await?;
+        let (zk, events) = self.open(connect, "master 2".to_owned()).await?;
         let before = self.counter.snapshot();
         let started = Instant::now();
         system.start_master(zk, events).await?;

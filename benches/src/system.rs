@@ -66,6 +66,8 @@ pub struct System {
     master_seen: Option<watch::Receiver<MasterSeen>>,
     /// How many `Registered` decisions [`System::wait_registered`] took.
     registered: usize,
+    /// How many masters were started, one after another.
+    masters_started: usize,
 }
 
 impl System {
@@ -84,6 +86,7 @@ impl System {
             ended,
             master_seen: None,
             registered: 0,
+            masters_started: 0,
         }
     }
 
@@ -138,17 +141,20 @@ impl System {
         let master = Master::new(zk, events, self.layout.clone(), epoch)
             .with_discovery(self.discovery)
             .with_observer(count_seen(seen_tx));
+        // A master taken over from is "master", the next "master 2": a
+        // failure names the one that failed.
+        self.masters_started += 1;
+        let name = match self.masters_started {
+            1 => "master".to_owned(),
+            n => format!("master {n}"),
+        };
         let task = self.spawn(
-            "master",
+            &name,
             master.run_until(async move {
                 let _ = stopped.await;
             }),
         );
-        self.master = Some(Actor {
-            name: "master".to_owned(),
-            stop,
-            task,
-        });
+        self.master = Some(Actor { name, stop, task });
         Ok(())
     }
 

@@ -155,9 +155,11 @@ pub trait Coordinator: Send + Sync + 'static {
     /// [`get_data_many`](Coordinator::get_data_many) reads data: a missing
     /// node is `NoNode` in its own place, no watch is left, and an empty
     /// list is answered at once. A listing in a multi-read carries no
-    /// stat. Nor is the reply held to the session's reply limit, which
-    /// guards a single listing: a caller lists nodes it knows to be small
-    /// (leaves, to learn whether they exist without one request each).
+    /// stat. Neither backend holds the reply to the session's reply limit,
+    /// which guards a single listing (a Java client's `jute.maxbuffer`
+    /// would hold the whole multi-read's reply to it): a caller lists
+    /// nodes it knows to be small (leaves, to learn whether they exist
+    /// without one request each).
     fn get_children_many(
         &self,
         paths: Vec<String>,

@@ -819,19 +819,21 @@ impl SettledBy {
 /// Whether each task is settled, from the listings of its two nodes (in
 /// pairs, as [`SettledBy::each`] asks for them): a node is there if its
 /// listing was answered, or refused with `NoAuth` (the server checks the
-/// ACL of a node it found); `NoNode` says it is missing. Any other answer
-/// is an error the master cannot decide on.
+/// ACL of a node it found); `NoNode` says it is missing. A task with
+/// either node there is settled whatever the other's answer; one whose
+/// nodes are neither there nor both missing is an error the master cannot
+/// decide on.
 fn settled_pairs(listed: &[ChildrenRead]) -> ZkResult<Vec<bool>> {
-    assert!(listed.len() % 2 == 0, "two listings per task");
+    let there = |listing: &ChildrenRead| matches!(listing, Ok(_) | Err(ZkError::NoAuth { .. }));
     listed
         .chunks_exact(2)
-        .map(|pair| {
-            pair.iter()
-                .try_fold(false, |settled, listing| match listing {
-                    Ok(_) | Err(ZkError::NoAuth { .. }) => Ok(true),
-                    Err(ZkError::NoNode { .. }) => Ok(settled),
-                    Err(error) => Err(error.clone()),
-                })
+        .map(|pair| match pair {
+            [result, mark] if there(result) || there(mark) => Ok(true),
+            [Err(ZkError::NoNode { .. }), Err(ZkError::NoNode { .. })] => Ok(false),
+            [Err(error), _] | [_, Err(error)] if !matches!(error, ZkError::NoNode { .. }) => {
+                Err(error.clone())
+            }
+            _ => unreachable!("a pair neither there nor missing holds an error"),
         })
         .collect()
 }
@@ -977,8 +979,17 @@ mod tests {
         };
         assert_eq!(
             settled_pairs(&[missing(), Err(failed.clone())]),
-            Err(failed),
+            Err(failed.clone()),
             "an answer that says neither is not taken as missing"
+        );
+        assert_eq!(
+            settled_pairs(&[Err(failed.clone()), missing()]),
+            Err(failed.clone())
+        );
+        assert_eq!(
+            settled_pairs(&[Err(failed.clone()), closed(), there(), Err(failed)]),
+            Ok(vec![true, true]),
+            "either node there settles the task"
         );
     }
 

@@ -314,9 +314,8 @@ fn master_after_one_round() -> MasterState {
     state.start();
     state.on_workers_listed(vec![worker(1).to_string(), worker(2).to_string()]);
     state.on_tasks_listed(vec![task(0).to_string(), task(1).to_string()]);
-    state.on_tasks_checked(vec![(task(0), false)]);
-    state.on_tasks_checked(vec![(task(1), true)]);
-    let step = state.on_assignments_listed(vec![]);
+    state.on_assignments_listed(vec![]);
+    let step = state.on_tasks_checked(vec![(task(0), false), (task(1), true)]);
     assert!(state.is_initialised(), "{step:?}");
     state.on_assignment_created(worker(1), task(0), WriteOutcome::Applied);
     state

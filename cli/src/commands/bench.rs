@@ -210,20 +210,6 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
     .unwrap();
     if let Some(backlog) = &report.backlog {
         let drain = &backlog.drain;
-        writeln!(
-            out,
-            "backlog: {} tasks drained in {:.2} s: {:.0} tasks/s, {:.1} us per task; \
-             {:.2} writes and {:.2} reads per task while draining \
-             (queueing them took {:.2} writes per task before)",
-            drain.tasks,
-            drain.elapsed.as_secs_f64(),
-            drain.tasks_per_s(),
-            drain.per_task().as_secs_f64() * 1e6,
-            drain.writes_per_task(),
-            drain.reads_per_task(),
-            backlog.queueing.writes() as f64 / drain.tasks.max(1) as f64,
-        )
-        .unwrap();
         let takeover = &backlog.takeover;
         writeln!(
             out,
@@ -239,6 +225,20 @@ fn render(args: &BenchArgs, config: &BenchConfig, report: &BenchReport) -> Strin
             takeover.ops.get_childrens,
             takeover.ops.listed_children,
             takeover.ops.writes(),
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "backlog: {} tasks drained in {:.2} s: {:.0} tasks/s, {:.1} us per task; \
+             {:.2} writes and {:.2} reads per task while draining \
+             (queueing them took {:.2} writes per task before)",
+            drain.tasks,
+            drain.elapsed.as_secs_f64(),
+            drain.tasks_per_s(),
+            drain.per_task().as_secs_f64() * 1e6,
+            drain.writes_per_task(),
+            drain.reads_per_task(),
+            backlog.queueing.writes() as f64 / drain.tasks.max(1) as f64,
         )
         .unwrap();
     }

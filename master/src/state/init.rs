@@ -11,15 +11,21 @@ use crate::decision::{Command, MasterDecision, Trigger};
 /// nodes each (the result and the refusal mark). A master that takes over
 /// a backlog checks every queued task before it assigns anything, and the
 /// server's cost follows requests more than nodes: 200,000 tasks cost
-/// 400,000 `exists` one at a time, and some 6,300 multi-reads this way.
-/// The request stays small (some 9 KiB of paths), and so does its reply,
-/// since a result or a mark has no children.
+/// 400,000 `exists` one at a time, and 6,250 multi-reads this way. The
+/// request stays small (some 4 KiB of paths under `/zkdist`), and so does
+/// its reply, since a result or a mark has no children.
 pub const TASK_CHECKS_PER_BATCH: usize = 32;
 
 #[derive(Debug, Default)]
 pub(super) struct Initialisation {
-    /// Tasks of the first listing whose `result` has not been checked yet.
+    /// Tasks of the first listing not known yet to be settled or not (a
+    /// result, or a refusal mark): not checked yet, or checked by a batch
+    /// still out.
     pub(super) unchecked_tasks: BTreeSet<TaskId>,
+    /// The batches of checks sent and not answered yet: each answer names
+    /// exactly one of them, and together they hold `unchecked_tasks` once
+    /// the checks are sent.
+    pub(super) check_batches: BTreeSet<Vec<TaskId>>,
     /// Whether the result checks were sent. They wait for every start-up
     /// assignment read: a session's requests are served in order, so a
     /// check sent after a read that found an assignment gone sees the
@@ -67,6 +73,7 @@ impl MasterState {
         init.unchecked_tasks.retain(|task| pending.contains(task));
         let unchecked: Vec<TaskId> = init.unchecked_tasks.iter().cloned().collect();
         for batch in unchecked.chunks(TASK_CHECKS_PER_BATCH) {
+            assert!(init.check_batches.insert(batch.to_vec()));
             self.step
                 .commands
                 .push(Command::CheckTasksFinished(batch.to_vec()));
@@ -156,7 +163,15 @@ impl MasterState {
     /// for each task of one `CheckTasksFinished`.
     pub fn on_tasks_checked(&mut self, checked: Vec<(TaskId, bool)>) -> Step {
         self.assert_not_deposed();
-        assert!(!checked.is_empty(), "a batch of checks holds a task");
+        let init = self
+            .initialisation
+            .as_mut()
+            .expect("tasks are checked only while initialising");
+        let batch: Vec<TaskId> = checked.iter().map(|(task, _)| task.clone()).collect();
+        assert!(
+            init.check_batches.remove(&batch),
+            "an answer to checks of {batch:?}, which are not a batch still out"
+        );
         for (task, settled) in checked {
             let init = self
                 .initialisation
@@ -164,7 +179,7 @@ impl MasterState {
                 .expect("tasks are checked only while initialising");
             assert!(
                 init.unchecked_tasks.remove(&task),
-                "{task} checked but never requested, or checked twice"
+                "{task} is checked by one batch only"
             );
             if settled {
                 self.unqueue(&task);

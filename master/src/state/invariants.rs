@@ -1,6 +1,6 @@
 //! What must hold after every input.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use zkdist_coord::{TaskId, WorkerId};
 
@@ -137,6 +137,30 @@ impl MasterState {
         }
         if !self.is_initialised() {
             assert_eq!(self.rounds_run, 0, "a round ran before initialisation");
+        }
+        if let Some(init) = &self.initialisation {
+            if init.checks_sent {
+                let in_batches: usize = init.check_batches.iter().map(Vec::len).sum();
+                assert_eq!(
+                    in_batches,
+                    init.unchecked_tasks.len(),
+                    "the batches out hold the unchecked tasks, each once"
+                );
+                // Task by task only while short: a start over a backlog
+                // answers a batch at a time.
+                if in_batches <= FULL_CHECK_MAX_PENDING {
+                    let out: BTreeSet<&TaskId> = init.check_batches.iter().flatten().collect();
+                    assert!(
+                        out.iter().copied().eq(init.unchecked_tasks.iter()),
+                        "the batches out hold exactly the unchecked tasks"
+                    );
+                }
+            } else {
+                assert!(
+                    init.check_batches.is_empty(),
+                    "checks out before they are due"
+                );
+            }
         }
     }
 }

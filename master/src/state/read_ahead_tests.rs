@@ -291,8 +291,7 @@ fn nothing_is_read_before_initialisation() {
     let step = master.on_assignments_listed(vec![]);
     assert!(reads(&step).is_empty(), "still initialising");
     // The tasks found at start are checked for results first.
-    assert!(reads(&master.on_tasks_checked(vec![(t(0), true)])).is_empty());
-    let step = master.on_tasks_checked(vec![(t(1), false)]);
+    let step = master.on_tasks_checked(vec![(t(0), true), (t(1), false)]);
     assert!(master.is_initialised());
     assert_eq!(pending(&master), vec![t(1)], "only the unfinished task");
     assert!(

@@ -143,6 +143,8 @@ pub async fn get_children_many_leaves_no_watch<B: Backend>(b: Arc<B>) {
         CreateMode::Persistent,
     )
     .await;
+    // A missing node's listing leaves no watch anyway; its create below
+    // shows that a multi-read does not leave one as `exists` would.
     let missing = under(b.root(), "later");
     let results = reader
         .zk
