@@ -395,7 +395,7 @@ impl<C: Coordinator + Clone> Run<C> {
             .close()
             .await
             .map_err(zk_failed("closing the first master's session"))?;
-        let (zk, events) = self.open(connect, "master 2".to_owned()).await?;
+        let (zk, events) = self.open(connect, "new master".to_owned()).await?;
         let before = self.counter.snapshot();
         let started = Instant::now();
         system.start_master(zk, events).await?;

@@ -141,13 +141,14 @@ impl System {
         let master = Master::new(zk, events, self.layout.clone(), epoch)
             .with_discovery(self.discovery)
             .with_observer(count_seen(seen_tx));
-        // A master taken over from is "master", the next "master 2": a
-        // failure names the one that failed.
+        // The first master is "the master", one that takes over from it
+        // "the new master": a failure names the one that failed.
         self.masters_started += 1;
         let name = match self.masters_started {
-            1 => "master".to_owned(),
-            n => format!("master {n}"),
-        };
+            1 => "master",
+            _ => "new master",
+        }
+        .to_owned();
         let task = self.spawn(
             &name,
             master.run_until(async move {
