@@ -157,12 +157,8 @@ fn write_call(out: &mut impl fmt::Write, call: &Call) -> fmt::Result {
             out.write_str("multi ")?;
             write_list(out, ops, write_op)
         }
-        Call::GetDataMany { paths } => {
-            out.write_str("get_data_many ")?;
-            write_list(out, paths, |out, path| out.write_str(path))
-        }
-        Call::GetChildrenMany { paths } => {
-            out.write_str("get_children_many ")?;
+        Call::GetDataMany { paths } | Call::GetChildrenMany { paths } => {
+            write_words(out, &[call.name(), " "])?;
             write_list(out, paths, |out, path| out.write_str(path))
         }
         Call::CountDescendants { path } => write_words(out, &["count_descendants ", path]),

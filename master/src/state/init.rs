@@ -18,13 +18,12 @@ pub const TASK_CHECKS_PER_BATCH: usize = 32;
 
 #[derive(Debug, Default)]
 pub(super) struct Initialisation {
-    /// Tasks of the first listing not known yet to be settled or not (a
-    /// result, or a refusal mark): not checked yet, or checked by a batch
-    /// still out.
+    /// Tasks of the first listing to check for a result or a refusal
+    /// mark, until the checks are sent: they then move, still queued, into
+    /// `check_batches`.
     pub(super) unchecked_tasks: BTreeSet<TaskId>,
     /// The batches of checks sent and not answered yet: each answer names
-    /// exactly one of them, and together they hold `unchecked_tasks` once
-    /// the checks are sent.
+    /// exactly one of them.
     pub(super) check_batches: BTreeSet<Vec<TaskId>>,
     /// Whether the result checks were sent. They wait for every start-up
     /// assignment read: a session's requests are served in order, so a
@@ -45,7 +44,7 @@ impl Initialisation {
     pub(super) fn is_complete(&self, all_listed_once: bool) -> bool {
         all_listed_once
             && self.checks_sent
-            && self.unchecked_tasks.is_empty()
+            && self.check_batches.is_empty()
             && self.unread_assignments.is_empty()
     }
 }
@@ -70,8 +69,10 @@ impl MasterState {
         }
         init.checks_sent = true;
         let pending = &self.pending_tasks;
-        init.unchecked_tasks.retain(|task| pending.contains(task));
-        let unchecked: Vec<TaskId> = init.unchecked_tasks.iter().cloned().collect();
+        let unchecked: Vec<TaskId> = std::mem::take(&mut init.unchecked_tasks)
+            .into_iter()
+            .filter(|task| pending.contains(task))
+            .collect();
         for batch in unchecked.chunks(TASK_CHECKS_PER_BATCH) {
             assert!(init.check_batches.insert(batch.to_vec()));
             self.step
@@ -173,14 +174,6 @@ impl MasterState {
             "an answer to checks of {batch:?}, which are not a batch still out"
         );
         for (task, settled) in checked {
-            let init = self
-                .initialisation
-                .as_mut()
-                .expect("tasks are checked only while initialising");
-            assert!(
-                init.unchecked_tasks.remove(&task),
-                "{task} is checked by one batch only"
-            );
             if settled {
                 self.unqueue(&task);
                 self.decide(MasterDecision::TaskAlreadyFinished { task });
