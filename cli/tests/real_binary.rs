@@ -1330,6 +1330,24 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
     // again (before the marks, it tried each once more).
     let [master, worker_1, worker_2] = roles;
     terminate_all(&mut [master]);
+    // A task queued while no master runs, whose result another client
+    // wrote readable by its owner alone. The new master's start-up check
+    // is refused that result (`NoAuth`), which the server answers only for
+    // a node it found: the task is finished, and must not run again.
+    let settled_task = task_id(target.run(&["submit", PI_20K]).expect_code(0));
+    let settled_result = format!("{}/{settled_task}/result", layout.tasks_dir());
+    let created = testing::run_kazoo(
+        &target.connect,
+        Some(OWNER_AUTH),
+        &[
+            KazooOp::CreateOwned(settled_result.clone()),
+            KazooOp::Get(settled_result.clone()),
+        ],
+    );
+    let outcomes: Vec<&str> = created.iter().map(|a| a.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["ok", "ok"], "{created:?}");
+    let outsider = testing::run_kazoo(&target.connect, None, &[KazooOp::Get(settled_result)]);
+    assert_eq!(outsider[0].outcome, "NoAuthError", "{outsider:?}");
     let mut roles = [
         target.spawn("master-2", &["master"], &scratch),
         worker_1,
@@ -1337,6 +1355,17 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
     ];
     let finished = target.run(&["submit", "--wait", PI_20K]);
     finished.expect_code(0);
+    // Queued before that task, it would have been queued and assigned
+    // before it (the master logs the tasks it finds settled at start-up
+    // at debug level only, as a backlog holds many).
+    for role in &roles {
+        assert!(
+            !role.log().contains(&settled_task),
+            "{} never hears of {settled_task}:\n{}",
+            role.name,
+            role.log()
+        );
+    }
     // Queued before that task, any of them run again would have been
     // assigned before it; once the workers are idle, they are all done.
     eventually("the workers are idle", no_assignments);

@@ -25,6 +25,9 @@ pub enum KazooOp {
     /// digest identity may read or change (it needs `auth`); the answer's
     /// value is the path created.
     CreateOwnedSequential(String),
+    /// `create` of a persistent node that only the session's digest
+    /// identity may read or change (it needs `auth`).
+    CreateOwned(String),
     /// `create` of an ephemeral node.
     CreateEphemeral(String),
     /// `set` of some data, any version.
@@ -42,6 +45,7 @@ impl KazooOp {
             KazooOp::Create(path) => ("create", path),
             KazooOp::CreateSequential(path) => ("create_sequential", path),
             KazooOp::CreateOwnedSequential(path) => ("create_owned_sequential", path),
+            KazooOp::CreateOwned(path) => ("create_owned", path),
             KazooOp::CreateEphemeral(path) => ("create_ephemeral", path),
             KazooOp::Set(path) => ("set", path),
             KazooOp::Delete(path) => ("delete", path),
@@ -119,10 +123,11 @@ for op, path in ops:
             zk.create(path, b"written by kazoo")
         elif op == "create_sequential":
             zk.create(path, b"written by kazoo", sequence=True)
-        elif op == "create_owned_sequential":
+        elif op in ("create_owned", "create_owned_sequential"):
             user, password = auth.split(":", 1)
             owner_only = [make_digest_acl(user, password, all=True)]
-            value = zk.create(path, b"written by kazoo", acl=owner_only, sequence=True)
+            sequence = op == "create_owned_sequential"
+            value = zk.create(path, b"written by kazoo", acl=owner_only, sequence=sequence)
         elif op == "create_ephemeral":
             zk.create(path, b"written by kazoo", ephemeral=True)
         elif op == "set":
