@@ -55,12 +55,18 @@ fn main() -> ExitCode {
         .log
         .as_deref()
         .unwrap_or(default_log_filter(&cli.command));
-    let filter = match EnvFilter::try_from_default_env() {
-        Ok(filter) => filter,
-        Err(error) => {
+    // A RUST_LOG that is set but blank (`Environment=RUST_LOG=` in a unit
+    // file, `docker run -e RUST_LOG=`) would parse as a filter that lets
+    // nothing through, errors included: it is taken for unset.
+    let from_environment = std::env::var_os(EnvFilter::DEFAULT_ENV)
+        .filter(|value| !value.to_string_lossy().trim().is_empty())
+        .map(|_| EnvFilter::try_from_default_env());
+    let filter = match from_environment {
+        Some(Ok(filter)) => filter,
+        unset_or_unreadable => {
             // Unset is the usual case; set but unreadable is said, not
             // passed over.
-            if std::env::var_os(EnvFilter::DEFAULT_ENV).is_some() {
+            if let Some(Err(error)) = unset_or_unreadable {
                 errln!("zkdist: RUST_LOG ignored ({error}); logging with {log:?}");
             }
             match EnvFilter::try_new(log) {
@@ -79,6 +85,13 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         // Colour codes only where a terminal shows them, not in log files.
         .with_ansi(std::io::stderr().is_terminal())
+        // A log line that cannot be written (the terminal of an ssh session
+        // that dropped, a log pipe whose reader died) is lost, and nothing
+        // else: by default the subscriber reports the failure with
+        // `eprintln!`, which panics on that same stderr, and a role would
+        // die in the middle of its task, or lose the task that hears its
+        // stop signals and run on deaf to them.
+        .log_internal_errors(false)
         .init();
     let connect_args = connect_args(&cli.command).cloned();
     // A role stopped by a signal has done what was asked of it: it exits

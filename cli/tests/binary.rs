@@ -78,6 +78,42 @@ fn an_unreadable_rust_log_is_named() {
     assert!(stderr.contains("zkdist: RUST_LOG ignored ("), "{stderr}");
 }
 
+/// A `RUST_LOG` set but blank (`Environment=RUST_LOG=` in a unit file)
+/// would filter every line out, errors included: it is taken for unset, and
+/// the command logs as `--log` (or its default) says.
+#[test]
+fn a_blank_rust_log_is_taken_for_unset() {
+    for blank in ["", " "] {
+        let finished = zkdist(&["demo", "--tasks", "1", "--log", "info"])
+            .env("RUST_LOG", blank)
+            .output()
+            .expect("zkdist runs");
+        let stderr = String::from_utf8_lossy(&finished.stderr);
+        assert_eq!(finished.status.code(), Some(0), "{stderr}");
+        assert!(
+            stderr.contains("INFO zkdist::master: initialised"),
+            "RUST_LOG={blank:?} silenced the log:\n{stderr}"
+        );
+        assert!(!stderr.contains("RUST_LOG ignored"), "{stderr}");
+    }
+}
+
+/// Log lines that cannot be written (standard error is a pipe whose reader
+/// has gone, as after an ssh session dropped) are lost, and nothing else:
+/// the command does its work and exits as it would have, not with a panic.
+#[test]
+fn an_unwritable_standard_error_loses_the_log_lines_only() {
+    let (reader, writer) = std::io::pipe().expect("make a pipe");
+    drop(reader);
+    let finished = zkdist(&["demo", "--tasks", "2", "--log", "debug"])
+        .stderr(writer)
+        .output()
+        .expect("zkdist runs");
+    let stdout = String::from_utf8_lossy(&finished.stdout);
+    assert_eq!(finished.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("2/2 tasks succeeded"), "{stdout}");
+}
+
 /// Standard output that cannot be written (a full disk here; a pipe whose
 /// reader has gone is the same) is an error naming it, not a panic.
 #[test]

@@ -59,6 +59,10 @@ fn main() {
             a_master_node_made_by_hand_is_named_and_a_master_elected_once_it_goes,
         ),
         server_trial(
+            "a_role_whose_output_nobody_reads_serves_and_stops_cleanly",
+            a_role_whose_output_nobody_reads_serves_and_stops_cleanly,
+        ),
+        server_trial(
             "exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task",
             exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task,
         ),
@@ -332,6 +336,35 @@ fn terminate_all(roles: &mut [Role]) {
 
 // ---------------------------------------------------------------------------
 // Roles as processes.
+
+/// A role whose standard output and error are gone (its ssh session
+/// dropped, the reader of its log pipe died) loses its log lines and
+/// nothing else: it runs its tasks, hears SIGTERM, and exits cleanly
+/// (before, the first log line it could not write panicked, and the role
+/// died in the middle of its task or ran on deaf to its signals).
+fn a_role_whose_output_nobody_reads_serves_and_stops_cleanly(connect: String) {
+    let scratch = Scratch::new("unheard");
+    let target = Target {
+        connect,
+        root: testing::unique_root(ROOT_PREFIX),
+    };
+    let command = common::zkdist(&target.args(&["run", "--log", "debug"]));
+    let mut role = Role::spawn_unheard("run", command, &scratch);
+    for _ in 0..3 {
+        let finished = target.run(&["submit", "--wait", PI_20K]);
+        finished.expect_code(0);
+        check_pi(finished.stdout_lines()[1], 20_000);
+    }
+    assert!(role.is_running(), "the role died with its output gone");
+    terminate_all(&mut [role]);
+    let status = target.status();
+    assert_eq!(
+        (&status["master_present"], workers_in(&status)),
+        (&Value::from(false), 0),
+        "the role left its nodes behind: {status}"
+    );
+    target.delete_root();
+}
 
 fn three_run_processes_serve_submit_wait_and_status_then_exit_cleanly(connect: String) {
     let scratch = Scratch::new("run");

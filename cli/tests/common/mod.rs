@@ -234,6 +234,28 @@ impl Role {
         }
     }
 
+    /// Starts `command` (made with [`zkdist`]) as a role whose standard
+    /// output and error are a pipe whose reader has gone: every write to
+    /// them fails, as after the terminal of an ssh session that dropped or
+    /// a log pipe whose reader died. Its log stays empty.
+    pub fn spawn_unheard(name: &str, mut command: Command, scratch: &Scratch) -> Role {
+        let args: Vec<_> = command.get_args().map(|a| a.to_owned()).collect();
+        let log = scratch.path(&format!("{name}.log"));
+        File::create(&log).expect("create the role's (empty) log");
+        let (reader, writer) = std::io::pipe().expect("make a pipe");
+        drop(reader);
+        let child = command
+            .stdout(writer.try_clone().expect("clone the pipe's writer"))
+            .stderr(writer)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start zkdist {args:?}: {e}"));
+        Role {
+            name: name.to_owned(),
+            child: Guarded(child),
+            log,
+        }
+    }
+
     /// Everything the process printed so far.
     pub fn log(&self) -> String {
         read(&self.log)
