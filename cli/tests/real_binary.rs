@@ -738,20 +738,52 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
         (workers_in(&target.status()) == 1).then_some(())
     });
 
-    // exec runs, and its exit status and output are the result: the task
-    // succeeded (exit code 0) even though the command exited with 3.
+    // exec runs, and its exit status and output are the result. The task
+    // succeeded, but its command exited with 3: the result is printed, and
+    // the wait ends as for a failed task (2), saying why.
     let submit = target.run(&[
         "submit",
         "--wait",
         r#"{"kind":"exec","argv":["sh","-c","echo out; echo err >&2; exit 3"]}"#,
     ]);
-    submit.expect_code(0);
+    submit
+        .expect_code(2)
+        .expect_stderr(&["ran, but its command exited with 3"]);
+    let task = submit.stdout_lines()[0].to_owned();
     let result: Value = serde_json::from_str(submit.stdout_lines()[1]).unwrap();
     assert_eq!(result["exit_code"], 3, "{result}");
+    assert_eq!(result["signal"], Value::Null, "{result}");
     assert_eq!(result["stdout"], "out\n");
     assert_eq!(result["stderr"], "err\n");
     assert_eq!(result["timed_out"], false);
     assert_eq!(result["truncated"], false);
+    // A later wait tells the same.
+    target
+        .run(&["wait", &task])
+        .expect_code(2)
+        .expect_stderr(&[&format!("task {task} ran, but its command exited with 3")]);
+    // Killed by a signal (the OOM killer's, say), or past its timeout.
+    let killed = target.run(&[
+        "submit",
+        "--wait",
+        r#"{"kind":"exec","argv":["sh","-c","kill -9 $$"]}"#,
+    ]);
+    killed
+        .expect_code(2)
+        .expect_stderr(&["its command was killed by signal 9"]);
+    let result: Value = serde_json::from_str(killed.stdout_lines()[1]).unwrap();
+    assert_eq!(
+        (&result["exit_code"], &result["signal"]),
+        (&Value::Null, &Value::from(9))
+    );
+    target
+        .run(&[
+            "submit",
+            "--wait",
+            r#"{"kind":"exec","argv":["sleep","30"],"timeout_ms":200}"#,
+        ])
+        .expect_code(2)
+        .expect_stderr(&["its command ran past its timeout_ms and was killed"]);
 
     // SIGTERM while a task runs: the worker finishes the task, writes its
     // result, then exits cleanly. The task waits for a file the test

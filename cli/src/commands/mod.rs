@@ -29,7 +29,9 @@ pub enum Outcome {
 }
 
 /// Prints a result: a success's output to stdout as it is, a failure's
-/// message to stderr.
+/// message to stderr. An `exec` task whose command did not exit with 0
+/// succeeded (its output is the command's), and is then said on stderr and
+/// ends as a failed task does.
 pub fn print_result(task: &zkdist_coord::TaskId, result: &TaskResult) -> anyhow::Result<Outcome> {
     match result {
         TaskResult::Success { output } => {
@@ -45,7 +47,13 @@ pub fn print_result(task: &zkdist_coord::TaskId, result: &TaskResult) -> anyhow:
                 })
                 .and_then(|()| stdout.flush())
                 .with_context(|| format!("cannot write the result of {task} to standard output"))?;
-            Ok(Outcome::Done)
+            match crate::handlers::exec::command_failure(output) {
+                Some(failure) => {
+                    errln!("task {task} ran, but {failure}");
+                    Ok(Outcome::TaskFailed)
+                }
+                None => Ok(Outcome::Done),
+            }
         }
         TaskResult::Failure { message } => {
             errln!("task {task} failed: {message}");

@@ -3,6 +3,7 @@
 //! lets anyone who can submit a task run programs on the worker's machine.
 
 use std::collections::BTreeSet;
+use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,16 +34,49 @@ fn default_timeout_ms() -> u64 {
     DEFAULT_TIMEOUT_MS
 }
 
+/// Read back strictly (no other fields), so that only an `exec` task's
+/// result is taken for one.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct ExecResult {
     /// The exit code, `None` when the process was killed by a signal or by
     /// the timeout.
     pub exit_code: Option<i32>,
+    /// The signal that killed the process (9 for SIGKILL, the OOM
+    /// killer's), `None` when it exited or timed out. Results written
+    /// before the field existed read as `None`.
+    #[serde(default)]
+    pub signal: Option<i32>,
     pub timed_out: bool,
     pub stdout: String,
     pub stderr: String,
     /// True when stdout or stderr was cut to fit the result size limit.
     pub truncated: bool,
+}
+
+/// How the command of an `exec` task whose result is `output` failed, or
+/// `None` if it exited with 0 or `output` is not an `exec` result. The
+/// task itself succeeded (its result carries the command's output), but a
+/// script that waits for it must be able to tell from the exit status.
+pub fn command_failure(output: &[u8]) -> Option<String> {
+    let result: ExecResult = serde_json::from_slice(output).ok()?;
+    match result {
+        ExecResult {
+            exit_code: Some(0), ..
+        } => None,
+        ExecResult {
+            timed_out: true, ..
+        } => Some("its command ran past its timeout_ms and was killed".to_owned()),
+        ExecResult {
+            exit_code: Some(code),
+            ..
+        } => Some(format!("its command exited with {code}")),
+        ExecResult {
+            signal: Some(signal),
+            ..
+        } => Some(format!("its command was killed by signal {signal}")),
+        ExecResult { .. } => Some("its command was killed by a signal".to_owned()),
+    }
 }
 
 pub fn parse(payload: &[u8]) -> Result<ExecTask, HandlerError> {
@@ -110,16 +144,16 @@ pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, Hand
         )
     };
     let ran = tokio::time::timeout(Duration::from_millis(task.timeout_ms), ran).await;
-    let (exit_code, timed_out) = match ran {
+    let (exit_code, signal, timed_out) = match ran {
         Ok((read, status)) => {
             read.map_err(|e| HandlerError::Failed(format!("reading the output: {e}")))?;
             let status = status
                 .map_err(|e| HandlerError::Failed(format!("waiting for the process: {e}")))?;
-            (status.code(), false)
+            (status.code(), status.signal(), false)
         }
         Err(_) => {
             group.kill();
-            (None, true)
+            (None, None, true)
         }
     };
     let read_truncated = out.truncated || err.truncated;
@@ -128,6 +162,7 @@ pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, Hand
     let cut = fit_escaped(&mut stdout, &mut stderr, output_budget_bytes);
     Ok(ExecResult {
         exit_code,
+        signal,
         timed_out,
         stdout,
         stderr,
@@ -370,10 +405,67 @@ mod tests {
         let task = parse(br#"{"kind":"exec","argv":["sh","-c","echo out; echo err >&2; exit 3"]}"#)
             .unwrap();
         let result = run(&task, 1 << 20).await.unwrap();
-        assert_eq!(result.exit_code, Some(3));
+        assert_eq!((result.exit_code, result.signal), (Some(3), None));
         assert_eq!(result.stdout, "out\n");
         assert_eq!(result.stderr, "err\n");
         assert!(!result.timed_out && !result.truncated);
+    }
+
+    #[tokio::test]
+    async fn a_command_killed_by_a_signal_names_it() {
+        let task =
+            parse(br#"{"kind":"exec","argv":["sh","-c","echo before; kill -9 $$"]}"#).unwrap();
+        let result = run(&task, 1 << 20).await.unwrap();
+        assert_eq!((result.exit_code, result.signal), (None, Some(9)));
+        assert_eq!(result.stdout, "before\n");
+        assert!(!result.timed_out);
+    }
+
+    /// What a client says of each way an `exec` task's command can end,
+    /// read from the result as the worker writes it.
+    #[test]
+    fn a_command_that_did_not_exit_with_0_is_a_failure_to_its_waiter() {
+        let ended = |exit_code, signal, timed_out| {
+            let result = ExecResult {
+                exit_code,
+                signal,
+                timed_out,
+                stdout: "out".into(),
+                stderr: String::new(),
+                truncated: false,
+            };
+            command_failure(&serde_json::to_vec(&result).unwrap())
+        };
+        assert_eq!(ended(Some(0), None, false), None);
+        assert_eq!(
+            ended(Some(3), None, false).as_deref(),
+            Some("its command exited with 3")
+        );
+        assert_eq!(
+            ended(None, Some(9), false).as_deref(),
+            Some("its command was killed by signal 9")
+        );
+        assert_eq!(
+            ended(None, None, true).as_deref(),
+            Some("its command ran past its timeout_ms and was killed")
+        );
+        // Written before results named the signal.
+        let older =
+            br#"{"exit_code":null,"timed_out":false,"stdout":"","stderr":"","truncated":false}"#;
+        assert_eq!(
+            command_failure(older).as_deref(),
+            Some("its command was killed by a signal")
+        );
+        // Any other task's output is none of this.
+        for other in [
+            &br#"{"estimate":3.14,"samples":100,"inside":78}"#[..],
+            br#"{"exit_code":3,"timed_out":false,"stdout":"","stderr":"","truncated":false,"mine":1}"#,
+            br#"{"exit_code":3}"#,
+            b"exit_code 3",
+            b"",
+        ] {
+            assert_eq!(command_failure(other), None, "{}", String::from_utf8_lossy(other));
+        }
     }
 
     /// Runs `script` under `sh -c` with the node-sized limit, and checks
@@ -473,7 +565,7 @@ mod tests {
         let task = parse(br#"{"kind":"exec","argv":["sleep","30"],"timeout_ms":100}"#).unwrap();
         let result = run(&task, 1 << 20).await.unwrap();
         assert!(result.timed_out);
-        assert_eq!(result.exit_code, None);
+        assert_eq!((result.exit_code, result.signal), (None, None));
     }
 
     /// Whether process `pid` still runs (a zombie waiting to be reaped
