@@ -113,6 +113,23 @@ async fn queue_once(
             Err(ClientError::SubmitInDoubt { token, cause }) if is_session_end(&cause) => {
                 (token, cause)
             }
+            // Not in doubt: the create was refused for want of the root,
+            // and the session ended while the root was laid out. Nothing
+            // was queued, and a new session sends it.
+            Err(ended) if a_new_session_may_go_on(&ended) => {
+                tracing::warn!(
+                    "the session ended ({ended}) before the task was queued; submitting it on \
+                     a new session"
+                );
+                let (zk, events) = connect::session(connect_args).await.with_context(|| {
+                    format!(
+                        "cannot submit the task: the session ended ({ended}) before it was \
+                         queued, and no new one could be opened; nothing was queued"
+                    )
+                })?;
+                *client = Client::new(zk, events, client.layout().clone());
+                continue;
+            }
             Err(error) => return Err(error).context("cannot submit the task"),
         };
         debug_assert_eq!(token, attempt.token, "the token named before the create");
