@@ -444,7 +444,7 @@ fn report(
         format!("interrupted: {interrupted} of {total} tasks were not sent (printed as -)")
     });
     let mut parts: Vec<String> = unprinted.into_iter().chain(interruption).collect();
-    let Some(&(_, first_failure)) = failures.first() else {
+    let Some(&(first_line, first_failure)) = failures.first() else {
         return if parts.is_empty() {
             Ok(Outcome::Done)
         } else {
@@ -482,7 +482,11 @@ fn report(
         }),
     );
     // The first failure goes in the chain, where the binary's edge can
-    // explain an ACL's refusal (`--auth`).
+    // explain an ACL's refusal (`--auth`). The chain prints it after this
+    // message, so the message says whose it is: after "and N more" it
+    // would read as the reason of those lines.
+    write!(message, "\nthe first failure, line {first_line}")
+        .expect("writing to a String cannot fail");
     Err(anyhow::Error::new(first_failure.clone()).context(message))
 }
 
@@ -755,6 +759,15 @@ mod tests {
         assert!(!message.contains(&format!("line {}: ", NAMED_LINES + 1)));
         assert!(
             message.contains(&format!("and {} more", not_queued - NAMED_LINES)),
+            "{message}"
+        );
+        // The first failure, which the chain prints last, says whose it is
+        // rather than following "and N more" as if it were theirs.
+        assert!(
+            message.ends_with(&format!(
+                "and {} more\nthe first failure, line 1: session expired",
+                not_queued - NAMED_LINES
+            )),
             "{message}"
         );
     }
