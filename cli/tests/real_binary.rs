@@ -1302,6 +1302,12 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
     let submit_refused = || {
         let refused = target.run(&["submit", "--auth", OWNER_AUTH, PI_20K]);
         refused.expect_code(0);
+        // A master and workers run: a plain submit says nothing more.
+        assert!(
+            !refused.stderr.contains("is queued, but"),
+            "{}",
+            refused.stderr
+        );
         task_id(&refused)
     };
     let refused_task = submit_refused();
@@ -1399,7 +1405,16 @@ fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) 
     // wrote readable by its owner alone. The new master's start-up check
     // is refused that result (`NoAuth`), which the server answers only for
     // a node it found: the task is finished, and must not run again.
-    let settled_task = task_id(target.run(&["submit", PI_20K]).expect_code(0));
+    // A plain submit says that nothing runs it yet.
+    let settled_task = task_id(
+        target
+            .run(&["submit", PI_20K])
+            .expect_code(0)
+            .expect_stderr(&[&format!(
+                "is queued, but no master runs under {}; it runs once they start",
+                target.root
+            )]),
+    );
     let settled_result = format!("{}/{settled_task}/result", layout.tasks_dir());
     let created = testing::run_kazoo(
         &target.connect,

@@ -76,6 +76,18 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
     let outcome = if args.wait {
         wait_and_print(&args.connect, &mut client, &task, args.cleanup, &stop).await?
     } else {
+        // A submit that ends here would leave a task under a mistyped root
+        // (which it has just laid out), or a deployment that is down,
+        // without a word: it looks once, as a wait does after a while. An
+        // ensemble that went away just now is not waited for.
+        let look = nobody_runs(client.session(), client.layout());
+        let missing = tokio::time::timeout(Duration::from_millis(NOBODY_LOOK_TIMEOUT_MS), look);
+        if let Ok(Some(missing)) = missing.await {
+            errln!(
+                "zkdist: {task} is queued, but {missing} under {}; it runs once they start",
+                client.layout().root()
+            );
+        }
         Outcome::Done
     };
     connect::close_when_done(client.session(), connect::CLOSE_WAIT).await;
@@ -387,10 +399,26 @@ async fn wait_for_result(
 /// task: long enough that a deployment at work answers first.
 const NOBODY_NOTE_AFTER_MS: u64 = 2_000;
 
+/// How long a plain submit looks whether anything could run its task
+/// before it ends without saying.
+const NOBODY_LOOK_TIMEOUT_MS: u64 = 2_000;
+
 /// Says on stderr when no master runs or no worker is registered under
 /// `layout`'s root, so that a wait that can only go on until one starts
-/// is not silent about it. Best effort: a read that fails says nothing.
+/// is not silent about it.
 async fn note_if_nobody_runs(session: &ZkSession, layout: &Layout, task: &TaskId) {
+    if let Some(missing) = nobody_runs(session, layout).await {
+        errln!(
+            "zkdist: still waiting for {task}: {missing} under {}; it runs once they start",
+            layout.root()
+        );
+    }
+}
+
+/// What is missing for a task under `layout`'s root to run, if anything:
+/// a master, a registered worker, or both. Best effort: a read that fails
+/// counts as finding one, so that nothing is said on a guess.
+async fn nobody_runs(session: &ZkSession, layout: &Layout) -> Option<&'static str> {
     let (master_path, workers_dir) = (layout.master(), layout.workers_dir());
     let (master, workers) = tokio::join!(
         session.exists(&master_path, Watch::No),
@@ -404,16 +432,12 @@ async fn note_if_nobody_runs(session: &ZkSession, layout: &Layout, task: &TaskId
         Ok((names, _)) => !any_ephemeral(session, &workers_dir, &names).await,
         Err(_) => false,
     };
-    let missing = match (no_master, no_workers) {
-        (true, true) => "no master runs and no worker is registered",
-        (true, false) => "no master runs",
-        (false, true) => "no worker is registered",
-        (false, false) => return,
-    };
-    errln!(
-        "zkdist: still waiting for {task}: {missing} under {}; it runs once they start",
-        layout.root()
-    );
+    match (no_master, no_workers) {
+        (true, true) => Some("no master runs and no worker is registered"),
+        (true, false) => Some("no master runs"),
+        (false, true) => Some("no worker is registered"),
+        (false, false) => None,
+    }
 }
 
 /// Whether one of the nodes `names` under `dir` is ephemeral. Looks them
