@@ -127,17 +127,37 @@ pub fn explain_no_auth(error: anyhow::Error, args: &ConnectArgs) -> anyhow::Erro
     error.context(hint)
 }
 
-/// Names `ZKDIST_ROOT` in an error that refuses the root (a root nested
-/// in another deployment, say, which only the ensemble can tell) when the
-/// root came from that variable: the user may never have typed `--root`.
+/// Names where the root came from in an error about it. `ZKDIST_ROOT`,
+/// when the root came from that variable, in an error that refuses the
+/// root (a root nested in another deployment, say, which only the ensemble
+/// can tell) or finds no layout there: the user may never have typed
+/// `--root`. And the chroot, when the connect string has one, in an error
+/// that finds no layout: the root the server looked at is under it.
 pub fn explain_environment_root(error: anyhow::Error, args: &ConnectArgs) -> anyhow::Error {
+    let no_layout = error
+        .chain()
+        .any(|cause| matches!(cause.downcast_ref(), Some(ClientError::NoLayout { .. })));
+    let chroot = config(args)
+        .ok()
+        .and_then(|config| config.chroot().ok().flatten());
+    let error = match chroot {
+        Some(chroot) if no_layout => error.context(format!(
+            "{} {:?} is inside the chroot of {} {:?}: the server looked at {chroot}{}",
+            args.root_name(),
+            args.root,
+            args.zk_name(),
+            args.zk,
+            args.root
+        )),
+        _ => error,
+    };
     if !args.from_env.root {
         return error;
     }
     let refuses_the_root = zk_errors(&error)
         .any(|zk| matches!(zk, ZkError::InvalidPath { path, .. } if *path == args.root));
     // The checks made before connecting name it already.
-    if !refuses_the_root || format!("{error:#}").contains("ZKDIST_ROOT") {
+    if !(refuses_the_root || no_layout) || format!("{error:#}").contains("ZKDIST_ROOT") {
         return error;
     }
     error.context(format!(

@@ -711,6 +711,45 @@ fn a_deployment_under_a_chroot_runs_its_tasks(connect: String) {
             "{task}'s result is under the chroot"
         );
     }
+    // A root with no layout is named as the server saw it, under the
+    // chroot, and by the variable it came from.
+    let absent = Target {
+        connect: target.connect.clone(),
+        root: "/absent".to_owned(),
+    };
+    absent
+        .run(&["status"])
+        .expect_code(1)
+        .expect_stderr(&[&format!(
+            "--root \"/absent\" is inside the chroot of --zk \"{}\": the server looked at \
+         {chroot}/absent: cannot read the status: no zkdist layout at /absent",
+            target.connect
+        )]);
+    let from_env = common::zkdist(&["status", "--zk", &target.connect])
+        .env("ZKDIST_ROOT", "/absent")
+        .output()
+        .expect("run zkdist");
+    let stderr = String::from_utf8_lossy(&from_env.stderr);
+    assert_eq!(from_env.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("ZKDIST_ROOT \"/absent\" is inside the chroot"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("ZKDIST_ROOT").count(), 1, "{stderr}");
+    // Without a chroot, the variable is named all the same.
+    let from_env = common::zkdist(&["status", "--zk", &connect])
+        .env("ZKDIST_ROOT", format!("{chroot}-absent"))
+        .output()
+        .expect("run zkdist");
+    let stderr = String::from_utf8_lossy(&from_env.stderr);
+    assert_eq!(from_env.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "ZKDIST_ROOT \"{chroot}-absent\" (the environment variable behind --root): \
+             cannot read the status: no zkdist layout at {chroot}-absent"
+        )),
+        "{stderr}"
+    );
     terminate_all(&mut roles);
     outside.delete_root();
 }
