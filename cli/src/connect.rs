@@ -283,6 +283,49 @@ mod tests {
     }
 
     #[test]
+    fn no_layout_names_the_chroot_and_the_variable_behind_the_root() {
+        let no_layout = || {
+            Err::<(), _>(ClientError::NoLayout { root: "/r".into() })
+                .context("cannot read the status")
+                .unwrap_err()
+        };
+        let shown =
+            |error, args: &ConnectArgs| format!("{:#}", explain_environment_root(error, args));
+        // Typed, no chroot: left as it was.
+        assert!(shown(no_layout(), &args(None)).starts_with("cannot read the status: "));
+        // Under a chroot, the path the server looked at.
+        let mut chrooted = args(None);
+        chrooted.zk = "127.0.0.1:2181/c".into();
+        assert!(
+            shown(no_layout(), &chrooted).starts_with(
+                "--root \"/r\" is inside the chroot of --zk \"127.0.0.1:2181/c\": the server \
+                 looked at /c/r: cannot read the status: no zkdist layout at /r"
+            ),
+            "{}",
+            shown(no_layout(), &chrooted)
+        );
+        // From the environment: the variable, once.
+        let mut from_env = args(None);
+        from_env.from_env.root = true;
+        assert!(
+            shown(no_layout(), &from_env).starts_with(
+                "ZKDIST_ROOT \"/r\" (the environment variable behind --root): cannot read"
+            ),
+            "{}",
+            shown(no_layout(), &from_env)
+        );
+        chrooted.from_env.root = true;
+        let both = shown(no_layout(), &chrooted);
+        assert!(
+            both.starts_with("ZKDIST_ROOT \"/r\" is inside the chroot"),
+            "{both}"
+        );
+        assert_eq!(both.matches("ZKDIST_ROOT").count(), 1, "{both}");
+        // Another error under a chroot: no word of it.
+        assert!(shown(refused("/c/r"), &chrooted).starts_with("cannot submit the task: "));
+    }
+
+    #[test]
     fn a_refusal_says_which_credentials_are_missing() {
         let shown = format!(
             "{:#}",

@@ -22,7 +22,8 @@ use crate::stdout::errln;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Done,
-    /// The task ran and failed; its message went to stderr.
+    /// The task ran and failed, or it was an `exec` task whose command did
+    /// not exit with 0; what happened went to stderr.
     TaskFailed,
     /// The testbed found invariant violations (they were printed).
     Violations,

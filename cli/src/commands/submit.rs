@@ -79,10 +79,11 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
         // A submit that ends here would leave a task under a mistyped root
         // (which it has just laid out), or a deployment that is down,
         // without a word: it looks once, as a wait does after a while. An
-        // ensemble that went away just now is not waited for.
-        let look = nobody_runs(client.session(), client.layout());
-        let missing = tokio::time::timeout(Duration::from_millis(NOBODY_LOOK_TIMEOUT_MS), look);
-        if let Ok(Some(missing)) = missing.await {
+        // ensemble that went away just now is waited for 2 s at most, and
+        // a stop signal ends the look at once.
+        let look = missing_runners(client.session(), client.layout());
+        let look = tokio::time::timeout(Duration::from_millis(NOBODY_LOOK_TIMEOUT_MS), look);
+        if let Some(Ok(Some(missing))) = stop.unless_requested(look).await {
             errln!(
                 "zkdist: {task} is queued, but {missing} under {}; it runs once they start",
                 client.layout().root()
@@ -107,8 +108,10 @@ struct Attempt {
 /// Queues `payload` once: a create whose session ended unanswered is
 /// looked up on a new session, once the old one is surely over, and sent
 /// again (on the new session, and so on) only if no task carries its
-/// token. Keeps `attempt` up to date for an interruption; may replace
-/// `client`'s session.
+/// token; a session that ended before the create could queue anything
+/// (while the root was laid out) is replaced and the create sent again.
+/// Keeps `attempt` up to date for an interruption; may replace `client`'s
+/// session.
 async fn queue_once(
     connect_args: &ConnectArgs,
     client: &mut Client<ZkSession>,
@@ -133,6 +136,9 @@ async fn queue_once(
                     "the session ended ({ended}) before the task was queued; submitting it on \
                      a new session"
                 );
+                // A session the client gave up on by its own clock would
+                // otherwise linger on the server until its timeout.
+                client.session().close().await.ok();
                 let (zk, events) = connect::session(connect_args).await.with_context(|| {
                     format!(
                         "cannot submit the task: the session ended ({ended}) before it was \
@@ -407,7 +413,7 @@ const NOBODY_LOOK_TIMEOUT_MS: u64 = 2_000;
 /// `layout`'s root, so that a wait that can only go on until one starts
 /// is not silent about it.
 async fn note_if_nobody_runs(session: &ZkSession, layout: &Layout, task: &TaskId) {
-    if let Some(missing) = nobody_runs(session, layout).await {
+    if let Some(missing) = missing_runners(session, layout).await {
         errln!(
             "zkdist: still waiting for {task}: {missing} under {}; it runs once they start",
             layout.root()
@@ -418,7 +424,7 @@ async fn note_if_nobody_runs(session: &ZkSession, layout: &Layout, task: &TaskId
 /// What is missing for a task under `layout`'s root to run, if anything:
 /// a master, a registered worker, or both. Best effort: a read that fails
 /// counts as finding one, so that nothing is said on a guess.
-async fn nobody_runs(session: &ZkSession, layout: &Layout) -> Option<&'static str> {
+async fn missing_runners(session: &ZkSession, layout: &Layout) -> Option<&'static str> {
     let (master_path, workers_dir) = (layout.master(), layout.workers_dir());
     let (master, workers) = tokio::join!(
         session.exists(&master_path, Watch::No),

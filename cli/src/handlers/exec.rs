@@ -194,7 +194,7 @@ fn command_for(task: &ExecTask) -> Command {
 const AUTH_ENV: &str = "ZKDIST_AUTH";
 
 /// Room kept in the result for its JSON beyond the two streams' text (the
-/// field names, the exit code, the flags: under 100 bytes).
+/// field names, the exit code, the signal, the flags: under 120 bytes).
 const RESULT_FRAME_BYTES: usize = 1024;
 
 /// The bytes `c` takes inside a JSON string as serde_json writes it: the

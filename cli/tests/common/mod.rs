@@ -218,35 +218,33 @@ impl Role {
 
     /// Starts `command` (made with [`zkdist`], then given what the test
     /// needs) as a role.
-    pub fn spawn_with(name: &str, mut command: Command, scratch: &Scratch) -> Role {
-        let args: Vec<_> = command.get_args().map(|a| a.to_owned()).collect();
+    pub fn spawn_with(name: &str, command: Command, scratch: &Scratch) -> Role {
         let log = scratch.path(&format!("{name}.log"));
         let file = File::create(&log).expect("create the role's log");
-        let child = command
-            .stdout(file.try_clone().expect("clone the log file"))
-            .stderr(file)
-            .spawn()
-            .unwrap_or_else(|e| panic!("start zkdist {args:?}: {e}"));
-        Role {
-            name: name.to_owned(),
-            child: Guarded(child),
-            log,
-        }
+        let output = file.try_clone().expect("clone the log file");
+        Role::start(name, command, log, output.into(), file.into())
     }
 
     /// Starts `command` (made with [`zkdist`]) as a role whose standard
     /// output and error are a pipe whose reader has gone: every write to
     /// them fails, as after the terminal of an ssh session that dropped or
     /// a log pipe whose reader died. Its log stays empty.
-    pub fn spawn_unheard(name: &str, mut command: Command, scratch: &Scratch) -> Role {
-        let args: Vec<_> = command.get_args().map(|a| a.to_owned()).collect();
+    pub fn spawn_unheard(name: &str, command: Command, scratch: &Scratch) -> Role {
         let log = scratch.path(&format!("{name}.log"));
         File::create(&log).expect("create the role's (empty) log");
         let (reader, writer) = std::io::pipe().expect("make a pipe");
         drop(reader);
+        let output = writer.try_clone().expect("clone the pipe's writer");
+        Role::start(name, command, log, output.into(), writer.into())
+    }
+
+    /// Starts `command` with `stdout` and `stderr`, `log` being where
+    /// [`Role::log`] reads what it printed.
+    fn start(name: &str, mut command: Command, log: PathBuf, stdout: Stdio, stderr: Stdio) -> Role {
+        let args: Vec<_> = command.get_args().map(|a| a.to_owned()).collect();
         let child = command
-            .stdout(writer.try_clone().expect("clone the pipe's writer"))
-            .stderr(writer)
+            .stdout(stdout)
+            .stderr(stderr)
             .spawn()
             .unwrap_or_else(|e| panic!("start zkdist {args:?}: {e}"));
         Role {
