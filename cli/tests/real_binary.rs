@@ -1960,7 +1960,12 @@ fn submit_lines_queues_every_line_in_order_or_refuses_them_all(connect: String) 
         &target.args(&["submit", "--lines", "-"]),
         Some(input.as_bytes()),
     );
-    submitted.expect_code(0);
+    // Nothing runs under the fresh root, and the submit says so.
+    submitted.expect_code(0).expect_stderr(&[&format!(
+        "no master runs and no worker is registered under {}; the tasks queued there run \
+         once they start",
+        target.root
+    )]);
     let printed: Vec<TaskId> = submitted
         .stdout_lines()
         .iter()

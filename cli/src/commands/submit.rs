@@ -81,9 +81,8 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
         // without a word: it looks once, as a wait does after a while. An
         // ensemble that went away just now is waited for 2 s at most, and
         // a stop signal ends the look at once.
-        let look = missing_runners(client.session(), client.layout());
-        let look = tokio::time::timeout(Duration::from_millis(NOBODY_LOOK_TIMEOUT_MS), look);
-        if let Some(Ok(Some(missing))) = stop.unless_requested(look).await {
+        let look = missing_runners_soon(client.session(), client.layout());
+        if let Some(Some(missing)) = stop.unless_requested(look).await {
             errln!(
                 "zkdist: {task} is queued, but {missing} under {}; it runs once they start",
                 client.layout().root()
@@ -421,6 +420,19 @@ async fn note_if_nobody_runs(session: &ZkSession, layout: &Layout, task: &TaskId
     }
 }
 
+/// [`missing_runners`], given [`NOBODY_LOOK_TIMEOUT_MS`] at most: an
+/// ensemble that does not answer by then says nothing.
+pub(super) async fn missing_runners_soon(
+    session: &ZkSession,
+    layout: &Layout,
+) -> Option<&'static str> {
+    let look = missing_runners(session, layout);
+    tokio::time::timeout(Duration::from_millis(NOBODY_LOOK_TIMEOUT_MS), look)
+        .await
+        .ok()
+        .flatten()
+}
+
 /// What is missing for a task under `layout`'s root to run, if anything:
 /// a master, a registered worker, or both. Best effort: a read that fails
 /// counts as finding one, so that nothing is said on a guess.
@@ -436,6 +448,8 @@ async fn missing_runners(session: &ZkSession, layout: &Layout) -> Option<&'stati
         matches!(master, Ok(None)) || matches!(master, Ok(Some(stat)) if stat.ephemeral_owner == 0);
     let no_workers = match workers {
         Ok((names, _)) => !any_ephemeral(session, &workers_dir, &names).await,
+        // Not laid out yet: nobody ever joined there.
+        Err(ZkError::NoNode { .. }) => true,
         Err(_) => false,
     };
     match (no_master, no_workers) {

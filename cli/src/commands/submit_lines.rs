@@ -12,11 +12,11 @@ use zkdist_coord::{
 };
 
 use super::Outcome;
-use super::submit::{is_session_end, settle_ended_session};
+use super::submit::{is_session_end, missing_runners_soon, settle_ended_session};
 use crate::args::SubmitArgs;
 use crate::handlers::HandlerError;
 use crate::shutdown::Shutdown;
-use crate::stdout::out;
+use crate::stdout::{errln, out};
 use crate::{connect, handlers};
 use zkdist_coord::zk::ZkSession;
 
@@ -90,6 +90,15 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
     let stop = Shutdown::install()?.shared();
     let interrupted = || stop.is_requested();
     let client = Client::new(zk, events, layout.clone());
+    // Tasks queued under a mistyped root (which the first create lays out)
+    // or for a deployment that is down are said at once, as a plain
+    // submit says it of its task.
+    if let Some(missing) = missing_runners_soon(client.session(), &layout).await {
+        errln!(
+            "zkdist: {missing} under {}; the tasks queued there run once they start",
+            layout.root()
+        );
+    }
     // Hidden when stderr is not a terminal.
     let bar =
         ProgressBar::with_draw_target(Some(payloads.len() as u64), ProgressDrawTarget::stderr());
