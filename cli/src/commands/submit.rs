@@ -404,8 +404,8 @@ async fn wait_for_result(
 /// task: long enough that a deployment at work answers first.
 const NOBODY_NOTE_AFTER_MS: u64 = 2_000;
 
-/// How long a plain submit looks whether anything could run its task
-/// before it ends without saying.
+/// How long a submit (plain, or `--lines` before it sends) looks whether
+/// anything could run its tasks before it goes on without saying.
 const NOBODY_LOOK_TIMEOUT_MS: u64 = 2_000;
 
 /// Says on stderr when no master runs or no worker is registered under
