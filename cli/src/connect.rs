@@ -61,8 +61,16 @@ pub fn config(args: &ConnectArgs) -> anyhow::Result<ZkConfig> {
 
 /// Opens a session on the ensemble named by `--zk`.
 pub async fn session(args: &ConnectArgs) -> anyhow::Result<(ZkSession, EventStream)> {
-    let config = config(args)?;
-    ZkSession::connect(&config)
+    session_with(&config(args)?, args).await
+}
+
+/// Opens a session with `config`, made from `args` (the error names the
+/// ensemble as the user gave it).
+pub async fn session_with(
+    config: &ZkConfig,
+    args: &ConnectArgs,
+) -> anyhow::Result<(ZkSession, EventStream)> {
+    ZkSession::connect(config)
         .await
         .with_context(|| format!("cannot open a ZooKeeper session on {}", args.zk_shown()))
 }

@@ -93,6 +93,7 @@ tests![
     Server MultiThread pipelined_persistent_and_one_shot_watches_report_each_change_once,
     Ensemble CurrentThread killing_the_server_a_session_uses_keeps_the_session,
     Ensemble CurrentThread killing_the_leader_keeps_sessions_and_ephemerals,
+    Ensemble CurrentThread a_session_kept_through_outages_outlives_a_loss_of_quorum,
     Ensemble CurrentThread a_persistent_watch_follows_its_session_to_another_server,
     Ensemble MultiThread a_sync_on_the_leader_sees_what_a_follower_acknowledged,
     Ensemble MultiThread a_wait_on_a_follower_finds_a_task_the_leader_just_acknowledged,
@@ -1023,7 +1024,8 @@ async fn a_session_closed_by_a_second_client_sees_expired(env: Env) {
     fresh.close().await.unwrap();
 }
 
-/// The client declares its session expired on its own clock: when it has
+/// The client declares its session expired on its own clock (unless the
+/// session is kept through outages, as the roles' are): when it has
 /// heard nothing for some 1.4 session timeouts. A server that still hears
 /// the client (here the link swallows only what the server sends) keeps
 /// the session past that verdict, and could still apply a create the
@@ -1511,6 +1513,78 @@ async fn killing_the_leader_keeps_sessions_and_ephemerals(env: Env) {
     assert_ne!(new_leader, leader);
     killed.restore();
     session.close().await.unwrap();
+}
+
+/// How long [`a_session_kept_through_outages_outlives_a_loss_of_quorum`]
+/// keeps the ensemble without a majority: well past the 1.4 session
+/// timeouts after which a client gives its session up on its own clock.
+const QUORUM_LOSS: Duration = Duration::from_millis(5 * common::SESSION_TIMEOUT_MS / 2);
+
+/// A session kept through outages (`ZkConfig::keep_session_through_outages`,
+/// which the roles set) waits out a loss of quorum however long it lasts,
+/// and comes back with its ephemeral: without a majority the servers
+/// expire nothing, and the new leader gives every session a fresh timeout.
+/// A session on the default configuration, beside it, is given up by its
+/// own client some 1.4 session timeouts in, although the servers still
+/// hold it.
+async fn a_session_kept_through_outages_outlives_a_loss_of_quorum(env: Env) {
+    let dir = env.ensemble_dir.clone().expect("ensemble dir");
+    let dir_name = dir.to_str().expect("utf-8 ensemble dir");
+    let root = fresh_root(&env, "quorum-loss").await;
+    let plain = common::config(&env.connect);
+    let (kept, mut kept_events) = connect(&plain.clone().with_session_kept_through_outages()).await;
+    let (given_up, _given_up_events) = connect(&plain).await;
+    let kept_node = format!("{root}/kept");
+    kept.create(&kept_node, b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+
+    let leader = common::run_scripts_zk(&["leader", dir_name])
+        .trim()
+        .to_owned();
+    let follower = ensemble_nodes(&dir)
+        .into_iter()
+        .map(|(id, _)| id)
+        .find(|id| *id != leader)
+        .expect("a follower");
+    let outage_began = tokio::time::Instant::now();
+    let killed_leader = kill_node(&dir, &leader);
+    let killed_follower = kill_node(&dir, &follower);
+    assert_eq!(
+        next_event(&mut kept_events).await,
+        Event::Session(SessionState::Disconnected)
+    );
+    given_up
+        .wait_until_expired(Duration::from_millis(3 * common::SESSION_TIMEOUT_MS))
+        .await
+        .expect("a session on the default configuration is given up by its client");
+    tokio::time::sleep_until(outage_began + QUORUM_LOSS).await;
+    assert_eq!(kept.state(), SessionState::Disconnected);
+    assert!(
+        kept_events.try_recv().is_err(),
+        "the kept session reported nothing more while the quorum was lost"
+    );
+
+    killed_follower.restore();
+    killed_leader.restore();
+    assert_eq!(
+        next_event(&mut kept_events).await,
+        Event::Session(SessionState::Connected),
+        "the kept session is back"
+    );
+    let stat = kept.exists(&kept_node, Watch::No).await.unwrap();
+    assert_eq!(
+        stat.map(|s| s.ephemeral_owner),
+        Some(kept.session_id().0),
+        "the kept session still owns its ephemeral"
+    );
+    kept.set_data(&kept_node, b"written after the outage", None)
+        .await
+        .unwrap();
+    kept.close().await.unwrap();
+    // The servers still hold the session its client gave up: closed here
+    // rather than left to expire.
+    given_up.close_from_second_client(&plain).await.unwrap();
 }
 
 /// A session's configuration for the node that leads `dir`'s ensemble,

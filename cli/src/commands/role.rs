@@ -148,8 +148,13 @@ impl RoleConnector {
     /// Opens the role's first session; fails with a clear error if the
     /// ensemble cannot be reached or the flags are wrong.
     async fn open(args: &ConnectArgs, role: &'static str) -> anyhow::Result<RoleConnector> {
-        let config = connect::config(args)?;
-        let (zk, events) = connect::session(args).await?;
+        // A role waits out an outage on the session it has: while no server
+        // can be reached, a new session could not be opened either, and a
+        // loss of quorum expires nothing. Giving the session up on the
+        // client's clock would make a master fail over, and a worker drop
+        // a result it holds, for nothing (see `ZkConfig`).
+        let config = connect::config(args)?.with_session_kept_through_outages();
+        let (zk, events) = connect::session_with(&config, args).await?;
         log_session(role, &zk);
         Ok(RoleConnector {
             config,

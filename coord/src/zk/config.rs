@@ -30,6 +30,16 @@ pub struct ZkConfig {
     /// larger ones; raising it lets a master list, and start on, a
     /// `tasks/` directory of more than some 29,000 tasks.
     pub max_reply_bytes: usize,
+    /// Whether the client keeps an established session for as long as no
+    /// server says it expired. Without it, the client declares the session
+    /// expired on its own clock once it has heard nothing for some 1.4
+    /// session timeouts, whatever the servers think: during a loss of
+    /// quorum, which expires nothing, every session would be given up.
+    /// With it, a request made while no server answers waits for the
+    /// reconnection, however long: a caller that must not wait bounds it
+    /// itself. The long-running roles set it; a one-shot command, which
+    /// would rather fail than wait out an outage, does not.
+    pub keep_session_through_outages: bool,
 }
 
 impl ZkConfig {
@@ -42,6 +52,7 @@ impl ZkConfig {
             connect_timeout_ms: 10_000,
             auth: None,
             max_reply_bytes: crate::MAX_REPLY_BYTES,
+            keep_session_through_outages: false,
         }
     }
 
@@ -52,6 +63,12 @@ impl ZkConfig {
 
     pub fn with_connect_timeout_ms(mut self, connect_timeout_ms: u64) -> ZkConfig {
         self.connect_timeout_ms = connect_timeout_ms;
+        self
+    }
+
+    /// Sets [`ZkConfig::keep_session_through_outages`].
+    pub fn with_session_kept_through_outages(mut self) -> ZkConfig {
+        self.keep_session_through_outages = true;
         self
     }
 
@@ -130,6 +147,10 @@ impl std::fmt::Debug for ZkConfig {
             .field("session_timeout_ms", &self.session_timeout_ms)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
             .field("max_reply_bytes", &self.max_reply_bytes)
+            .field(
+                "keep_session_through_outages",
+                &self.keep_session_through_outages,
+            )
             .field(
                 "auth",
                 &self.auth.as_ref().map(|(user, _)| (user, "<redacted>")),

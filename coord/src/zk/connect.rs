@@ -27,11 +27,14 @@ pub(crate) async fn establish(
     if let Some((user, password)) = &config.auth {
         connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
     }
+    if config.keep_session_through_outages {
+        connector = connector.with_server_expiry_only();
+    }
     if let Some(session) = session {
         connector = connector.with_session(session);
     }
-    // The client gives up on its own after about a session timeout: while
-    // the connect timeout has time left, it tries again.
+    // The client gives up on a first connection after about a session
+    // timeout: while the connect timeout has time left, it tries again.
     let deadline = Instant::now().checked_add(config.connect_timeout());
     let client = loop {
         let left = deadline.map_or(Duration::MAX, |deadline| {

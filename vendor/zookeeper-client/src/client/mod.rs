@@ -1550,6 +1550,7 @@ pub struct Connector {
     readonly: bool,
     detached: bool,
     fail_eagerly: bool,
+    server_expiry_only: bool,
     server_version: Version,
     session_timeout: Duration,
     connection_timeout: Duration,
@@ -1567,6 +1568,7 @@ impl Connector {
             readonly: false,
             detached: false,
             fail_eagerly: false,
+            server_expiry_only: false,
             server_version: Version(u32::MAX, u32::MAX, u32::MAX),
             session_timeout: Duration::ZERO,
             connection_timeout: Duration::ZERO,
@@ -1745,6 +1747,22 @@ impl Connector {
         self
     }
 
+    /// zkdist: once established, keep the session until a server says it
+    /// expired, however long no server can be reached.
+    ///
+    /// By default the client declares its session expired on its own
+    /// clock, after hearing nothing for `7/5` of the session timeout, and
+    /// stops. The servers may still hold the session then: an ensemble
+    /// that lost its quorum expires nothing, and its new leader gives
+    /// every session a fresh timeout. With this option the client goes on
+    /// trying to reattach, as a Java client does, and ends with
+    /// [SessionState::Expired] only on a server's word. Requests made in
+    /// the meantime wait for the reconnection.
+    pub fn with_server_expiry_only(mut self) -> Self {
+        self.server_expiry_only = true;
+        self
+    }
+
     #[instrument(name = "connect", skip_all, fields(session))]
     async fn connect_internally(self, secure: bool, cluster: &str) -> Result<Client> {
         let (endpoints, chroot) = endpoint::parse_connect_string(cluster, secure)?;
@@ -1753,6 +1771,7 @@ impl Connector {
             .with_authes(self.authes)
             .with_readonly(self.readonly)
             .with_detached(self.detached)
+            .with_server_expiry_only(self.server_expiry_only)
             .with_session_timeout(self.session_timeout)
             .with_connection_timeout(self.connection_timeout);
         #[cfg(feature = "tls")]

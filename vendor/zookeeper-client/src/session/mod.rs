@@ -56,6 +56,7 @@ pub struct Builder {
     authes: Vec<MarshalledRequest>,
     readonly: bool,
     detached: bool,
+    server_expiry_only: bool,
     session: Option<SessionInfo>,
     session_timeout: Duration,
     connection_timeout: Duration,
@@ -82,6 +83,10 @@ impl Builder {
 
     pub fn with_detached(self, detached: bool) -> Self {
         Self { detached, ..self }
+    }
+
+    pub fn with_server_expiry_only(self, server_expiry_only: bool) -> Self {
+        Self { server_expiry_only, ..self }
     }
 
     pub fn with_session(self, session: Option<SessionInfo>) -> Self {
@@ -128,6 +133,7 @@ impl Builder {
         let mut session = Session {
             readonly: self.readonly,
             detached: self.detached,
+            server_expiry_only: self.server_expiry_only,
 
             configured_connection_timeout: self.connection_timeout,
 
@@ -161,6 +167,9 @@ impl Builder {
 pub struct Session {
     readonly: bool,
     detached: bool,
+    /// zkdist: an established session is never given up on the client's
+    /// clock (see `Connector::with_server_expiry_only`).
+    server_expiry_only: bool,
 
     connector: Connector,
 
@@ -688,7 +697,14 @@ impl Session {
             "attempts new connections to {:?}",
             endpoints.endpoints()
         );
-        let mut deadline = Deadline::until(self.last_recv + session_timeout);
+        // zkdist: an established session kept until a server expires it
+        // has no deadline; only a terminal error (the server's `Expired`
+        // among them) ends the attempts.
+        let mut deadline = if self.server_expiry_only && self.session.id.0 != 0 {
+            Deadline::never()
+        } else {
+            Deadline::until(self.last_recv + session_timeout)
+        };
         let mut last_error = match self.start_once(endpoints, &mut deadline, buf, depot).await {
             Err(err) => err,
             Ok(conn) => return Ok(conn),
