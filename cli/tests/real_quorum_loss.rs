@@ -34,10 +34,11 @@ const QUORUM_LOSS: Duration = Duration::from_millis(5 * ROLE_SESSION_TIMEOUT_MS 
 const TASKS: usize = 20;
 /// How long each task's command sleeps after it noted its run. Short
 /// against the workers' disconnection grace (a quarter of the session
-/// timeout), so that a command running when the outage begins finishes
-/// within it, and the worker waits for the link with its result instead
-/// of stopping the command.
-const COMMAND_SLEEP: &str = "0.2";
+/// timeout, 1 s), so that a command running when the outage begins
+/// finishes within it, and the worker waits for the link with its result
+/// instead of stopping the command (which would run the task again, on
+/// purpose: see the README).
+const COMMAND_SLEEP: &str = "0.05";
 /// The longest the test waits for one read through the outage's end.
 const READ_PATIENCE: Duration = Duration::from_secs(60);
 
@@ -208,7 +209,9 @@ fn a_loss_of_quorum_costs_the_roles_nothing(connect: &str, dir: &std::path::Path
 }
 
 /// The test's own view of the tree: a session kept through the outage,
-/// whose reads wait for its end.
+/// whose reads wait for its end. Its runtime has threads of its own, which
+/// keep the session alive while the test's thread sleeps or restarts
+/// nodes.
 struct Tree {
     runtime: tokio::runtime::Runtime,
     zk: ZkSession,
@@ -216,7 +219,7 @@ struct Tree {
 
 impl Tree {
     fn connect(connect: &str) -> Tree {
-        let runtime = testing::runtime();
+        let runtime = testing::multi_thread_runtime();
         let config: ZkConfig = testing::config(connect).with_session_kept_through_outages();
         let (zk, _events) = runtime
             .block_on(ZkSession::connect(&config))

@@ -1748,7 +1748,8 @@ impl Connector {
     }
 
     /// zkdist: once established, keep the session until a server says it
-    /// expired, however long no server can be reached.
+    /// expired, however long no server can be reached. The first
+    /// connection keeps its deadline, so [Self::connect] still ends.
     ///
     /// By default the client declares its session expired on its own
     /// clock, after hearing nothing for `7/5` of the session timeout, and

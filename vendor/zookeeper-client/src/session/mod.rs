@@ -134,6 +134,7 @@ impl Builder {
             readonly: self.readonly,
             detached: self.detached,
             server_expiry_only: self.server_expiry_only,
+            established: false,
 
             configured_connection_timeout: self.connection_timeout,
 
@@ -170,6 +171,10 @@ pub struct Session {
     /// zkdist: an established session is never given up on the client's
     /// clock (see `Connector::with_server_expiry_only`).
     server_expiry_only: bool,
+    /// zkdist: whether this client has established its session, so that
+    /// `start` is a reconnection: a first connection, even to a session
+    /// given with `with_session`, keeps its deadline.
+    established: bool,
 
     connector: Connector,
 
@@ -231,6 +236,7 @@ impl Session {
     ) {
         endpoints.cycle();
         endpoints.reset();
+        self.established = true;
         self.serve_once(conn, &mut endpoints, &mut buf, &mut depot, &mut requester).await;
         while !self.session_state.is_terminated() {
             let conn = match self.start(&mut endpoints, &mut buf, &mut depot).await {
@@ -697,10 +703,10 @@ impl Session {
             "attempts new connections to {:?}",
             endpoints.endpoints()
         );
-        // zkdist: an established session kept until a server expires it
-        // has no deadline; only a terminal error (the server's `Expired`
-        // among them) ends the attempts.
-        let mut deadline = if self.server_expiry_only && self.session.id.0 != 0 {
+        // zkdist: the reconnection of a session kept until a server
+        // expires it has no deadline; only a terminal error (the server's
+        // `Expired` among them) ends the attempts.
+        let mut deadline = if self.server_expiry_only && self.established {
             Deadline::never()
         } else {
             Deadline::until(self.last_recv + session_timeout)
