@@ -135,6 +135,27 @@ pub fn explain_no_auth(error: anyhow::Error, args: &ConnectArgs) -> anyhow::Erro
     error.context(hint)
 }
 
+/// What a one-shot command's error adds where it says a session expired.
+const SESSION_EXPIRED_HINT: &str = "a session ends as expired when a server expired it, or when \
+    this client heard from no server for 1.4 session timeouts and gave it up: the ensemble out \
+    of reach, or without a quorum";
+
+/// Says, in an error that ends on a session's expiry, what that can mean:
+/// the one-shot commands leave the client library to give a session up on
+/// its own clock (see `ZkConfig::keep_session_through_outages`), which it
+/// reports as the server's verdict, and the operator would otherwise look
+/// for a cause on the servers while the ensemble was out of reach. The
+/// text is what the user reads, so the text is what is looked at: a
+/// `submit --lines` report carries its lines' causes as text.
+pub fn explain_session_expired(error: anyhow::Error) -> anyhow::Error {
+    let text = format!("{error:#}");
+    if text.contains("session expired") {
+        anyhow::anyhow!("{text} ({SESSION_EXPIRED_HINT})")
+    } else {
+        error
+    }
+}
+
 /// Names where the root came from in an error about it. `ZKDIST_ROOT`,
 /// when the root came from that variable, in an error that refuses the
 /// root (a root nested in another deployment, say, which only the ensemble
@@ -399,5 +420,21 @@ mod tests {
         let error = anyhow::Error::new(ZkError::NoNode { path: "/r".into() });
         let shown = format!("{:#}", explain_no_auth(error, &args(None)));
         assert_eq!(shown, "no node /r");
+    }
+
+    #[test]
+    fn an_error_that_says_session_expired_says_what_it_can_mean() {
+        let expired = anyhow::Error::new(ZkError::SessionExpired).context("cannot read the status");
+        let explained = format!("{:#}", explain_session_expired(expired));
+        assert!(
+            explained.starts_with("cannot read the status: session expired ("),
+            "{explained}"
+        );
+        assert!(explained.contains("heard from no server"), "{explained}");
+        let other = anyhow::Error::new(ZkError::ConnectionLoss {
+            reason: "reset".into(),
+        });
+        let untouched = format!("{:#}", explain_session_expired(other));
+        assert!(!untouched.contains("heard from no server"), "{untouched}");
     }
 }

@@ -98,9 +98,10 @@ fn main() -> ExitCode {
     // with its status. A one-shot command stopped by one was cut short.
     let one_shot = matches!(cli.command, Command::Submit(_) | Command::Bench(_));
     let outcome = execute(cli.command).map_err(|error| match &connect_args {
-        Some(args) => {
-            connect::explain_environment_root(connect::explain_no_auth(error, args), args)
-        }
+        Some(args) => connect::explain_session_expired(connect::explain_environment_root(
+            connect::explain_no_auth(error, args),
+            args,
+        )),
         None => error,
     });
     let exit_code = match outcome {

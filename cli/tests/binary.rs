@@ -283,11 +283,21 @@ fn an_interrupted_one_shot_command_ends_by_its_signal() {
     use std::os::unix::process::ExitStatusExt;
     let scratch = Scratch::new("interrupted-connect");
     let pi = r#"{"kind":"pi","samples":10}"#;
+    let lines = scratch.path("two.jsonl");
+    std::fs::write(&lines, format!("{pi}\n{pi}\n")).expect("write the lines");
+    let lines = lines.to_str().expect("a UTF-8 path");
     for (command, signal, said) in [
         (
             &["submit", pi][..],
             ("INT", 2),
             "interrupted while connecting: nothing was submitted",
+        ),
+        // Every line accounted for on stdout, as after a stop midway.
+        (
+            &["submit", "--lines", "--file", lines],
+            ("INT", 2),
+            "-\n-\nzkdist: interrupted while connecting: none of the 2 tasks was submitted \
+             (printed as -)",
         ),
         (
             &["submit", "--wait", pi],

@@ -1702,6 +1702,34 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
         )),
         "{log}"
     );
+    // With `--cleanup`, the command it names cleans up too: following it
+    // leaves nothing behind.
+    let mut waiting = target.spawn(
+        "submit-wait-cleanup",
+        &["submit", "--wait", "--cleanup", PI_20K],
+        &scratch,
+    );
+    let task = eventually("the task id is printed", || {
+        let log = waiting.log();
+        log.lines()
+            .find(|line| line.starts_with("task-"))
+            .map(str::to_owned)
+    });
+    eventually("the wait says nobody runs the task", || {
+        waiting.log().contains("still waiting for").then_some(())
+    });
+    waiting.signal("TERM");
+    let status = waiting.wait_exit();
+    let log = waiting.log();
+    assert_eq!(status.signal(), Some(SIGTERM), "{status}\n{log}");
+    assert!(
+        log.contains(&format!(
+            "interrupted while waiting for {task}: `zkdist wait {task} --cleanup --zk {} \
+             --root {}` waits again",
+            target.connect, target.root
+        )),
+        "{log}"
+    );
     // A plain wait only reads: it ends by the signal, as any command does,
     // so that a script's loop of waits stops with it.
     // The client library's session lines show when it is open.

@@ -232,8 +232,9 @@ async fn interrupted_submission(
         String::new()
     } else {
         format!(
-            " once session {} has ended (within its session timeout, {} ms as the server \
-             granted it)",
+            " once session {} has ended (its session timeout, {} ms as the server granted \
+             it, after the ensemble last heard from it; an ensemble that lost its quorum \
+             ends no session until a majority is back)",
             session.session_id(),
             session.granted_session_timeout_ms()
         )
@@ -340,11 +341,15 @@ async fn wait_and_print(
     let waited = stop
         .unless_requested(wait_for_result(connect_args, client, task))
         .await;
+    // The command that takes over where this one stopped: with the
+    // cleanup, if it was asked for, so that following it leaves nothing.
+    let wait_again = if cleanup {
+        connect_args.command_line(&format!("wait {task} --cleanup"))
+    } else {
+        connect_args.command_line(&format!("wait {task}"))
+    };
     let Some(result) = waited else {
-        let stopped = format!(
-            "interrupted while waiting for {task}: {} waits again",
-            connect_args.command_line(&format!("wait {task}"))
-        );
+        let stopped = format!("interrupted while waiting for {task}: {wait_again} waits again");
         return Err(close_after_interruption(client, stopped).await);
     };
     let outcome = print_result(task, &result?)?;
@@ -355,7 +360,8 @@ async fn wait_and_print(
         let Some(cleaned) = cleaned else {
             let stopped = format!(
                 "interrupted while cleaning {task} up, after its result was printed: the task \
-                 may or may not have been deleted"
+                 may or may not have been deleted; {wait_again} prints the result again and \
+                 deletes the task if it is still there (or says there is no such task)"
             );
             return Err(close_after_interruption(client, stopped).await);
         };

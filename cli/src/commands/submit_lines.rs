@@ -82,12 +82,20 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
     let lines = checked_lines(input, &layout, args.no_check)?;
     let payloads: Vec<&[u8]> = lines.iter().map(|line| line.payload).collect();
 
-    let (zk, events) = connect::session(&args.connect).await?;
-    // From the first create on, SIGINT, SIGTERM or SIGHUP stops the sending
-    // between two batches, and every payload is still accounted for: the
-    // ids of those queued, `-` for the others. (Before it, nothing was
-    // sent, and a signal ends the process as usual.)
+    // SIGINT, SIGTERM or SIGHUP stops the sending between two batches, and
+    // every payload is still accounted for: the ids of those queued, `-`
+    // for the others. While connecting, nothing was sent: every line is
+    // `-`.
     let stop = Shutdown::install()?.shared();
+    let Some(connected) = stop.unless_requested(connect::session(&args.connect)).await else {
+        out!("{}", "-\n".repeat(payloads.len()))
+            .context("interrupted while connecting, and cannot print the `-` lines")?;
+        bail!(
+            "interrupted while connecting: none of the {} tasks was submitted (printed as -)",
+            payloads.len()
+        );
+    };
+    let (zk, events) = connected?;
     let interrupted = || stop.is_requested();
     let client = Client::new(zk, events, layout.clone());
     // Tasks queued under a mistyped root (which the first create lays out)
@@ -474,7 +482,9 @@ fn report(
         parts.push(format!(
             "{in_doubt} of {total} may or may not have been queued (printed as ?: look each \
              up with {find} before submitting it again, once the session that \
-             sent it has ended: this process's sessions end at their timeout at the latest)"
+             sent it has ended: a session ends its timeout after the ensemble last heard \
+             from it, and an ensemble that lost its quorum ends none until a majority is \
+             back)"
         ));
     }
     let mut message = parts.join("; ");
