@@ -96,29 +96,10 @@ const FAULT_SCRIPT: [Fault; 5] = [
 
 fn main() {
     let args = Arguments::from_args();
-    let server = testing::test_zk();
-    let ensemble_dir = testing::test_ensemble_dir();
-    let ignored = server.is_none() || ensemble_dir.is_none();
-    let trial = Trial::test(
+    let trial = common::ensemble_trial(
         "chaos_1000_tasks_2_masters_4_workers_through_ensemble_and_process_faults",
-        move || match (server, ensemble_dir) {
-            (Some(connect), Some(dir)) => {
-                chaos(connect, dir);
-                Ok(())
-            }
-            (None, _) => Err(testing::NO_SERVER.into()),
-            (_, None) => Err("ZKDIST_TEST_ENSEMBLE_DIR is not set: it names a 3-node \
-                              ensemble started by `scripts/zk ensemble`"
-                .into()),
-        },
-    )
-    .with_ignored_flag(ignored);
-    if ignored {
-        eprintln!(
-            "chaos test ignored: it needs ZKDIST_TEST_ZK and ZKDIST_TEST_ENSEMBLE_DIR \
-             (a 3-node ensemble; scripts/test-all's ensemble lane sets both)"
-        );
-    }
+        chaos,
+    );
     // Needs no server: the checks read the workers' logs, and must read
     // the lines the workers really write.
     let patterns = Trial::test("the_log_readers_find_the_lines_workers_write", || {

@@ -18,7 +18,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use libtest_mimic::{Arguments, Trial};
+use libtest_mimic::Arguments;
 use zkdist_coord::zk::testing;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{Coordinator, Layout, Stat, TaskId, Watch, ZkError, ZkResult};
@@ -44,29 +44,10 @@ const READ_PATIENCE: Duration = Duration::from_secs(60);
 
 fn main() {
     let args = Arguments::from_args();
-    let server = testing::test_zk();
-    let ensemble_dir = testing::test_ensemble_dir();
-    let ignored = server.is_none() || ensemble_dir.is_none();
-    let trial = Trial::test(
+    let trial = common::ensemble_trial(
         "a_loss_of_quorum_costs_no_failover_no_rejoin_and_no_second_run",
-        move || match (server, ensemble_dir) {
-            (Some(connect), Some(dir)) => {
-                a_loss_of_quorum_costs_the_roles_nothing(&connect, &dir);
-                Ok(())
-            }
-            (None, _) => Err(testing::NO_SERVER.into()),
-            (_, None) => Err("ZKDIST_TEST_ENSEMBLE_DIR is not set: it names a 3-node \
-                              ensemble started by `scripts/zk ensemble`"
-                .into()),
-        },
-    )
-    .with_ignored_flag(ignored);
-    if ignored {
-        eprintln!(
-            "quorum-loss test ignored: it needs ZKDIST_TEST_ZK and ZKDIST_TEST_ENSEMBLE_DIR \
-             (a 3-node ensemble; scripts/test-all's ensemble lane sets both)"
-        );
-    }
+        |connect, dir| a_loss_of_quorum_costs_the_roles_nothing(&connect, &dir),
+    );
     libtest_mimic::run(&args, vec![trial]).exit()
 }
 

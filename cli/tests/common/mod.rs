@@ -317,3 +317,38 @@ pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A test of the 3-node ensemble that `test(connect, ensemble_dir)` runs:
+/// it needs `ZKDIST_TEST_ZK` (the ensemble's connect string) and
+/// `ZKDIST_TEST_ENSEMBLE_DIR` (its `scripts/zk ensemble` directory, to
+/// kill and restart its nodes). Without them it is reported as ignored,
+/// saying so on stderr; run with `--include-ignored` anyway (as the
+/// ensemble lane does), it fails naming the variable it lacks.
+pub fn ensemble_trial(
+    name: &'static str,
+    test: impl FnOnce(String, PathBuf) + Send + 'static,
+) -> libtest_mimic::Trial {
+    use zkdist_coord::zk::testing;
+    let server = testing::test_zk();
+    let ensemble_dir = testing::test_ensemble_dir();
+    let ignored = server.is_none() || ensemble_dir.is_none();
+    if ignored {
+        eprintln!(
+            "{name} ignored: it needs ZKDIST_TEST_ZK and ZKDIST_TEST_ENSEMBLE_DIR (a 3-node \
+             ensemble; scripts/test-all's ensemble lane sets both)"
+        );
+    }
+    libtest_mimic::Trial::test(name, move || match (server, ensemble_dir) {
+        (Some(connect), Some(dir)) => {
+            test(connect, dir);
+            Ok(())
+        }
+        (None, _) => Err(testing::NO_SERVER.into()),
+        (_, None) => Err(
+            "ZKDIST_TEST_ENSEMBLE_DIR is not set: it names a 3-node ensemble \
+                          started by `scripts/zk ensemble`"
+                .into(),
+        ),
+    })
+    .with_ignored_flag(ignored)
+}
