@@ -24,7 +24,7 @@ use zkdist_coord::zk::testing::{self, KazooOp, server_trial};
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{Coordinator, Layout, MAX_DATA_BYTES, TaskId, Watch};
 
-use common::{Finished, Role, Scratch, eventually, run, run_with_stdin};
+use common::{Finished, Role, Scratch, eventually, run, run_with_stdin, terminate_all};
 
 /// The prefix of every root these tests use.
 const ROOT_PREFIX: &str = "zkdist-binary";
@@ -316,22 +316,6 @@ fn check_pi(json: &str, samples: u64) {
     // Ten standard deviations at 20,000 samples: only a broken sampler
     // misses it.
     assert!((estimate - std::f64::consts::PI).abs() < 0.12, "{json}");
-}
-
-/// Stops every role with SIGTERM and checks each exits with status 0.
-fn terminate_all(roles: &mut [Role]) {
-    for role in roles.iter() {
-        role.terminate();
-    }
-    for role in roles.iter_mut() {
-        let status = role.wait_exit();
-        assert!(
-            status.success(),
-            "{} ended with {status} after SIGTERM; its log:\n{}",
-            role.name,
-            role.log()
-        );
-    }
 }
 
 // ---------------------------------------------------------------------------

@@ -30,12 +30,11 @@ use libtest_mimic::{Arguments, Trial};
 use zkdist_coord::zk::testing;
 use zkdist_coord::zk::{ZkConfig, ZkSession};
 use zkdist_coord::{
-    Client, ClientError, Coordinator, Layout, SessionId, Stat, TaskId, TaskResult, Watch, WorkerId,
-    ZkError, ZkResult,
+    Client, ClientError, Coordinator, Layout, SessionId, Stat, TaskId, TaskResult, WorkerId,
 };
 use zkdist_worker::{CompletionReadBack, WorkerDecision};
 
-use common::{Role, Scratch};
+use common::{Observer, Role, Scratch};
 
 /// Tasks submitted over the run.
 const TASKS: usize = 1_000;
@@ -869,97 +868,5 @@ async fn connect_client(config: &ZkConfig, layout: &Layout) -> Client<ZkSession>
             }
             Err(error) => panic!("the submitter cannot connect: {error}"),
         }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// The test's own view of the tree, through faults.
-
-/// A session of the test's own, for looking at the tree. Reads are retried
-/// through connection losses (the ensemble loses its leader on purpose)
-/// and the session is replaced if it ends.
-struct Observer {
-    runtime: tokio::runtime::Runtime,
-    config: ZkConfig,
-    zk: ZkSession,
-}
-
-impl Observer {
-    fn connect(connect: &str) -> Observer {
-        let runtime = testing::runtime();
-        let config = testing::config(connect);
-        let (zk, _events) = runtime
-            .block_on(ZkSession::connect(&config))
-            .unwrap_or_else(|e| panic!("connect to {connect}: {e}"));
-        Observer {
-            runtime,
-            config,
-            zk,
-        }
-    }
-
-    /// Runs one read until it gets an answer; `None` for a missing node.
-    fn read<T, F, Fut>(&mut self, what: &str, read: F) -> Option<T>
-    where
-        F: Fn(ZkSession) -> Fut,
-        Fut: Future<Output = ZkResult<T>>,
-    {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            match self.runtime.block_on(read(self.zk.clone())) {
-                Ok(found) => return Some(found),
-                Err(ZkError::NoNode { .. }) => return None,
-                Err(error) if Instant::now() >= deadline => panic!("{what}: {error}"),
-                Err(error) if error.is_outcome_unknown() => {
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                Err(error) if error.is_session_fatal() => {
-                    if let Ok((zk, _events)) =
-                        self.runtime.block_on(ZkSession::connect(&self.config))
-                    {
-                        self.zk = zk;
-                    }
-                }
-                Err(error) => panic!("{what}: {error}"),
-            }
-        }
-    }
-
-    fn stat(&mut self, path: &str) -> Option<Stat> {
-        let path = path.to_owned();
-        self.read(&format!("exists {path}"), |zk| {
-            let path = path.clone();
-            async move {
-                zk.exists(&path, Watch::No)
-                    .await?
-                    .ok_or(ZkError::NoNode { path })
-            }
-        })
-    }
-
-    fn children(&mut self, path: &str) -> Option<Vec<String>> {
-        let path = path.to_owned();
-        self.read(&format!("get_children {path}"), |zk| {
-            let path = path.clone();
-            async move { Ok(zk.get_children(&path, Watch::No).await?.0) }
-        })
-    }
-
-    fn data(&mut self, path: &str) -> Option<Vec<u8>> {
-        self.data_and_stat(path).map(|(data, _)| data)
-    }
-
-    fn data_and_stat(&mut self, path: &str) -> Option<(Vec<u8>, Stat)> {
-        let path = path.to_owned();
-        self.read(&format!("get_data {path}"), |zk| {
-            let path = path.clone();
-            async move { zk.get_data(&path, Watch::No).await }
-        })
-    }
-}
-
-impl Drop for Observer {
-    fn drop(&mut self) {
-        let _ = self.runtime.block_on(self.zk.close());
     }
 }

@@ -20,10 +20,9 @@ use std::time::Duration;
 
 use libtest_mimic::Arguments;
 use zkdist_coord::zk::testing;
-use zkdist_coord::zk::{ZkConfig, ZkSession};
-use zkdist_coord::{Coordinator, Layout, Stat, TaskId, Watch, ZkError, ZkResult};
+use zkdist_coord::{Layout, TaskId};
 
-use common::{Role, Scratch};
+use common::{Observer, Role, Scratch};
 
 /// The roles' session timeout. The client library, left to itself, gives
 /// a session up after hearing nothing for 1.4 of it.
@@ -39,8 +38,6 @@ const TASKS: usize = 20;
 /// instead of stopping the command (which would run the task again, on
 /// purpose: see the README).
 const COMMAND_SLEEP: &str = "0.05";
-/// The longest the test waits for one read through the outage's end.
-const READ_PATIENCE: Duration = Duration::from_secs(60);
 
 fn main() {
     let args = Arguments::from_args();
@@ -81,7 +78,7 @@ fn a_loss_of_quorum_costs_the_roles_nothing(connect: &str, dir: &std::path::Path
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         roles.push(Role::spawn(name, &args, &scratch));
     }
-    let tree = Tree::connect(connect);
+    let mut tree = Observer::connect(connect);
     let (master_before, workers_before) = common::eventually("a master and both workers", || {
         let master = tree.stat(&layout.master())?;
         let workers = tree.children(&layout.workers_dir())?;
@@ -172,92 +169,8 @@ fn a_loss_of_quorum_costs_the_roles_nothing(connect: &str, dir: &std::path::Path
         workers_after.len()
     );
 
-    for role in &roles {
-        role.terminate();
-    }
-    for role in &mut roles {
-        let status = role.wait_exit();
-        assert!(
-            status.success(),
-            "{} ended with {status} after SIGTERM:\n{}",
-            role.name,
-            role.log()
-        );
-    }
+    common::terminate_all(&mut roles);
     drop(tree);
     let config = testing::config(connect);
     testing::runtime().block_on(testing::delete_tree(&config, layout.root()));
-}
-
-/// The test's own view of the tree: a session kept through the outage,
-/// whose reads wait for its end. Its runtime has threads of its own, which
-/// keep the session alive while the test's thread sleeps or restarts
-/// nodes.
-struct Tree {
-    runtime: tokio::runtime::Runtime,
-    zk: ZkSession,
-}
-
-impl Tree {
-    fn connect(connect: &str) -> Tree {
-        let runtime = testing::multi_thread_runtime();
-        let config: ZkConfig = testing::config(connect).with_session_kept_through_outages();
-        let (zk, _events) = runtime
-            .block_on(ZkSession::connect(&config))
-            .unwrap_or_else(|e| panic!("connect to {connect}: {e}"));
-        Tree { runtime, zk }
-    }
-
-    /// Runs one read until it gets an answer; `None` for a missing node.
-    fn read<T, Fut: Future<Output = ZkResult<T>>>(
-        &self,
-        what: &str,
-        read: impl Fn(ZkSession) -> Fut,
-    ) -> Option<T> {
-        let deadline = std::time::Instant::now() + READ_PATIENCE;
-        loop {
-            let answer = self.runtime.block_on(async {
-                tokio::time::timeout(READ_PATIENCE, read(self.zk.clone())).await
-            });
-            match answer {
-                Ok(Ok(found)) => return Some(found),
-                Ok(Err(ZkError::NoNode { .. })) => return None,
-                Ok(Err(error))
-                    if error.is_outcome_unknown() && std::time::Instant::now() < deadline =>
-                {
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                Ok(Err(error)) => panic!("{what}: {error}"),
-                Err(_) => panic!("{what}: no answer within {READ_PATIENCE:?}"),
-            }
-        }
-    }
-
-    fn stat(&self, path: &str) -> Option<Stat> {
-        self.read(&format!("exists {path}"), |zk| {
-            let path = path.to_owned();
-            async move {
-                zk.exists(&path, Watch::No)
-                    .await?
-                    .ok_or(ZkError::NoNode { path })
-            }
-        })
-    }
-
-    fn children(&self, path: &str) -> Option<Vec<String>> {
-        self.read(&format!("get_children {path}"), |zk| {
-            let path = path.to_owned();
-            async move {
-                let (mut children, _) = zk.get_children(&path, Watch::No).await?;
-                children.sort();
-                Ok(children)
-            }
-        })
-    }
-}
-
-impl Drop for Tree {
-    fn drop(&mut self) {
-        let _ = self.runtime.block_on(self.zk.close());
-    }
 }

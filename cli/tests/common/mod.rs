@@ -11,6 +11,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use zkdist_coord::zk::{ZkConfig, ZkSession, testing};
+use zkdist_coord::{Coordinator, Stat, Watch, ZkError, ZkResult};
+
 /// The binary under test, built by cargo for this test run.
 pub const ZKDIST: &str = env!("CARGO_BIN_EXE_zkdist");
 
@@ -302,6 +305,22 @@ impl Role {
     }
 }
 
+/// Stops every role with SIGTERM and checks each exits with status 0.
+pub fn terminate_all(roles: &mut [Role]) {
+    for role in roles.iter() {
+        role.terminate();
+    }
+    for role in roles.iter_mut() {
+        let status = role.wait_exit();
+        assert!(
+            status.success(),
+            "{} ended with {status} after SIGTERM; its log:\n{}",
+            role.name,
+            role.log()
+        );
+    }
+}
+
 /// Calls `probe` until it returns `Some`, failing the test with `what` if
 /// that takes past [`HANG_GUARD`].
 pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
@@ -351,4 +370,105 @@ pub fn ensemble_trial(
         ),
     })
     .with_ignored_flag(ignored)
+}
+
+// ---------------------------------------------------------------------------
+// The tests' own view of the tree, through faults.
+
+/// How long an [`Observer`] read may keep failing before the test fails.
+pub const OBSERVER_PATIENCE: Duration = Duration::from_secs(90);
+
+/// A session of the test's own, for looking at the tree. Reads are retried
+/// through connection losses (the ensemble loses its leader on purpose)
+/// and the session is replaced if it ends.
+pub struct Observer {
+    runtime: tokio::runtime::Runtime,
+    config: ZkConfig,
+    zk: ZkSession,
+}
+
+impl Observer {
+    pub fn connect(connect: &str) -> Observer {
+        let runtime = testing::runtime();
+        let config = testing::config(connect);
+        let (zk, _events) = runtime
+            .block_on(ZkSession::connect(&config))
+            .unwrap_or_else(|e| panic!("connect to {connect}: {e}"));
+        Observer {
+            runtime,
+            config,
+            zk,
+        }
+    }
+
+    /// Runs one read until it gets an answer; `None` for a missing node.
+    /// Fails the test past [`OBSERVER_PATIENCE`].
+    pub fn read<T, F, Fut>(&mut self, what: &str, read: F) -> Option<T>
+    where
+        F: Fn(ZkSession) -> Fut,
+        Fut: Future<Output = ZkResult<T>>,
+    {
+        let deadline = Instant::now() + OBSERVER_PATIENCE;
+        loop {
+            match self.runtime.block_on(read(self.zk.clone())) {
+                Ok(found) => return Some(found),
+                Err(ZkError::NoNode { .. }) => return None,
+                Err(error) if Instant::now() >= deadline => panic!("{what}: {error}"),
+                Err(error) if error.is_outcome_unknown() => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(error) if error.is_session_fatal() => {
+                    if let Ok((zk, _events)) =
+                        self.runtime.block_on(ZkSession::connect(&self.config))
+                    {
+                        self.zk = zk;
+                    }
+                }
+                Err(error) => panic!("{what}: {error}"),
+            }
+        }
+    }
+
+    pub fn stat(&mut self, path: &str) -> Option<Stat> {
+        let path = path.to_owned();
+        self.read(&format!("exists {path}"), |zk| {
+            let path = path.clone();
+            async move {
+                zk.exists(&path, Watch::No)
+                    .await?
+                    .ok_or(ZkError::NoNode { path })
+            }
+        })
+    }
+
+    /// The children's names, sorted.
+    pub fn children(&mut self, path: &str) -> Option<Vec<String>> {
+        let path = path.to_owned();
+        self.read(&format!("get_children {path}"), |zk| {
+            let path = path.clone();
+            async move {
+                let (mut children, _) = zk.get_children(&path, Watch::No).await?;
+                children.sort();
+                Ok(children)
+            }
+        })
+    }
+
+    pub fn data(&mut self, path: &str) -> Option<Vec<u8>> {
+        self.data_and_stat(path).map(|(data, _)| data)
+    }
+
+    pub fn data_and_stat(&mut self, path: &str) -> Option<(Vec<u8>, Stat)> {
+        let path = path.to_owned();
+        self.read(&format!("get_data {path}"), |zk| {
+            let path = path.clone();
+            async move { zk.get_data(&path, Watch::No).await }
+        })
+    }
+}
+
+impl Drop for Observer {
+    fn drop(&mut self) {
+        let _ = self.runtime.block_on(self.zk.close());
+    }
 }
