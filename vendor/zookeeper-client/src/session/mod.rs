@@ -1,3 +1,4 @@
+mod attempts;
 mod connection;
 mod depot;
 mod event;
@@ -19,6 +20,7 @@ use ignore_result::Ignore;
 use tracing::field::display;
 use tracing::{debug, info, instrument, warn, Span};
 
+use self::attempts::{FailedAttempt, FailedAttempts, FailureLog};
 use self::connection::{AsyncReadToBuf, Connection, Connector};
 pub use self::depot::Depot;
 use self::event::WatcherEvent;
@@ -652,6 +654,7 @@ impl Session {
         deadline: &mut Deadline,
         buf: &mut Vec<u8>,
         depot: &mut Depot,
+        failures: &mut AttemptsLog,
     ) -> Result<Connection, Error> {
         let Some(endpoint) = endpoints.next(deadline.timeout()).await else {
             return Err(Error::NoHosts);
@@ -659,6 +662,8 @@ impl Session {
         let mut conn = match self.connector.connect(endpoint, deadline).await {
             Err(err) => {
                 debug!("fails in connecting to {} due to {:?}", endpoint, err);
+                // zkdist: `start` logs the run of failures (see `attempts`).
+                failures.failed_at(FailedAttempt::NoConnection, endpoint, &err);
                 return Err(Error::ConnectionLoss);
             },
             Ok(conn) => {
@@ -679,11 +684,20 @@ impl Session {
         self.change_state(SessionState::Disconnected);
         match self.serve_connecting(&mut conn, buf, depot).await {
             Err(err) => {
-                warn!("fails to establish session to {} due to {}", endpoint, err);
+                debug!("fails to establish session to {} due to {}", endpoint, err);
+                failures.failed_at(FailedAttempt::NoSession, endpoint, &err);
                 Err(err)
             },
             _ => {
-                info!("succeeds to establish session to {}", endpoint);
+                match failures.attempts.so_far(Instant::now()) {
+                    None => info!("succeeds to establish session to {}", endpoint),
+                    Some((failed, elapsed)) => info!(
+                        "succeeds to establish session to {} after {} failed attempts over {:.1} s",
+                        endpoint,
+                        failed,
+                        elapsed.as_secs_f64()
+                    ),
+                }
                 Ok(conn)
             },
         }
@@ -706,12 +720,10 @@ impl Session {
         // zkdist: the reconnection of a session kept until a server
         // expires it has no deadline; only a terminal error (the server's
         // `Expired` among them) ends the attempts.
-        let mut deadline = if self.server_expiry_only && self.established {
-            Deadline::never()
-        } else {
-            Deadline::until(self.last_recv + session_timeout)
-        };
-        let mut last_error = match self.start_once(endpoints, &mut deadline, buf, depot).await {
+        let kept = self.server_expiry_only && self.established;
+        let mut deadline = if kept { Deadline::never() } else { Deadline::until(self.last_recv + session_timeout) };
+        let mut failures = AttemptsLog { attempts: FailedAttempts::new(Instant::now()), kept };
+        let mut last_error = match self.start_once(endpoints, &mut deadline, buf, depot, &mut failures).await {
             Err(err) => err,
             Ok(conn) => return Ok(conn),
         };
@@ -719,7 +731,7 @@ impl Session {
             if deadline.elapsed() {
                 return Err(Error::Timeout);
             }
-            match self.start_once(endpoints, &mut deadline, buf, depot).await {
+            match self.start_once(endpoints, &mut deadline, buf, depot, &mut failures).await {
                 Err(err) => {
                     last_error = err;
                     continue;
@@ -728,5 +740,38 @@ impl Session {
             };
         }
         Err(last_error)
+    }
+}
+
+/// zkdist: a run of failed attempts in [`Session::start`], and the logging
+/// of its failures that [`FailedAttempts`] decides.
+struct AttemptsLog {
+    attempts: FailedAttempts,
+    /// Whether the run has no deadline (a session kept until a server
+    /// expires it), which its WARN lines say.
+    kept: bool,
+}
+
+impl AttemptsLog {
+    /// Logs an attempt on `endpoint` that failed as `attempt` with `error`.
+    fn failed_at(&mut self, attempt: FailedAttempt, endpoint: impl std::fmt::Display, error: &dyn std::fmt::Display) {
+        let what = match attempt {
+            FailedAttempt::NoConnection => "fails in connecting",
+            FailedAttempt::NoSession => "fails to establish session",
+        };
+        let until = if self.kept {
+            "until a server restores the session or expires it"
+        } else {
+            "until the session's deadline"
+        };
+        match self.attempts.failed(attempt, Instant::now()) {
+            FailureLog::First => warn!("{what} to {endpoint} due to {error}; trying the servers again {until}"),
+            FailureLog::Summary { failures, elapsed } => warn!(
+                "still no session after {failures} failed attempts over {:.0} s (last: {what} to {endpoint} due to \
+                 {error}); trying the servers again {until}",
+                elapsed.as_secs_f64()
+            ),
+            FailureLog::Quiet => {},
+        }
     }
 }
