@@ -105,12 +105,13 @@ pub const REPEATED_SIGNAL_WINDOW: Duration = Duration::from_millis(500);
 /// The first shutdown signal this process received (its number).
 static RECEIVED: OnceLock<i32> = OnceLock::new();
 
-/// How the first shutdown signal is named to the user: Ctrl-C for SIGINT,
-/// which is how a person sends it, the signal's name otherwise; `None`
-/// before any.
+/// How the first shutdown signal is named to the user: its name, with
+/// Ctrl-C beside SIGINT, which is how a person most often sends it (a
+/// script or `kill -INT` sends it too, so Ctrl-C alone would mislead);
+/// `None` before any.
 pub fn received_signal_name() -> Option<&'static str> {
     RECEIVED.get().map(|&signal| match signal {
-        libc::SIGINT => "Ctrl-C",
+        libc::SIGINT => "SIGINT (Ctrl-C)",
         libc::SIGTERM => "SIGTERM",
         libc::SIGHUP => "SIGHUP",
         _ => "a signal",
@@ -118,7 +119,7 @@ pub fn received_signal_name() -> Option<&'static str> {
 }
 
 /// What ends a command at once after its first stop signal.
-pub const SECOND_SIGNAL: &str = "a second Ctrl-C or SIGTERM exits at once";
+pub const SECOND_SIGNAL: &str = "a second SIGINT (Ctrl-C) or SIGTERM exits at once";
 
 /// Ends the process by the first SIGINT, SIGTERM or SIGHUP it received, if any,
 /// with the signal's default action (its handler is reset first): the

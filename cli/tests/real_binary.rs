@@ -1585,7 +1585,7 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
         (proxy.held_bytes() > PI_20K.len()).then_some(())
     });
     submitting.signal("INT");
-    let named = "interrupted (Ctrl-C): submission ";
+    let named = "interrupted by SIGINT (Ctrl-C): submission ";
     let token = eventually("the token is named", || {
         let log = submitting.log();
         assert!(submitting.is_running(), "the signal ended it:\n{log}");
@@ -1593,7 +1593,7 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
         let (token, rest) = after.split_once(' ')?;
         rest.starts_with(
             "may or may not have been queued; closing its session \
-             (a second Ctrl-C or SIGTERM exits at once)",
+             (a second SIGINT (Ctrl-C) or SIGTERM exits at once)",
         )
         .then(|| token.to_owned())
     });
@@ -1675,7 +1675,7 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
         "ended by SIGTERM: {status}\n{log}"
     );
     assert!(
-        log.contains("interrupted (SIGTERM); closing the session"),
+        log.contains("interrupted by SIGTERM; closing the session"),
         "{log}"
     );
     assert!(

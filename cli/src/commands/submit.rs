@@ -215,7 +215,7 @@ async fn interrupted_submission(
     // Said first: closing the session waits for the ensemble, and a
     // second signal exits at once.
     errln!(
-        "zkdist: interrupted ({}): submission {token} may or may not have been queued; \
+        "zkdist: interrupted by {}: submission {token} may or may not have been queued; \
          closing its session ({})",
         shutdown::received_signal_name().unwrap_or("a stop request"),
         shutdown::SECOND_SIGNAL
@@ -251,7 +251,7 @@ async fn interrupted_submission(
 /// returns the error the command ends with.
 async fn close_after_interruption(client: &Client<ZkSession>, stopped: String) -> anyhow::Error {
     errln!(
-        "zkdist: interrupted ({}); closing the session ({})",
+        "zkdist: interrupted by {}; closing the session ({})",
         shutdown::received_signal_name().unwrap_or("a stop request"),
         shutdown::SECOND_SIGNAL
     );
