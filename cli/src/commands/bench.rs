@@ -16,7 +16,7 @@ use zkdist_coord::zk::ZkSession;
 
 use crate::args::BenchArgs;
 use crate::connect;
-use crate::shutdown::Shutdown;
+use crate::shutdown::{self, Shutdown};
 use crate::stdout::{errln, outln};
 
 pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
@@ -58,7 +58,8 @@ pub async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let interrupted_twice = async {
         again.requested().await;
         errln!(
-            "zkdist: interrupted: stopping, then deleting {root} (interrupt again to exit at once, leaving it)"
+            "zkdist: interrupted by {}: stopping, then deleting {root} (interrupt again to exit at once, leaving it)",
+            shutdown::received_signal_name().unwrap_or("a stop request")
         );
         again.requested().await;
     };

@@ -76,7 +76,7 @@ impl FailedAttempts {
     /// Counts an attempt that failed as `attempt` at `now`, and says what
     /// to log of it.
     pub(super) fn failed(&mut self, attempt: FailedAttempt, now: Instant) -> FailureLog {
-        self.failures += 1;
+        self.failures = self.failures.saturating_add(1);
         let elapsed = now.saturating_duration_since(self.began);
         if elapsed >= self.next_summary_after {
             // A summary long overdue (a single attempt that took minutes)

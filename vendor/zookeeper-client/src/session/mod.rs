@@ -663,7 +663,7 @@ impl Session {
             Err(err) => {
                 debug!("fails in connecting to {} due to {:?}", endpoint, err);
                 // zkdist: `start` logs the run of failures (see `attempts`).
-                failures.failed_at(FailedAttempt::NoConnection, endpoint, &err);
+                failures.note(FailedAttempt::NoConnection, endpoint, &err);
                 return Err(Error::ConnectionLoss);
             },
             Ok(conn) => {
@@ -685,7 +685,7 @@ impl Session {
         match self.serve_connecting(&mut conn, buf, depot).await {
             Err(err) => {
                 debug!("fails to establish session to {} due to {}", endpoint, err);
-                failures.failed_at(FailedAttempt::NoSession, endpoint, &err);
+                failures.note(FailedAttempt::NoSession, endpoint, &err);
                 Err(err)
             },
             _ => {
@@ -722,53 +722,88 @@ impl Session {
         // `Expired` among them) ends the attempts.
         let kept = self.server_expiry_only && self.established;
         let mut deadline = if kept { Deadline::never() } else { Deadline::until(self.last_recv + session_timeout) };
-        let mut failures = AttemptsLog { attempts: FailedAttempts::new(Instant::now()), kept };
+        let mut failures = AttemptsLog::new(self.established, kept);
         let mut last_error = match self.start_once(endpoints, &mut deadline, buf, depot, &mut failures).await {
             Err(err) => err,
             Ok(conn) => return Ok(conn),
         };
-        while !last_error.is_terminated() {
+        loop {
+            let ends = last_error.is_terminated() || deadline.elapsed();
+            failures.log_last(ends);
+            if last_error.is_terminated() {
+                return Err(last_error);
+            }
             if deadline.elapsed() {
                 return Err(Error::Timeout);
             }
             match self.start_once(endpoints, &mut deadline, buf, depot, &mut failures).await {
-                Err(err) => {
-                    last_error = err;
-                    continue;
-                },
+                Err(err) => last_error = err,
                 Ok(conn) => return Ok(conn),
             };
         }
-        Err(last_error)
     }
 }
 
 /// zkdist: a run of failed attempts in [`Session::start`], and the logging
-/// of its failures that [`FailedAttempts`] decides.
+/// of its failures that [`FailedAttempts`] decides. An attempt's failure is
+/// noted where it happens and logged once `start` knows whether the run
+/// goes on, so that no line promises another attempt that never comes.
 struct AttemptsLog {
     attempts: FailedAttempts,
+    /// Whether the session was established before (a reconnection), not
+    /// being opened for the first time.
+    established: bool,
     /// Whether the run has no deadline (a session kept until a server
-    /// expires it), which its WARN lines say.
+    /// expires it).
     kept: bool,
+    /// The failure noted last and not logged yet: how the attempt failed,
+    /// and on which server, with what error.
+    last: Option<(FailedAttempt, String)>,
 }
 
 impl AttemptsLog {
-    /// Logs an attempt on `endpoint` that failed as `attempt` with `error`.
-    fn failed_at(&mut self, attempt: FailedAttempt, endpoint: impl std::fmt::Display, error: &dyn std::fmt::Display) {
+    fn new(established: bool, kept: bool) -> Self {
+        Self { attempts: FailedAttempts::new(Instant::now()), established, kept, last: None }
+    }
+
+    /// Notes an attempt on `endpoint` that failed as `attempt` with `error`.
+    fn note(&mut self, attempt: FailedAttempt, endpoint: impl std::fmt::Display, error: &dyn std::fmt::Display) {
         let what = match attempt {
             FailedAttempt::NoConnection => "fails in connecting",
             FailedAttempt::NoSession => "fails to establish session",
         };
-        let until = if self.kept {
-            "until a server restores the session or expires it"
-        } else {
-            "until the session's deadline"
+        self.last = Some((attempt, format!("{what} to {endpoint} due to {error}")));
+    }
+
+    /// Logs the failure noted last, as [`FailedAttempts::failed`] decides
+    /// while the run goes on; a run that `ends` here (the error is
+    /// terminal, or the deadline passed) is summed up at INFO instead, since
+    /// the caller reports why it ended.
+    fn log_last(&mut self, ends: bool) {
+        let Some((attempt, failure)) = self.last.take() else {
+            return;
         };
-        match self.attempts.failed(attempt, Instant::now()) {
-            FailureLog::First => warn!("{what} to {endpoint} due to {error}; trying the servers again {until}"),
+        let now = Instant::now();
+        let decision = self.attempts.failed(attempt, now);
+        if ends {
+            if let Some((failures, elapsed)) = self.attempts.so_far(now) {
+                info!(
+                    "gives up after {failures} failed attempts over {:.1} s (last: {failure})",
+                    elapsed.as_secs_f64()
+                );
+            }
+            return;
+        }
+        let until = match (self.established, self.kept) {
+            (true, true) => "; trying the servers again until one restores the session or expires it",
+            (true, false) => "; trying the servers again until the session's deadline",
+            (false, _) => "; trying the servers again",
+        };
+        let not_yet = if self.established { "not reconnected" } else { "no session" };
+        match decision {
+            FailureLog::First => warn!("{failure}{until}"),
             FailureLog::Summary { failures, elapsed } => warn!(
-                "still no session after {failures} failed attempts over {:.0} s (last: {what} to {endpoint} due to \
-                 {error}); trying the servers again {until}",
+                "{not_yet} after {failures} failed attempts over {:.0} s (last: {failure}){until}",
                 elapsed.as_secs_f64()
             ),
             FailureLog::Quiet => {},
