@@ -167,7 +167,7 @@ pub struct Tree {
 /// The parent of a create's target, sequential prefixes included: the part
 /// before the last `/` (`/queue/` has parent `/queue`, `/` has parent `/`).
 fn parent_of_target(target: &str) -> &str {
-    match target.rfind('/') {
+    match path::last_slash(target) {
         Some(0) | None => "/",
         Some(i) => &target[..i],
     }
