@@ -139,6 +139,10 @@ pub(crate) struct Client {
     pub unsent: VecDeque<Unsent>,
     pub watches: BTreeSet<(ClientWatch, String)>,
     pub last_zxid_seen: i64,
+    /// The key [`Client::claim_watch_event`] looks watches up with, kept
+    /// between events: the set is keyed by owned paths, and a key built
+    /// anew for every event cost an allocation per event delivered.
+    watch_key: (ClientWatch, String),
 }
 
 impl Client {
@@ -154,6 +158,7 @@ impl Client {
             unsent: VecDeque::new(),
             watches: BTreeSet::new(),
             last_zxid_seen: 0,
+            watch_key: (ClientWatch::Data, String::new()),
         }
     }
 
@@ -267,14 +272,20 @@ impl Client {
             WatchKind::NodeChildrenChanged => &[ClientWatch::Child],
             WatchKind::NodeDeleted => &[ClientWatch::Data, ClientWatch::Exist, ClientWatch::Child],
         };
-        // One key, its kind and path changed in place, for every lookup.
-        let mut key = (ClientWatch::Data, event.path.clone());
+        // One key, its kind and path changed in place, for every lookup
+        // (taken out while `self` answers them; an empty `String` holds no
+        // allocation).
+        let mut key = std::mem::replace(&mut self.watch_key, (ClientWatch::Data, String::new()));
+        key.1.clear();
+        key.1.push_str(&event.path);
         let mut claimed = false;
         for &watch in consumed {
             key.0 = watch;
             claimed |= self.watches.remove(&key);
         }
-        claimed | self.holds_persistent_watch_reporting(event.kind, &mut key)
+        claimed |= self.holds_persistent_watch_reporting(event.kind, &mut key);
+        self.watch_key = key;
+        claimed
     }
 
     /// Puts a claimed watch event on the stream.
