@@ -621,9 +621,13 @@ impl Harness {
             .iter()
             .map(|task| self.layout.result(task))
             .collect();
+        // Checked after every transaction, newest task first: tasks finish
+        // about in the order they were queued, so the last one is missing
+        // until the end, and one lookup answers (oldest first, every
+        // finished task was looked up again each time).
         let done = self
             .sim
-            .run_until(move |tree| results.iter().all(|path| tree.exists(path)));
+            .run_until(move |tree| results.iter().rev().all(|path| tree.exists(path)));
         tokio::time::timeout(limit, done).await.is_ok()
     }
 
