@@ -119,6 +119,11 @@ pub struct Status {
     pub not_ephemeral: BTreeSet<WorkerId>,
     /// Current assignments (worker -> task).
     pub assignments: BTreeMap<WorkerId, TaskId>,
+    /// The assigned tasks that are no longer in progress: their result is
+    /// written (their worker has yet to release them), or they were
+    /// deleted. Each is in [`Status::assignments`], and none counts in
+    /// [`Status::assigned_tasks`].
+    pub settled_assignments: BTreeSet<TaskId>,
     /// Tasks with neither a result nor an assignment nor a refusal mark
     /// (and, when [`Status::task_names_read`] is false, the nodes under
     /// `tasks/` that are not tasks).
@@ -993,9 +998,12 @@ impl<C: Coordinator> Client<C> {
             async move { until_known(|| self.zk.exists(&task_path, Watch::No)).await }
         });
         let mut in_progress = 0;
-        for stat in futures::future::join_all(task_reads).await {
+        let task_stats = futures::future::join_all(task_reads).await;
+        for (task, stat) in assigned_tasks.into_iter().zip(task_stats) {
             if stat?.is_some_and(|stat| stat.num_children == 0) {
                 in_progress += 1;
+            } else {
+                status.settled_assignments.insert(task.clone());
             }
         }
 

@@ -372,6 +372,37 @@ fn status_counts_workers_assignments_and_tasks() {
         assert_eq!(status.pending_tasks, 2);
         assert_eq!(status.ignored_nodes, 0);
         assert_eq!(status.not_ephemeral, Default::default());
+        assert_eq!(status.settled_assignments, Default::default());
+
+        // The assigned task's result is written before its worker releases
+        // it: the task counts as finished, not assigned, and the assignment
+        // is named as settled, so that the two never contradict each other.
+        actor
+            .create(
+                &layout.result(&tasks[1]),
+                &TaskResult::Success { output: vec![] }.encode(),
+                CreateMode::Persistent,
+            )
+            .await
+            .unwrap();
+        let status = client.status().await.unwrap();
+        assert_eq!(
+            status.assignments.get(&worker),
+            Some(&tasks[1]),
+            "the worker has yet to release it"
+        );
+        assert_eq!(
+            (
+                status.finished_tasks,
+                status.assigned_tasks,
+                status.pending_tasks
+            ),
+            (2, 0, 2)
+        );
+        assert_eq!(
+            status.settled_assignments.into_iter().collect::<Vec<_>>(),
+            vec![tasks[1].clone()]
+        );
 
         // A stray persistent node under workers/: taken for a worker by the
         // master, and named as no live worker's by the status.

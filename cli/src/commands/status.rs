@@ -33,6 +33,7 @@ fn print(args: &StatusArgs, status: &Status) -> anyhow::Result<()> {
             "workers": status.workers.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "not_ephemeral": status.not_ephemeral.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "assignments": assignments,
+            "settled_assignments": status.settled_assignments.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "pending_tasks": status.pending_tasks,
             "assigned_tasks": status.assigned_tasks,
             "finished_tasks": status.finished_tasks,
@@ -56,7 +57,13 @@ fn print(args: &StatusArgs, status: &Status) -> anyhow::Result<()> {
     outln!("master {master}")?;
     outln!("workers {}", status.workers.len())?;
     for worker in &status.workers {
+        // An assignment whose task has its result already (or is gone) is
+        // being released: the task counts as finished, not assigned, and
+        // the line says so rather than contradict the counts below.
         let state = match status.assignments.get(worker) {
+            Some(task) if status.settled_assignments.contains(task) => {
+                format!("releasing {task} (its result is written, or the task was deleted)")
+            }
             Some(task) => format!("busy with {task}"),
             None => "idle".to_owned(),
         };
