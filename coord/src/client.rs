@@ -69,19 +69,23 @@ pub enum ClientError {
         token: TaskToken,
         cause: Box<ClientError>,
     },
-    /// A listing kept failing as a lost connection. A listing larger than
-    /// the client accepts (`ZkConfig::with_max_reply_bytes`; a Java client's
-    /// `jute.maxbuffer`, 1 MiB by default, the library's default too) fails
-    /// that way every time: `tasks/` reaches 1 MiB at some 29,000 tasks.
-    #[error(
-        "cannot list {path}: {attempts} attempts ended in a lost connection (last: {error}); if the last error names the client's reply limit, the listing is over it: --max-reply-bytes raises it (a Java client's jute.maxbuffer, {limit_bytes} bytes by default, holds some 29,000 task names or 50,000 worker names)"
-    )]
+    /// A listing kept failing as a lost connection, [`MAX_LISTING_ATTEMPTS`]
+    /// times, while the session lived on: a connection that keeps
+    /// dropping, most likely.
+    #[error("cannot list {path}: {attempts} attempts ended in a lost connection (last: {error})")]
     ListingUnreadable {
         path: String,
         attempts: u32,
-        limit_bytes: usize,
         error: ZkError,
     },
+    /// A listing's reply is over the limit the client accepts
+    /// (`ZkConfig::with_max_reply_bytes`; a Java client's `jute.maxbuffer`,
+    /// 1 MiB by default, the library's default too: `tasks/` reaches it at
+    /// some 29,000 tasks, `workers/` at some 50,000 workers). The error
+    /// says by how much, and how to raise the limit. Not sent again: the
+    /// same listing is refused every time.
+    #[error("cannot list {path}: {error}")]
+    ListingOverLimit { path: String, error: ZkError },
     #[error("unexpected node name: {0}")]
     UnexpectedName(#[from] InvalidName),
     #[error(transparent)]
@@ -188,8 +192,9 @@ enum TaskChange {
 
 /// How many times a listing (of `tasks/`, and in a status of `workers/`
 /// and `assignments/`) is sent while it fails as a lost connection before
-/// the client gives up
-/// ([`ClientError::ListingUnreadable`]). With the pauses of
+/// the client gives up ([`ClientError::ListingUnreadable`]), unless the
+/// reply was over the limit, which ends the attempts at once
+/// ([`ClientError::ListingOverLimit`]). With the pauses of
 /// [`crate::retry`] that is some 14 s: longer than a short outage, and an
 /// outage long enough to expire the session ends the attempts anyway.
 pub const MAX_LISTING_ATTEMPTS: u32 = 20;
@@ -507,9 +512,10 @@ impl<C: Coordinator> Client<C> {
     /// with the leader and an applied create shows. `Ok(None)` means no task
     /// carries the token (never created, or already deleted).
     ///
-    /// Lists `tasks/`: gives up with [`ClientError::ListingUnreadable`] after
-    /// [`MAX_LISTING_ATTEMPTS`] attempts that each failed as a lost
-    /// connection, as a listing over the client's reply limit does.
+    /// Lists `tasks/`: fails with [`ClientError::ListingOverLimit`] when the
+    /// listing is over the client's reply limit, and gives up with
+    /// [`ClientError::ListingUnreadable`] after [`MAX_LISTING_ATTEMPTS`]
+    /// attempts that each failed as a lost connection.
     pub async fn find_submission(&self, token: TaskToken) -> Result<Option<TaskId>, ClientError> {
         let mut found = self.find_submissions(&BTreeSet::from([token])).await?;
         Ok(found.remove(&token))
@@ -554,20 +560,29 @@ impl<C: Coordinator> Client<C> {
     }
 
     /// The names under `dir`, sent again while the outcome is unknown but
-    /// at most [`MAX_LISTING_ATTEMPTS`] times: a listing over the session's
-    /// reply limit fails as a lost connection every time, and would
-    /// otherwise be sent for ever (see [`ClientError::ListingUnreadable`]).
+    /// at most [`MAX_LISTING_ATTEMPTS`] times (see
+    /// [`ClientError::ListingUnreadable`]), and not again when the reply is
+    /// over the session's limit ([`ClientError::ListingOverLimit`]): that
+    /// fails as a lost connection too, but every time.
     async fn list_children(&self, dir: &str) -> Result<Vec<String>, ClientError> {
-        let listed = until_known_within(MAX_LISTING_ATTEMPTS, || {
-            self.zk.get_children(dir, Watch::No)
+        // A listing over the reply limit is a known outcome here, not one
+        // to send again: the same listing is refused every time.
+        let listed = until_known_within(MAX_LISTING_ATTEMPTS, || async {
+            match self.zk.get_children(dir, Watch::No).await {
+                Err(error) if crate::validate::is_reply_over_limit(&error) => Ok(Err(error)),
+                other => other.map(Ok),
+            }
         })
         .await;
         match listed {
-            Ok((names, _)) => Ok(names),
+            Ok(Ok((names, _))) => Ok(names),
+            Ok(Err(error)) => Err(ClientError::ListingOverLimit {
+                path: dir.to_owned(),
+                error,
+            }),
             Err(error) if error.is_outcome_unknown() => Err(ClientError::ListingUnreadable {
                 path: dir.to_owned(),
                 attempts: MAX_LISTING_ATTEMPTS,
-                limit_bytes: crate::MAX_REPLY_BYTES,
                 error,
             }),
             Err(error) => Err(error.into()),

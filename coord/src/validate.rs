@@ -384,6 +384,9 @@ pub fn children_reply_bytes(names: &[String]) -> usize {
         + STAT_BYTES
 }
 
+/// How the reason of [`check_children_reply`]'s error begins.
+const REPLY_OVER_LIMIT_REASON: &str = "the reply to get_children ";
+
 /// Refuses a `get_children` listing of `path` whose reply is over
 /// `limit_bytes`: a Java client drops such a frame as corrupt and reports
 /// a connection loss, and so do both backends.
@@ -392,11 +395,18 @@ pub fn check_children_reply(path: &str, names: &[String], limit_bytes: usize) ->
     if reply_bytes > limit_bytes {
         return Err(ZkError::ConnectionLoss {
             reason: format!(
-                "the reply to get_children {path} is {reply_bytes} bytes, over the client's {limit_bytes}-byte limit (jute.maxbuffer; --max-reply-bytes raises it)"
+                "{REPLY_OVER_LIMIT_REASON}{path} is {reply_bytes} bytes, over the client's {limit_bytes}-byte limit (jute.maxbuffer; --max-reply-bytes raises it)"
             ),
         });
     }
     Ok(())
+}
+
+/// Whether `error` is [`check_children_reply`]'s refusal: a lost connection
+/// to a Java client, and to the requests that repeat what it lost, but one
+/// that the same listing meets again every time, however often it is sent.
+pub fn is_reply_over_limit(error: &ZkError) -> bool {
+    matches!(error, ZkError::ConnectionLoss { reason } if reason.starts_with(REPLY_OVER_LIMIT_REASON))
 }
 
 #[cfg(test)]
@@ -667,6 +677,11 @@ mod tests {
             check_children_reply("/big", &over, 2 * MAX_REPLY_BYTES),
             Ok(())
         );
+        let refused = check_children_reply("/big", &over, MAX_REPLY_BYTES).unwrap_err();
+        assert!(is_reply_over_limit(&refused), "{refused:?}");
+        assert!(!is_reply_over_limit(&ZkError::ConnectionLoss {
+            reason: "the server went away".into()
+        }));
         match check_children_reply("/big", &fits, 1000) {
             Err(ZkError::ConnectionLoss { reason }) => {
                 assert!(

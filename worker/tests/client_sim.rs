@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use zkdist_coord::{
-    Client, ClientError, Coordinator, CreateMode, Layout, MAX_LISTING_ATTEMPTS, MAX_REPLY_BYTES,
-    SessionState, TaskId, TaskResult, TaskToken,
+    Client, ClientError, Coordinator, CreateMode, Layout, MAX_REPLY_BYTES, SessionState, TaskId,
+    TaskResult, TaskToken,
 };
 use zkdist_sim::{Latency, SimSession, SimZk};
 
@@ -403,11 +403,12 @@ fn a_wait_on_a_finished_task_leaves_no_watch_behind() {
 }
 
 /// A `tasks/` listing over the client's reply limit fails as a lost
-/// connection every time (the client drops the frame). The token lookup
-/// and the status give up after a bounded number of attempts with an
-/// error naming the listing, rather than loop forever.
+/// connection (the client drops the frame), and would every time it was
+/// sent again. The token lookup and the status fail at the first refusal,
+/// with an error naming the listing, its size and the limit, rather than
+/// send it again.
 #[test]
-fn an_oversized_tasks_listing_is_given_up_on_with_a_clear_error() {
+fn an_oversized_tasks_listing_fails_at_once_with_a_clear_error() {
     run_sim(async {
         let setup = setup(Latency::Fixed { ms: 1 }).await;
         let tasks_dir = setup.layout.tasks_dir();
@@ -425,31 +426,29 @@ fn an_oversized_tasks_listing_is_given_up_on_with_a_clear_error() {
         let token = TaskToken::for_submission(setup.client.session().session_id(), 0);
         let error = setup.client.find_submission(token).await.unwrap_err();
         match &error {
-            ClientError::ListingUnreadable { path, attempts, .. } => {
-                assert_eq!(path, &tasks_dir);
-                assert_eq!(*attempts, MAX_LISTING_ATTEMPTS);
-            }
+            ClientError::ListingOverLimit { path, .. } => assert_eq!(path, &tasks_dir),
             other => panic!("{other:?}"),
         }
         let message = error.to_string();
         assert!(message.contains("/zkdist/tasks"), "{message}");
-        assert!(message.contains("jute.maxbuffer"), "{message}");
+        assert!(message.contains("-byte limit"), "{message}");
+        assert!(message.contains("--max-reply-bytes"), "{message}");
         let trace = setup.sim.trace().await;
         assert_eq!(
             count_lines(&trace, "get_children /zkdist/tasks -> refused"),
-            MAX_LISTING_ATTEMPTS as usize,
-            "every attempt refused, and no more attempts"
+            1,
+            "refused once, and not sent again"
         );
+        // So does the status, which lists so few (long) names.
         assert!(matches!(
             setup.client.status().await,
-            Err(ClientError::ListingUnreadable { .. })
+            Err(ClientError::ListingOverLimit { .. })
         ));
     });
 }
 
 /// The status lists `workers/` and `assignments/` too: over the reply
-/// limit, each is given up on in the same bounded way, naming the
-/// directory, rather than sent again for ever.
+/// limit, each fails in the same way, at once, naming the directory.
 #[test]
 fn a_status_gives_up_on_an_oversized_workers_or_assignments_listing() {
     for dir in ["workers", "assignments"] {
@@ -466,17 +465,14 @@ fn a_status_gives_up_on_an_oversized_workers_or_assignments_listing() {
                     .unwrap();
             }
             match setup.client.status().await {
-                Err(ClientError::ListingUnreadable { path, attempts, .. }) => {
-                    assert_eq!(path, listed);
-                    assert_eq!(attempts, MAX_LISTING_ATTEMPTS);
-                }
+                Err(ClientError::ListingOverLimit { path, .. }) => assert_eq!(path, listed),
                 other => panic!("{dir}: {other:?}"),
             }
             let trace = setup.sim.trace().await;
             assert_eq!(
                 count_lines(&trace, &format!("get_children {listed} -> refused")),
-                MAX_LISTING_ATTEMPTS as usize,
-                "{dir}: every attempt refused, and no more attempts"
+                1,
+                "{dir}: refused once, and not sent again"
             );
         });
     }
