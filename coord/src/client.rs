@@ -84,8 +84,8 @@ pub enum ClientError {
     /// some 29,000 tasks, `workers/` at some 50,000 workers). The error
     /// says by how much, and how to raise the limit. Not sent again: the
     /// same listing is refused every time.
-    #[error("cannot list {path}: {error}")]
-    ListingOverLimit { path: String, error: ZkError },
+    #[error("{reason}")]
+    ListingOverLimit { path: String, reason: String },
     #[error("unexpected node name: {0}")]
     UnexpectedName(#[from] InvalidName),
     #[error(transparent)]
@@ -578,7 +578,12 @@ impl<C: Coordinator> Client<C> {
             Ok(Ok((names, _))) => Ok(names),
             Ok(Err(error)) => Err(ClientError::ListingOverLimit {
                 path: dir.to_owned(),
-                error,
+                // The refusal names the listing, its size, the limit and
+                // how to raise it; "connection lost" would mislead.
+                reason: match error {
+                    ZkError::ConnectionLoss { reason } => reason,
+                    other => other.to_string(),
+                },
             }),
             Err(error) if error.is_outcome_unknown() => Err(ClientError::ListingUnreadable {
                 path: dir.to_owned(),

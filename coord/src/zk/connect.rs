@@ -154,8 +154,8 @@ fn probe(server: &Server) -> (String, bool) {
     let text = match &connected {
         Ok(_) => format!(
             "{server}: accepts TCP connections but granted no session (starting, without \
-             quorum, at its limit of connections from this host: maxClientCnxns, 60 unless \
-             configured, or not ZooKeeper)"
+             quorum, over maxClientCnxns connections from this host (60 by default), or not \
+             ZooKeeper)"
         ),
         Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
             format!("{server}: connection refused (nothing listens there)")
