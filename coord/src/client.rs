@@ -569,21 +569,20 @@ impl<C: Coordinator> Client<C> {
         // to send again: the same listing is refused every time.
         let listed = until_known_within(MAX_LISTING_ATTEMPTS, || async {
             match self.zk.get_children(dir, Watch::No).await {
-                Err(error) if crate::validate::is_reply_over_limit(&error) => Ok(Err(error)),
-                other => other.map(Ok),
+                Err(error) => match crate::validate::reply_over_limit(&error) {
+                    Some(reason) => Ok(Err(reason.to_owned())),
+                    None => Err(error),
+                },
+                Ok(listed) => Ok(Ok(listed)),
             }
         })
         .await;
         match listed {
             Ok(Ok((names, _))) => Ok(names),
-            Ok(Err(error)) => Err(ClientError::ListingOverLimit {
+            // The refusal's own words: "connection lost" would mislead.
+            Ok(Err(reason)) => Err(ClientError::ListingOverLimit {
                 path: dir.to_owned(),
-                // The refusal names the listing, its size, the limit and
-                // how to raise it; "connection lost" would mislead.
-                reason: match error {
-                    ZkError::ConnectionLoss { reason } => reason,
-                    other => other.to_string(),
-                },
+                reason,
             }),
             Err(error) if error.is_outcome_unknown() => Err(ClientError::ListingUnreadable {
                 path: dir.to_owned(),

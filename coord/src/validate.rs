@@ -402,11 +402,18 @@ pub fn check_children_reply(path: &str, names: &[String], limit_bytes: usize) ->
     Ok(())
 }
 
-/// Whether `error` is [`check_children_reply`]'s refusal: a lost connection
-/// to a Java client, and to the requests that repeat what it lost, but one
-/// that the same listing meets again every time, however often it is sent.
-pub fn is_reply_over_limit(error: &ZkError) -> bool {
-    matches!(error, ZkError::ConnectionLoss { reason } if reason.starts_with(REPLY_OVER_LIMIT_REASON))
+/// The reason of [`check_children_reply`]'s refusal, if `error` is one: a
+/// lost connection to a Java client, and to the requests that repeat what
+/// it lost, but one that the same listing meets again every time, however
+/// often it is sent. The reason names the listing, its size, the limit and
+/// how to raise it.
+pub fn reply_over_limit(error: &ZkError) -> Option<&str> {
+    match error {
+        ZkError::ConnectionLoss { reason } if reason.starts_with(REPLY_OVER_LIMIT_REASON) => {
+            Some(reason)
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -678,10 +685,14 @@ mod tests {
             Ok(())
         );
         let refused = check_children_reply("/big", &over, MAX_REPLY_BYTES).unwrap_err();
-        assert!(is_reply_over_limit(&refused), "{refused:?}");
-        assert!(!is_reply_over_limit(&ZkError::ConnectionLoss {
-            reason: "the server went away".into()
-        }));
+        let reason = reply_over_limit(&refused).expect("the refusal is recognised");
+        assert!(reason.contains("-byte limit"), "{reason}");
+        assert_eq!(
+            reply_over_limit(&ZkError::ConnectionLoss {
+                reason: "the server went away".into()
+            }),
+            None
+        );
         match check_children_reply("/big", &fits, 1000) {
             Err(ZkError::ConnectionLoss { reason }) => {
                 assert!(

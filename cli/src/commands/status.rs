@@ -58,8 +58,8 @@ fn print(args: &StatusArgs, status: &Status) -> anyhow::Result<()> {
     outln!("workers {}", status.workers.len())?;
     for worker in &status.workers {
         // An assignment whose task has its result already (or is gone) is
-        // being released: the task counts as finished, not assigned, and
-        // the line says so rather than contradict the counts below.
+        // being released: the task is not counted as assigned, and the
+        // line says so rather than contradict the counts below.
         let state = match status.assignments.get(worker) {
             Some(task) if status.settled_assignments.contains(task) => {
                 format!("releasing {task} (its result is written, or the task was deleted)")

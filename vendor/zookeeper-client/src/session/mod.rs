@@ -689,15 +689,7 @@ impl Session {
                 Err(err)
             },
             _ => {
-                match failures.attempts.so_far(Instant::now()) {
-                    None => info!("succeeds to establish session to {}", endpoint),
-                    Some((failed, elapsed)) => info!(
-                        "succeeds to establish session to {} after {} failed attempts over {:.1} s",
-                        endpoint,
-                        failed,
-                        elapsed.as_secs_f64()
-                    ),
-                }
+                failures.log_success(endpoint);
                 Ok(conn)
             },
         }
@@ -728,13 +720,18 @@ impl Session {
             Ok(conn) => return Ok(conn),
         };
         loop {
-            let ends = last_error.is_terminated() || deadline.elapsed();
-            failures.log_last(ends);
-            if last_error.is_terminated() {
-                return Err(last_error);
-            }
-            if deadline.elapsed() {
-                return Err(Error::Timeout);
+            // Decided once, so that the failure is logged as the end it is:
+            // the deadline may pass between two looks at it.
+            let end = if last_error.is_terminated() {
+                Some(last_error)
+            } else if deadline.elapsed() {
+                Some(Error::Timeout)
+            } else {
+                None
+            };
+            failures.log_last(end.is_some());
+            if let Some(err) = end {
+                return Err(err);
             }
             match self.start_once(endpoints, &mut deadline, buf, depot, &mut failures).await {
                 Err(err) => last_error = err,
@@ -773,6 +770,18 @@ impl AttemptsLog {
             FailedAttempt::NoSession => "fails to establish session",
         };
         self.last = Some((attempt, format!("{what} to {endpoint} due to {error}")));
+    }
+
+    /// Logs the attempt on `endpoint` that established the session, with
+    /// the run of failures before it, if any.
+    fn log_success(&self, endpoint: impl std::fmt::Display) {
+        match self.attempts.so_far(Instant::now()) {
+            None => info!("succeeds to establish session to {endpoint}"),
+            Some((failures, elapsed)) => info!(
+                "succeeds to establish session to {endpoint} after {failures} failed attempts over {:.1} s",
+                elapsed.as_secs_f64()
+            ),
+        }
     }
 
     /// Logs the failure noted last, as [`FailedAttempts::failed`] decides
