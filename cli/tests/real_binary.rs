@@ -1295,7 +1295,7 @@ fn with_auth_outsiders_read_everything_and_change_nothing(connect: String) {
 /// worker given it cannot write its result (`NoAuth`). That worker leaves
 /// the task as it is, says why, and goes on; the master gives the task to
 /// nobody else, so it costs one worker one try, not every worker its life;
-/// a batch of them costs a try each. (The README asks for one set of
+/// a batch of them costs a try each. (docs/operations.md asks for one set of
 /// credentials per deployment; this is what a mistake there costs.)
 fn a_task_whose_acl_refuses_the_workers_is_left_and_they_go_on(connect: String) {
     let scratch = Scratch::new("mixed-auth");
@@ -2351,7 +2351,7 @@ fn bench_reports_every_phase_ends_with_the_efficiency_and_deletes_its_root(conne
         target.root
     );
 
-    // The same figures as JSON, as the README describes them; under a
+    // The same figures as JSON, as docs/performance.md describes them; under a
     // root whose parents do not exist either, which the bench deletes too.
     let nested_root = format!("{}/nested/bench", target.root);
     let bench = run(&[

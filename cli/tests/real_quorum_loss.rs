@@ -44,7 +44,7 @@ const TASKS: usize = 20;
 /// timeout, 1 s), so that a command running when the outage begins
 /// finishes within it, and the worker waits for the link with its result
 /// instead of stopping the command (which would run the task again, on
-/// purpose: see the README).
+/// purpose: see docs/operations.md).
 const COMMAND_SLEEP: &str = "0.05";
 
 fn main() {

@@ -248,7 +248,7 @@ pub enum MasterDecision {
     /// `task`'s number is within [`SEQUENCE_WARNING_CREATES`] creates of
     /// the end of ZooKeeper's 32-bit sequence counter (2147483647), or at
     /// or past it; reported once for each of the two per leadership. From 3.6 on, a server that
-    /// reaches it names later creates `...-2147483647` again (README, task
+    /// reaches it names later creates `...-2147483647` again (docs/operations.md, task
     /// ids), and the queue then follows the tasks' tokens, not submission:
     /// the queue should move to a new root before that.
     SequenceCounterNearLimit { task: TaskId },

@@ -3,7 +3,7 @@
 //! whichever lane runs it. On tokio (`cargo test`) only the simulator's
 //! seeded tie-breaks vary between seeds; under madsim (`cargo sim`) the
 //! scheduler's order of ready tasks varies too. The figures go in the
-//! README's table; run with `--nocapture` to see them.
+//! table in docs/testbed.md; run with `--nocapture` to see them.
 
 mod common;
 mod workload;
