@@ -16,8 +16,9 @@ pub enum Op {
         data: Vec<u8>,
         version: Option<i32>,
     },
-    /// Succeeds only if the node exists with exactly this version.
-    Check { path: String, version: i32 },
+    /// Succeeds only if the node exists, with exactly this version if one
+    /// is given (`None`: any version, as ZooKeeper's -1).
+    Check { path: String, version: Option<i32> },
 }
 
 impl Op {

@@ -242,7 +242,7 @@ pub fn check_op(op: &Op) -> ZkResult<()> {
         } => check_set_data_fields(path, data, *version),
         Op::Check { path, version } => {
             validate_path(path)?;
-            validate_version(path, Some(*version))
+            validate_version(path, *version)
         }
     }
 }
@@ -458,7 +458,7 @@ mod tests {
         let ops = vec![
             Op::Check {
                 path: "/a".into(),
-                version: 0,
+                version: Some(0),
             },
             Op::Delete {
                 path: "/a/".into(),
@@ -473,7 +473,7 @@ mod tests {
         }
         let negative = vec![Op::Check {
             path: "/a".into(),
-            version: -1,
+            version: Some(-1),
         }];
         assert!(matches!(
             check_multi(&negative),
@@ -643,7 +643,7 @@ mod tests {
         };
         let check = Op::Check {
             path: "/c".into(),
-            version: 0,
+            version: Some(0),
         };
         assert_eq!(
             multi_request_bytes(&[create, check]),

@@ -204,6 +204,11 @@ pub enum MasterDecision {
         task: TaskId,
         error: String,
     },
+    /// An assignment create found the worker's registration gone (it checks
+    /// it in the same transaction): nothing was created, the task went back
+    /// to its place in the queue, and the worker left (`WorkerLeft`
+    /// follows, unless a listing showed it gone already).
+    AssignmentRefused { worker: WorkerId, task: TaskId },
     /// A create's reply was lost (connection loss): whether it was applied
     /// is read back before anything else is decided for this worker.
     AssignmentInDoubt { worker: WorkerId, task: TaskId },
@@ -336,6 +341,12 @@ impl fmt::Display for MasterDecision {
                 task,
                 error,
             } => write!(f, "assignment-failed {task}->{worker}: {error}"),
+            MasterDecision::AssignmentRefused { worker, task } => {
+                write!(
+                    f,
+                    "assignment-refused {task}->{worker}: its registration is gone"
+                )
+            }
             MasterDecision::AssignmentInDoubt { worker, task } => {
                 write!(f, "assignment-in-doubt {task}->{worker}")
             }

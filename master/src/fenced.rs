@@ -20,8 +20,12 @@ pub(crate) enum FencedReply {
     /// The epoch check (op 0) failed: a newer master leads.
     FencedOff,
     /// One of the write's own ops failed definitely, after the epoch check
-    /// passed: nothing was applied.
-    OpFailed(ZkError),
+    /// passed: nothing was applied. `op` is its index among the write's own
+    /// ops (the epoch check not counted).
+    OpFailed {
+        op: usize,
+        error: ZkError,
+    },
     /// Applied or not, nobody knows yet: the connection dropped, or the
     /// server answered something that does not say.
     Unknown,
@@ -36,7 +40,7 @@ impl FencedOps {
     pub(crate) fn new(layout: &Layout, epoch: Epoch, ops: impl IntoIterator<Item = Op>) -> Self {
         let mut fenced = vec![Op::Check {
             path: layout.epoch(),
-            version: epoch.0,
+            version: Some(epoch.0),
         }];
         fenced.extend(ops);
         assert!(fenced.len() >= 2, "a fenced write has ops of its own");
@@ -55,10 +59,13 @@ fn classify(result: Result<Vec<zkdist_coord::OpResult>, ZkError>) -> FencedReply
         Err(ZkError::Multi { index: 0, .. }) => FencedReply::FencedOff,
         // A definite answer about the write's own op: the node was there
         // already, or was not there to delete (or its parent was gone).
-        Err(ZkError::Multi { error, .. })
+        Err(ZkError::Multi { index, error })
             if matches!(error.code(), ErrorCode::NodeExists | ErrorCode::NoNode) =>
         {
-            FencedReply::OpFailed(*error)
+            FencedReply::OpFailed {
+                op: index - 1,
+                error: *error,
+            }
         }
         Err(error) if error.session_end().is_some() || !error.is_transient() => {
             FencedReply::Error(error)
@@ -85,7 +92,17 @@ mod tests {
         let exists = ZkError::NodeExists { path: "/a".into() };
         assert_eq!(
             multi_error(1, exists.clone()),
-            FencedReply::OpFailed(exists)
+            FencedReply::OpFailed {
+                op: 0,
+                error: exists
+            }
+        );
+        let gone = ZkError::NoNode {
+            path: "/workers/w".into(),
+        };
+        assert_eq!(
+            multi_error(2, gone.clone()),
+            FencedReply::OpFailed { op: 1, error: gone }
         );
         assert_eq!(
             multi_error(
@@ -139,7 +156,7 @@ mod tests {
             write.ops[0],
             Op::Check {
                 path: layout.epoch(),
-                version: 4
+                version: Some(4)
             }
         );
         assert_eq!(write.ops.len(), 2);

@@ -496,7 +496,15 @@ impl<C: Coordinator> Master<C> {
                     // is gone, and so would every next create be. The role
                     // lays the tree out again (see the deleted directory's
                     // event above, which may come after this reply).
-                    FencedReply::OpFailed(error @ ZkError::NoNode { .. }) => {
+                    // The registration check: the worker left.
+                    FencedReply::OpFailed {
+                        op: 0,
+                        error: ZkError::NoNode { .. },
+                    } => WriteOutcome::WorkerGone,
+                    FencedReply::OpFailed {
+                        error: error @ ZkError::NoNode { .. },
+                        ..
+                    } => {
                         let path = self.layout.assignment(&worker);
                         return Err(MasterError::Request {
                             what: format!(
@@ -506,7 +514,7 @@ impl<C: Coordinator> Master<C> {
                             error,
                         });
                     }
-                    FencedReply::OpFailed(error) => WriteOutcome::Failed(error.to_string()),
+                    FencedReply::OpFailed { error, .. } => WriteOutcome::Failed(error.to_string()),
                     FencedReply::Error(error) => {
                         let path = self.layout.assignment(&worker);
                         return Err(failed(format!("creating {path}"), error));
@@ -685,14 +693,26 @@ impl<C: Coordinator> Master<C> {
                 task,
                 payload,
             } => {
+                // The worker must still be registered when the create is
+                // applied: a worker that deregistered since the master last
+                // heard (one told to stop deletes its registration with its
+                // last result) is given nothing, so its task need not be
+                // taken back from it. A check without a version: only the
+                // node's existence matters.
                 let create = FencedOps::new(
                     &self.layout,
                     self.epoch,
-                    [Op::Create {
-                        path: self.layout.assignment(&worker),
-                        data: encode_assignment(&task, payload.as_deref()),
-                        mode: CreateMode::Persistent,
-                    }],
+                    [
+                        Op::Check {
+                            path: self.layout.worker(&worker),
+                            version: None,
+                        },
+                        Op::Create {
+                            path: self.layout.assignment(&worker),
+                            data: encode_assignment(&task, payload.as_deref()),
+                            mode: CreateMode::Persistent,
+                        },
+                    ],
                 );
                 in_flight.push(async move {
                     // Not retried: after a connection loss the create may
@@ -918,10 +938,13 @@ async fn reclaim<C: Coordinator>(
     .await?
     {
         FencedReply::Applied => true,
-        FencedReply::OpFailed(ZkError::NoNode { .. }) => false,
+        FencedReply::OpFailed {
+            error: ZkError::NoNode { .. },
+            ..
+        } => false,
         FencedReply::FencedOff => return Ok(ReclaimOutcome::Fenced),
         FencedReply::Unknown => unreachable!("repeated until known"),
-        FencedReply::OpFailed(error) | FencedReply::Error(error) => return Err(error),
+        FencedReply::OpFailed { error, .. } | FencedReply::Error(error) => return Err(error),
     };
     // Read on the server that answered the delete: no sync needed.
     let status = task_status(zk, layout, task).await?;

@@ -584,6 +584,27 @@ impl Harness {
         killed
     }
 
+    /// Asks worker `w<n>`'s process to stop, as SIGTERM does, and waits
+    /// for its end: it finishes the task in hand, writes its result and
+    /// leaves. A process that ends with an error is an actor failure.
+    pub async fn stop_worker(&self, n: usize) {
+        let name = format!("w{n}");
+        self.sim.note(format!("harness: stop {name}"));
+        let process = lock(&self.workers)[actor_index(&name)]
+            .process
+            .take()
+            .unwrap_or_else(|| panic!("{name} has a process to stop"));
+        let _ = process.stop.send(());
+        let how = match process.task.await {
+            Ok(Ok(())) => return,
+            Ok(Err(error)) => format!("told to stop, it gave up: {error}"),
+            Err(error) => format!("told to stop, it panicked: {error}"),
+        };
+        self.sim.note(format!("harness: {name} ended: {how}"));
+        self.shared
+            .check(|checker| checker.on_actor_failed(&name, &how));
+    }
+
     /// Starts a new process for the actor called `name` (after a crash).
     pub fn restart(&self, name: &str) {
         self.sim.note(format!("harness: restart {name}"));

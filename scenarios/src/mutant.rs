@@ -32,7 +32,9 @@ pub enum Mutant {
     /// later tasks are never queued.
     MasterSkipsTasksDiff,
     /// The master lists the worker-id scratch directory instead of the
-    /// registrations: it sees workers before they register.
+    /// registrations: it sees workers before they register. Its creates
+    /// for them are refused (each checks the registration), so the tree
+    /// never shows the bug; the master's view of its workers does.
     MasterListsIdsAsWorkers,
     /// The master sends the assignment create of every even-numbered task a
     /// few milliseconds late, from a task of its own: creates overtake each
@@ -186,7 +188,7 @@ impl Mutant {
     pub fn breaks(self) -> Invariant {
         match self {
             Mutant::MasterAssignsBusyWorkers => Invariant::WorkerAssignedTwice,
-            Mutant::MasterListsIdsAsWorkers => Invariant::AssignedToUnregistered,
+            Mutant::MasterListsIdsAsWorkers => Invariant::MasterViewMatches,
             Mutant::MasterReordersCreates => Invariant::FifoOrder,
             Mutant::MasterFakesReclaims => Invariant::TaskAssignedTwice,
             Mutant::ClientSubmitsBlindly => Invariant::SubmittedOnce,

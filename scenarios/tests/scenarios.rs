@@ -158,6 +158,11 @@ fn connection_loss_on_reclaim_not_applied() {
 }
 
 #[test]
+fn worker_stops_mid_task() {
+    holds("worker_stops_mid_task");
+}
+
+#[test]
 fn lost_assignment_create_read_back_through_a_stalled_server() {
     holds("lost_assignment_create_read_back_through_a_stalled_server");
 }

@@ -79,7 +79,7 @@ mod tests {
                 create("/q/t-", CreateMode::PersistentSequential),
                 Op::Check {
                     path: "/q".into(),
-                    version: 0,
+                    version: Some(0),
                 },
                 Op::SetData {
                     path: "/q".into(),

@@ -193,10 +193,10 @@ fn write_op(out: &mut impl fmt::Write, op: &Op) -> fmt::Result {
             data,
             version,
         } => write_set_data(out, path, data, *version),
-        Op::Check { path, version } => write_words(
-            out,
-            &["check ", path, " v", decimal((*version).into()).as_str()],
-        ),
+        Op::Check { path, version } => {
+            write_words(out, &["check ", path, " "])?;
+            write_version(out, *version)
+        }
     }
 }
 
@@ -373,7 +373,7 @@ mod tests {
             ops: vec![
                 Op::Check {
                     path: "/a".into(),
-                    version: 3,
+                    version: Some(3),
                 },
                 Op::Delete {
                     path: "/b".into(),

@@ -510,18 +510,19 @@ impl Tree {
         Ok(node.stat())
     }
 
-    /// A multi's `check`: the node exists with exactly this version.
-    pub(crate) fn check_version(&self, target: &str, version: i32) -> ZkResult<()> {
+    /// A multi's `check`: the node exists, with exactly this version if one
+    /// is given.
+    pub(crate) fn check_version(&self, target: &str, version: Option<i32>) -> ZkResult<()> {
         let node = self.nodes.get(target).ok_or_else(|| ZkError::NoNode {
             path: target.to_owned(),
         })?;
-        if node.stat.version != version {
-            return Err(ZkError::BadVersion {
+        match version {
+            Some(expected) if expected != node.stat.version => Err(ZkError::BadVersion {
                 path: target.to_owned(),
-                expected: version,
-            });
+                expected,
+            }),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Deletes every ephemeral node of `owner` in the order given, as the

@@ -153,7 +153,7 @@ fn on_apply_sees_every_transaction_in_zxid_order() {
                 },
                 Op::Check {
                     path: "/x".into(),
-                    version: 7,
+                    version: Some(7),
                 },
             ])
             .await;
@@ -356,7 +356,7 @@ fn bad_input_is_refused_with_an_error_naming_it() {
         assert!(matches!(
             a.multi(vec![Op::Check {
                 path: "/q".into(),
-                version: -1
+                version: Some(-1)
             }])
             .await,
             Err(ZkError::Multi { index: 0, .. })

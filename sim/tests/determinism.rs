@@ -82,7 +82,7 @@ async fn random_op(zk: &SimSession, rng: &mut ChaCha8Rng) -> (String, Option<ZkE
                 },
                 Op::Check {
                     path: pick(rng, &PARENTS).to_owned(),
-                    version: 0,
+                    version: Some(0),
                 },
             ];
             shown(zk.multi(ops).await)

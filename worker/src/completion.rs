@@ -33,6 +33,27 @@ pub(crate) fn completion_ops(
     ]
 }
 
+/// The completion `ops` (from [`completion_ops`]) with the worker's
+/// registration deleted in the same transaction, for a worker told to
+/// stop: the master then never sees it idle while still registered, and
+/// gives it no task it would only have to take back. `None` when the three
+/// ops do not fit in one request: the worker then completes, and
+/// deregisters after.
+///
+/// The delete names no version, where a deregistration on its own first
+/// reads the node to make sure it is this session's: the result's create
+/// succeeds only while the task's node exists, and no task's name is ever
+/// made twice (its token is random), so the transaction applies only in
+/// the tree this worker registered in, where its id is no other worker's.
+pub(crate) fn deregistering(mut ops: Vec<Op>, registration: &str) -> Option<Vec<Op>> {
+    assert_eq!(ops.len(), 2, "a completion multi has two ops");
+    ops.push(Op::Delete {
+        path: registration.to_owned(),
+        version: None,
+    });
+    (multi_request_bytes(&ops) <= MAX_REQUEST_BYTES).then_some(ops)
+}
+
 /// The failure to write instead of the result, when the completion `ops`
 /// (from [`completion_ops`]) do not fit in one request; `None` when they
 /// do. A completion the client refuses as too large would fail the worker,
@@ -87,6 +108,10 @@ pub(crate) enum CompletionReply {
     /// The assignment is not the one read (deleted, or deleted and made
     /// anew): nothing changed, and nothing must be written.
     AssignmentRevoked,
+    /// The registration's delete, folded into the completion by a worker
+    /// told to stop ([`deregistering`]), was refused (the node is gone
+    /// already): nothing changed. The completion is to be sent without it.
+    DeregistrationRefused,
     /// Connection loss: applied or not, to be found out.
     OutcomeUnknown,
     /// Anything else, session expiry included: the shell reports it.
@@ -100,7 +125,10 @@ pub(crate) enum CompletionReply {
 pub(crate) fn judge_completion(reply: &ZkResult<Vec<OpResult>>) -> CompletionReply {
     let error = match reply {
         Ok(results) => {
-            assert_eq!(results.len(), 2, "a completion multi has two ops");
+            assert!(
+                matches!(results.len(), 2 | 3),
+                "a completion multi has two ops, three with the deregistration"
+            );
             return CompletionReply::Applied;
         }
         Err(error) => error,
@@ -123,6 +151,11 @@ pub(crate) fn judge_completion(reply: &ZkResult<Vec<OpResult>>) -> CompletionRep
             ErrorCode::NoNode | ErrorCode::BadVersion => CompletionReply::AssignmentRevoked,
             _ => CompletionReply::Failed((**error).clone()),
         },
+        // The result and the release would have applied: only the
+        // deregistration, a courtesy to the master, stands in the way.
+        ZkError::Multi { index: 2, error } if !error.is_session_fatal() => {
+            CompletionReply::DeregistrationRefused
+        }
         other => CompletionReply::Failed(other.clone()),
     }
 }
@@ -300,6 +333,70 @@ mod tests {
         assert_eq!(
             judge_completion(&multi_error(1, refused.clone())),
             CompletionReply::Failed(refused)
+        );
+    }
+
+    #[test]
+    fn a_stopping_worker_deletes_its_registration_with_the_result_when_it_fits() {
+        const REGISTRATION: &str = "/zkdist/workers/worker-0000000000";
+        let ops = completion_ops(RESULT, b"r", ASSIGNMENT, 3);
+        let folded = deregistering(ops.clone(), REGISTRATION).expect("a small completion fits");
+        assert_eq!(folded[..2], ops[..]);
+        assert_eq!(
+            folded[2],
+            Op::Delete {
+                path: REGISTRATION.into(),
+                version: None
+            }
+        );
+        // The largest result under the longest root a layout takes still
+        // leaves room for the deregistration.
+        let root = format!("/{}", "r".repeat(255));
+        let largest = TaskResult::Success {
+            output: vec![b'x'; MAX_RESULT_OUTPUT_BYTES],
+        };
+        let ops = completion_ops(
+            &format!("{root}{RESULT}"),
+            &largest.encode(),
+            &format!("{root}{ASSIGNMENT}"),
+            0,
+        );
+        assert_eq!(oversized_completion(&ops), None);
+        assert!(deregistering(ops, &format!("{root}/workers/worker-0000000000")).is_some());
+        // Past the request limit, the worker completes alone and
+        // deregisters after.
+        let empty = multi_request_bytes(&completion_ops(RESULT, b"", ASSIGNMENT, 0));
+        let ops = completion_ops(
+            RESULT,
+            &vec![b'x'; MAX_REQUEST_BYTES - empty],
+            ASSIGNMENT,
+            0,
+        );
+        assert_eq!(oversized_completion(&ops), None);
+        assert_eq!(
+            deregistering(ops, "/zkdist/workers/worker-0000000000"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_refused_deregistration_leaves_the_completion_to_send_alone() {
+        let applied = Ok(vec![
+            OpResult::Created {
+                path: "/t/result".into(),
+            },
+            OpResult::Deleted,
+            OpResult::Deleted,
+        ]);
+        assert_eq!(judge_completion(&applied), CompletionReply::Applied);
+        assert_eq!(
+            judge_completion(&multi_error(2, no_node())),
+            CompletionReply::DeregistrationRefused
+        );
+        let expired = multi_error(2, ZkError::SessionExpired);
+        assert_eq!(
+            judge_completion(&expired),
+            CompletionReply::Failed(expired.unwrap_err())
         );
     }
 

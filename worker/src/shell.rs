@@ -339,6 +339,10 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             }
         }
 
+        // Deleted already with the last task's result (see `complete`).
+        if !state.registered() {
+            return Ok(());
+        }
         // Heard in the idle loop, the stop starts the clock now; heard
         // before, the task's end started it.
         clock.heard_elsewhere();

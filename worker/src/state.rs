@@ -183,6 +183,12 @@ impl WorkerState {
         now.is_some_and(|stat| AssignmentNode::of(stat) == held)
     }
 
+    /// Whether the worker's registration is still there, as far as it
+    /// knows: it registered, and has neither deleted it nor heard it lost.
+    pub fn registered(&self) -> bool {
+        self.registered
+    }
+
     pub fn stop_requested(&self) -> bool {
         self.stop_requested
     }

@@ -314,7 +314,7 @@ pub fn op_set_data(path: &str, data: &[u8], version: Option<i32>) -> Op {
     }
 }
 
-pub fn op_check(path: &str, version: i32) -> Op {
+pub fn op_check(path: &str, version: Option<i32>) -> Op {
     Op::Check {
         path: path.to_owned(),
         version,

@@ -31,7 +31,7 @@ impl OpContext {
             Op::Create { path, .. } => OpContext::new("create", path, None),
             Op::Delete { path, version } => OpContext::new("delete", path, *version),
             Op::SetData { path, version, .. } => OpContext::new("set_data", path, *version),
-            Op::Check { path, version } => OpContext::new("check", path, Some(*version)),
+            Op::Check { path, version } => OpContext::new("check", path, *version),
         }
     }
 }
@@ -263,7 +263,7 @@ mod tests {
         let ops = vec![
             Op::Check {
                 path: "/a".into(),
-                version: 1,
+                version: Some(1),
             },
             Op::Delete {
                 path: "/b".into(),

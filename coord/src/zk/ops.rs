@@ -409,7 +409,8 @@ async fn run_multi(client: &zkc::Client, acls: zkc::Acls<'static>, ops: &[Op]) -
                 data,
                 version,
             } => writer.add_set_data(path, data, *version),
-            Op::Check { path, version } => writer.add_check_version(path, *version),
+            // ZooKeeper's -1 matches any version.
+            Op::Check { path, version } => writer.add_check_version(path, version.unwrap_or(-1)),
         };
         if let Err(error) = added {
             return Err(ZkError::Multi {

@@ -10,8 +10,10 @@ impl MasterState {
     ///
     /// A refused create puts the task back in the queue and runs a round
     /// for it; the worker is blocked until a listing shows the node in its
-    /// way gone (a round would only meet the same refusal). A create in
-    /// doubt is read back;
+    /// way gone (a round would only meet the same refusal). A create that
+    /// found the worker's registration gone puts the task back too, and the
+    /// worker leaves there and then: the check is as good as a listing that
+    /// no longer shows it. A create in doubt is read back;
     /// one for a worker that left meanwhile is reclaimed once applied.
     pub fn on_assignment_created(
         &mut self,
@@ -55,6 +57,15 @@ impl MasterState {
                         worker: worker.clone(),
                         task: task.clone(),
                         error,
+                    });
+                    self.requeue(task, RequeueReason::WorkerGone { worker });
+                }
+                // The listing that showed the worker gone came first.
+                WriteOutcome::WorkerGone => {
+                    self.departed.remove(&worker);
+                    self.decide(MasterDecision::AssignmentRefused {
+                        worker: worker.clone(),
+                        task: task.clone(),
                     });
                     self.requeue(task, RequeueReason::WorkerGone { worker });
                 }
@@ -111,6 +122,21 @@ impl MasterState {
                 } else {
                     self.trigger(Trigger::TaskRequeued);
                 }
+            }
+            WriteOutcome::WorkerGone => {
+                // A deletion heard while the create was in flight (now
+                // forgotten, see `deleted_already`) was of another node of
+                // this name, which is no concern of a worker that left.
+                *slot = None;
+                self.decide(MasterDecision::AssignmentRefused {
+                    worker: worker.clone(),
+                    task: task.clone(),
+                });
+                self.depart(worker.clone(), |worker, held_task| {
+                    assert_eq!(held_task, None, "the refused create held nothing");
+                    MasterDecision::WorkerLeft { worker, held_task }
+                });
+                self.requeue(task, RequeueReason::WorkerGone { worker });
             }
             // The read-back is sent after the delete was applied (its event
             // is in), so what it finds settles the create without it.

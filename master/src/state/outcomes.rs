@@ -34,6 +34,10 @@ pub enum WriteOutcome {
     /// The write's own op failed (after the epoch check passed): nothing
     /// was applied. Carries the error, for the log.
     Failed(String),
+    /// An assignment create found the worker's registration gone (the
+    /// create checks it in the same transaction): nothing was applied, and
+    /// the worker has left.
+    WorkerGone,
     /// The connection dropped with the write in flight: it may or may not
     /// have been applied.
     Unknown,

@@ -1034,6 +1034,69 @@ fn an_input_after_deposition_is_a_bug() {
     master.on_watch_fired(Directory::Tasks);
 }
 
+/// A create that finds the worker's registration gone (a worker that
+/// deregistered with its last result, as one told to stop does): the
+/// worker leaves there and then, and the task goes to another worker at
+/// its place in the queue, without waiting for a listing of `workers/`.
+#[test]
+fn a_create_refused_for_a_gone_registration_gives_the_task_to_another() {
+    let mut master = initialised(&[1, 2]);
+    let step = relist(&mut master, Directory::Tasks, task_names(&[1, 2]));
+    assert_eq!(creates(&step), vec![(w(1), t(1)), (w(2), t(2))]);
+    let step = master.on_assignment_created(w(1), t(1), WriteOutcome::WorkerGone);
+    assert_eq!(
+        step.decisions[..3],
+        [
+            MasterDecision::AssignmentRefused {
+                worker: w(1),
+                task: t(1)
+            },
+            MasterDecision::WorkerLeft {
+                worker: w(1),
+                held_task: None
+            },
+            MasterDecision::TaskRequeued {
+                task: t(1),
+                reason: RequeueReason::WorkerGone { worker: w(1) }
+            },
+        ]
+    );
+    assert!(step.commands.is_empty(), "w2 is busy: no create yet");
+    assert!(!master.workers().contains_key(&w(1)), "w1 left");
+    assert_eq!(pending(&master), [t(1)]);
+    // w2 finishes: t1 is next, and w1 is never chosen again, not even
+    // when a stale listing still shows it.
+    let step = relist(&mut master, Directory::Workers, worker_names(&[1, 2]));
+    assert!(creates(&step).is_empty());
+    confirm_created(&mut master, w(2), t(2));
+    let step = relist(&mut master, Directory::Assignments, vec![]);
+    assert_eq!(creates(&step), vec![(w(2), t(1))]);
+}
+
+/// The listing that showed the worker gone came before the create's
+/// refusal: the refusal re-queues the task, and nothing else.
+#[test]
+fn a_create_refused_for_a_worker_a_listing_showed_gone_requeues_at_once() {
+    let mut master = create_in_flight();
+    relist(&mut master, Directory::Workers, vec![]);
+    let step = master.on_assignment_created(w(1), t(1), WriteOutcome::WorkerGone);
+    assert_eq!(
+        step.decisions[..2],
+        [
+            MasterDecision::AssignmentRefused {
+                worker: w(1),
+                task: t(1)
+            },
+            MasterDecision::TaskRequeued {
+                task: t(1),
+                reason: RequeueReason::WorkerGone { worker: w(1) }
+            },
+        ]
+    );
+    assert!(step.commands.is_empty(), "no worker, no create");
+    assert_eq!(pending(&master), [t(1), t(2)]);
+}
+
 #[test]
 fn a_refused_create_blocks_the_worker_and_gives_the_task_to_another() {
     let mut master = initialised(&[1, 2]);

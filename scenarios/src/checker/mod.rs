@@ -24,12 +24,11 @@
 //!   task); no assignment node's data is rewritten in place; no worker
 //!   starts a task while running another.
 //! - [`Invariant::AssignedToUnregistered`]: when an assignment node is
-//!   created, the worker's registration exists at that zxid; after the
-//!   first failure, it is enough that the worker registered at some point
-//!   (its session may have ended between the master's decision and the
-//!   create, which no master can prevent: it must then reclaim the
-//!   assignment, see liveness). A worker that leaves later (its session
-//!   ends while it holds the assignment) breaks no rule here either.
+//!   created, the worker's registration exists at that zxid, failures or
+//!   not: the master's create checks it in the same transaction, so a
+//!   worker whose session ended between the master's decision and the
+//!   create is given nothing. A worker that leaves later (its session
+//!   ends while it holds the assignment) breaks no rule here.
 //! - [`Invariant::DeposedMasterWrite`]: every transaction that creates an
 //!   assignment node, or deletes another worker's one (a reclaim), comes
 //!   from the elected master: the session that holds the `master` node
@@ -332,8 +331,6 @@ pub struct Checker {
     assignment_nodes: BTreeMap<WorkerId, String>,
     /// The session that created each worker's id node (its session).
     worker_sessions: BTreeMap<WorkerId, SessionId>,
-    /// Every worker that ever registered.
-    ever_registered: BTreeSet<WorkerId>,
     /// Sessions the server ended (expired or closed).
     ended_sessions: BTreeSet<SessionId>,
     /// Every task an assignment node was ever created for.
@@ -408,7 +405,6 @@ impl Checker {
             submissions: BTreeMap::new(),
             assignment_nodes: BTreeMap::new(),
             worker_sessions: BTreeMap::new(),
-            ever_registered: BTreeSet::new(),
             ended_sessions: BTreeSet::new(),
             ever_assigned: BTreeSet::new(),
             last_assigned: NewestAssigned::default(),
@@ -615,13 +611,12 @@ impl Checker {
             self.assignment_nodes.insert(worker, data);
             return found;
         }
-        if let Some(name) = path
+        // A registration: what it means is checked when an assignment
+        // names it.
+        if path
             .strip_prefix(&self.workers_dir)
-            .and_then(|rest| rest.strip_prefix('/'))
+            .is_some_and(|rest| rest.starts_with('/'))
         {
-            if let Ok(worker) = WorkerId::parse(name) {
-                self.ever_registered.insert(worker);
-            }
             return None;
         }
         if let Some(name) = path.strip_prefix(&self.ids_prefix) {
@@ -772,11 +767,7 @@ impl Checker {
         tree: &Tree,
     ) -> Option<(Invariant, String)> {
         let registration = path::join(&self.workers_dir, worker.as_str());
-        // After a failure the worker may have left between the master's
-        // decision and the create: that race is the master's to repair (it
-        // reclaims the assignment), and liveness judges whether it did.
-        let left_meanwhile = self.first_failure.is_some() && self.ever_registered.contains(worker);
-        if !tree.exists(&registration) && !left_meanwhile {
+        if !tree.exists(&registration) {
             return Some((
                 Invariant::AssignedToUnregistered,
                 format!(
@@ -991,6 +982,14 @@ impl Checker {
                 log.queue(position_of(task), task);
                 log.creates.settled(&(worker.clone(), task.clone()));
                 self.on_failure(&format!("{actor}: {decision}: {error}"));
+            }
+            // The create found the worker gone: the task is re-queued
+            // (`TaskRequeued` follows) behind creates already sent, as after
+            // any refused create.
+            MasterDecision::AssignmentRefused { worker, task } => {
+                log.holding.remove(worker);
+                log.creates.settled(&(worker.clone(), task.clone()));
+                self.on_failure(&format!("{actor}: {decision}"));
             }
             // Applied, or lost with the connection: it reaches the server
             // no later than now.

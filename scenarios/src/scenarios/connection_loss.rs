@@ -80,7 +80,7 @@ pub fn run_write(seed: u64, write: Write, applied: bool) -> RunReport {
                 });
                 (
                     "m1",
-                    "multi [check /zkdist/epoch v1, create /zkdist/assignments/",
+                    "multi [check /zkdist/epoch v1, check /zkdist/workers/",
                 )
             }
             Write::Completion => {

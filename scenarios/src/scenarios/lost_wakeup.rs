@@ -54,16 +54,12 @@ pub fn run_scenario(seed: u64) -> RunReport {
 
         let trace = &report.trace;
         let assignment = h.layout().assignment(&worker);
-        let recreated = find(
-            trace,
-            0,
-            &format!("m1 multi [check /zkdist/epoch v1, create {assignment} "),
+        let registration = h.layout().worker(&worker);
+        let create = format!(
+            "m1 multi [check /zkdist/epoch v1, check {registration} v*, create {assignment} "
         );
-        let recreated = find(
-            trace,
-            recreated + 1,
-            &format!("m1 multi [check /zkdist/epoch v1, create {assignment} "),
-        );
+        let recreated = find(trace, 0, &create);
+        let recreated = find(trace, recreated + 1, &create);
         let released = find(trace, recreated, "control release w1");
         let announced = find(
             trace,

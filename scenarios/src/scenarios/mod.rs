@@ -22,6 +22,7 @@ mod stale_listing;
 pub mod stalled_server;
 mod watch_reconcile;
 mod worker_expires;
+mod worker_stop;
 
 use crate::harness::RunReport;
 use connection_loss::Write;
@@ -58,7 +59,7 @@ impl Scenario {
     }
 }
 
-pub const ALL: [Scenario; 28] = [
+pub const ALL: [Scenario; 29] = [
     Scenario {
         name: "finish_then_task_arrive_while_master_held",
         seed: 101,
@@ -228,6 +229,12 @@ pub const ALL: [Scenario; 28] = [
         seed: 1,
         about: "the master candidate's claim is applied, its reply lost, and the candidate reconnects through a server that has not applied it",
         run: |seed| stalled_server::run_write(seed, stalled_server::Write::Claim, |_| {}),
+    },
+    Scenario {
+        name: "worker_stops_mid_task",
+        seed: 116,
+        about: "a worker told to stop mid-task writes its result and deregisters in one transaction; the master gives it nothing more",
+        run: worker_stop::worker_stops_mid_task,
     },
 ];
 

@@ -112,7 +112,7 @@ pub fn run_write(seed: u64, write: Write, configure: impl FnOnce(&mut HarnessCon
             }
             Write::AssignmentCreate => {
                 let m1 = h.master_session(1);
-                let request = "multi [check /zkdist/epoch v1, create /zkdist/assignments/";
+                let request = "multi [check /zkdist/epoch v1, check /zkdist/workers/";
                 let applied = format!("m1 {request}");
                 h.sim().pause().await;
                 tokio::join!(h.submit(1_000), async {

@@ -8,7 +8,7 @@ use zkdist_coord::{Coordinator, CreateMode, Stat, TaskId, TaskResult, Watch, ZkE
 
 use super::{Worker, WorkerError};
 use crate::completion::{
-    CompletionReply, ReleaseReply, completion_ops, judge_completion, judge_release,
+    CompletionReply, ReleaseReply, completion_ops, deregistering, judge_completion, judge_release,
     oversized_completion,
 };
 use crate::handler::TaskHandler;
@@ -38,7 +38,8 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
     }
 
     /// Writes `result` and deletes the assignment, atomically, and only if
-    /// the assignment is still the one read.
+    /// the assignment is still the one read. A worker told to stop deletes
+    /// its registration in the same transaction ([`deregistering`]).
     pub(super) async fn complete(
         &self,
         state: &mut WorkerState,
@@ -61,6 +62,14 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 "a failure naming the sizes fits where the result did not"
             );
         }
+        let mut deregisters = false;
+        if state.stop_requested()
+            && let Some(with_deregistration) =
+                deregistering(ops.clone(), &self.layout.worker(state.worker()))
+        {
+            ops = with_deregistration;
+            deregisters = true;
+        }
         loop {
             let reply = self.zk.multi(ops.clone()).await;
             match judge_completion(&reply) {
@@ -69,7 +78,17 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                         success: result.is_success(),
                     }));
                     self.note(state.on_assignment_released());
+                    if deregisters {
+                        self.note(state.on_deregistered());
+                    }
                     return Ok(());
+                }
+                CompletionReply::DeregistrationRefused => {
+                    // Sent again without it; the worker deregisters after,
+                    // as it does without a stop.
+                    assert!(deregisters, "only a folded deregistration is refused");
+                    ops.truncate(2);
+                    deregisters = false;
                 }
                 CompletionReply::ResultAlreadyPresent => {
                     self.note(state.result_written(ResultWrite::AlreadyPresent));
@@ -266,6 +285,9 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
                 CompletionReply::ResultRefused(error) => {
                     unmarked(&error);
                     return self.release(state, assignment).await;
+                }
+                CompletionReply::DeregistrationRefused => {
+                    unreachable!("the mark's multi deregisters nothing")
                 }
                 CompletionReply::AssignmentRevoked => return self.revoked(state).await,
                 CompletionReply::OutcomeUnknown => {

@@ -145,6 +145,7 @@ cases![
     multi::multi_failing_check_rolls_back_earlier_ops,
     multi::multi_reports_the_first_failing_op,
     multi::multi_check_passes_on_right_version_only,
+    multi::multi_check_without_a_version_asks_only_for_the_node,
     multi::multi_empty_succeeds,
     multi::multi_fires_watches_once_it_succeeded,
     multi::multi_sequential_create_returns_the_actual_name,

@@ -26,7 +26,7 @@ pub async fn multi_applies_every_op_and_returns_their_results<B: Backend>(b: Arc
             op_create(&dir, b"d", CreateMode::Persistent),
             op_create(&child, b"c", CreateMode::Ephemeral),
             op_set_data(&existing, b"v1", Some(0)),
-            op_check(&existing, 1),
+            op_check(&existing, Some(1)),
             op_delete(&doomed, None),
         ])
         .await
@@ -86,7 +86,7 @@ pub async fn multi_ops_see_the_effects_of_earlier_ops<B: Backend>(b: Arc<B>) {
         s.zk.multi(vec![
             op_create(&t, b"", CreateMode::Persistent),
             op_set_data(&t, b"x", Some(0)),
-            op_check(&t, 1),
+            op_check(&t, Some(1)),
             op_delete(&t, Some(1)),
         ])
         .await
@@ -132,7 +132,7 @@ pub async fn multi_failing_check_rolls_back_earlier_ops<B: Backend>(b: Arc<B>) {
             op_create(&under(&dir, "s-"), b"", CreateMode::PersistentSequential),
             op_set_data(&x, b"x1", None),
             op_delete(&y, None),
-            op_check(&x, 99),
+            op_check(&x, Some(99)),
         ])
         .await;
     let error = expect_multi_error(result, 4, ErrorCode::BadVersion);
@@ -188,7 +188,7 @@ pub async fn multi_reports_the_first_failing_op<B: Backend>(b: Arc<B>) {
 
     let result =
         s.zk.multi(vec![
-            op_check(&node, 0),
+            op_check(&node, Some(0)),
             op_create(&fresh, b"", CreateMode::Persistent),
             op_create(&node, b"", CreateMode::Persistent),
         ])
@@ -213,20 +213,43 @@ pub async fn multi_reports_the_first_failing_op<B: Backend>(b: Arc<B>) {
 pub async fn multi_check_passes_on_right_version_only<B: Backend>(b: Arc<B>) {
     let s = connect(&*b).await;
     let node = create_dir(&s.zk, b.root(), "node").await;
-    let ok = s.zk.multi(vec![op_check(&node, 0)]).await.unwrap();
+    let ok = s.zk.multi(vec![op_check(&node, Some(0))]).await.unwrap();
     assert_eq!(ok, [OpResult::Checked]);
     s.zk.set_data(&node, b"x", None).await.unwrap();
-    let stale = s.zk.multi(vec![op_check(&node, 0)]).await;
+    let stale = s.zk.multi(vec![op_check(&node, Some(0))]).await;
     let error = expect_multi_error(stale, 0, ErrorCode::BadVersion);
     assert_eq!(error_path(&error), Some(node.as_str()));
-    let ok = s.zk.multi(vec![op_check(&node, 1)]).await.unwrap();
+    let ok = s.zk.multi(vec![op_check(&node, Some(1))]).await.unwrap();
     assert_eq!(ok, [OpResult::Checked]);
     let missing = under(b.root(), "missing");
-    let result = s.zk.multi(vec![op_check(&missing, 0)]).await;
+    let result = s.zk.multi(vec![op_check(&missing, Some(0))]).await;
     let error = expect_multi_error(result, 0, ErrorCode::NoNode);
     assert_eq!(error_path(&error), Some(missing.as_str()));
     // A check is a read: it changes nothing.
     assert_eq!(stat_of(&s.zk, &node).await.version, 1);
+}
+
+/// A check without a version (ZooKeeper's -1) asks only that the node
+/// exist, whatever its version.
+pub async fn multi_check_without_a_version_asks_only_for_the_node<B: Backend>(b: Arc<B>) {
+    let s = connect(&*b).await;
+    let node = create_dir(&s.zk, b.root(), "node").await;
+    s.zk.set_data(&node, b"x", None).await.unwrap();
+    s.zk.set_data(&node, b"y", None).await.unwrap();
+    let ok = s.zk.multi(vec![op_check(&node, None)]).await.unwrap();
+    assert_eq!(ok, [OpResult::Checked]);
+    let missing = under(b.root(), "missing");
+    let fresh = under(b.root(), "fresh");
+    let result =
+        s.zk.multi(vec![
+            op_create(&fresh, b"", CreateMode::Persistent),
+            op_check(&missing, None),
+        ])
+        .await;
+    let error = expect_multi_error(result, 1, ErrorCode::NoNode);
+    assert_eq!(error_path(&error), Some(missing.as_str()));
+    assert_eq!(s.zk.exists(&fresh, Watch::No).await.unwrap(), None);
+    assert_eq!(stat_of(&s.zk, &node).await.version, 2);
 }
 
 pub async fn multi_empty_succeeds<B: Backend>(b: Arc<B>) {

@@ -152,7 +152,7 @@ pub async fn negative_versions_are_refused_with_bad_arguments<B: Backend>(b: Arc
         for (index, op) in [
             op_delete(&path, Some(version)),
             op_set_data(&path, b"lost", Some(version)),
-            op_check(&path, version),
+            op_check(&path, Some(version)),
         ]
         .into_iter()
         .enumerate()
@@ -192,7 +192,7 @@ pub async fn invalid_op_in_multi_is_refused_with_its_index<B: Backend>(b: Arc<B>
     let result =
         s.zk.multi(vec![
             op_create(&good, b"", CreateMode::Persistent),
-            op_check(&good, 0),
+            op_check(&good, Some(0)),
             op_set_data(&good, &too_big, None),
         ])
         .await;

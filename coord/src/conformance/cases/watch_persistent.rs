@@ -378,7 +378,7 @@ pub async fn multi_reports_through_persistent_watches_once_it_applied<B: Backend
         .zk
         .multi(vec![
             op_create(&new, b"", CreateMode::Persistent),
-            op_check(&old, 7),
+            op_check(&old, Some(7)),
         ])
         .await;
     expect_multi_error(failed, 1, ErrorCode::BadVersion);
