@@ -159,7 +159,10 @@ pub const RESULT_HEADER_BYTES: usize = RESULT_MAGIC.len() + 2;
 /// What a worker's completion request spends besides the result: the
 /// multi's headers (some 80 bytes), the result's path and the assignment's
 /// path, which under the longest root (`layout::MAX_ROOT_BYTES`) take some
-/// 600 bytes together.
+/// 600 bytes together, and, for a worker told to stop, the deletion of its
+/// registration (some 300 more: under the longest root the largest result
+/// still leaves a few dozen bytes, as the worker's completion tests
+/// check).
 pub const COMPLETION_RESERVE_BYTES: usize = 1024;
 
 /// The largest handler output that fits in a result node and in the request

@@ -109,7 +109,8 @@ pub enum Command {
 pub enum RequeueReason {
     /// The worker holding it left (its registration is gone), or an
     /// assignment of an unregistered worker was found at start-up; its
-    /// assignment was reclaimed and the task has no result.
+    /// assignment was reclaimed and the task has no result. Or the create
+    /// of its assignment found the worker gone, and nothing was created.
     WorkerGone { worker: WorkerId },
     /// A create whose outcome was unknown turned out not applied.
     AssignmentNotApplied { worker: WorkerId },
@@ -204,11 +205,16 @@ pub enum MasterDecision {
         task: TaskId,
         error: String,
     },
-    /// An assignment create found the worker's registration gone (it checks
-    /// it in the same transaction): nothing was created, the task went back
-    /// to its place in the queue, and the worker left (`WorkerLeft`
-    /// follows, unless a listing showed it gone already).
-    AssignmentRefused { worker: WorkerId, task: TaskId },
+    /// An assignment create found the worker's registration gone, or
+    /// unreadable (it checks it in the same transaction): nothing was
+    /// created, the task went back to its place in the queue, and the
+    /// worker left (`WorkerLeft` follows, unless a listing showed it gone
+    /// already). `why` says which.
+    AssignmentRefused {
+        worker: WorkerId,
+        task: TaskId,
+        why: String,
+    },
     /// A create's reply was lost (connection loss): whether it was applied
     /// is read back before anything else is decided for this worker.
     AssignmentInDoubt { worker: WorkerId, task: TaskId },
@@ -341,11 +347,8 @@ impl fmt::Display for MasterDecision {
                 task,
                 error,
             } => write!(f, "assignment-failed {task}->{worker}: {error}"),
-            MasterDecision::AssignmentRefused { worker, task } => {
-                write!(
-                    f,
-                    "assignment-refused {task}->{worker}: its registration is gone"
-                )
+            MasterDecision::AssignmentRefused { worker, task, why } => {
+                write!(f, "assignment-refused {task}->{worker}: {why}")
             }
             MasterDecision::AssignmentInDoubt { worker, task } => {
                 write!(f, "assignment-in-doubt {task}->{worker}")

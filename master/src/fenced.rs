@@ -21,7 +21,9 @@ pub(crate) enum FencedReply {
     FencedOff,
     /// One of the write's own ops failed definitely, after the epoch check
     /// passed: nothing was applied. `op` is its index among the write's own
-    /// ops (the epoch check not counted).
+    /// ops (the epoch check not counted). A check of the write's own
+    /// refused for want of read permission (`NoAuth`) is such an answer
+    /// too: it is about that node alone.
     OpFailed {
         op: usize,
         error: ZkError,
@@ -49,18 +51,23 @@ impl FencedOps {
 
     /// Sends the write once and says what its reply means.
     pub(crate) async fn send<C: Coordinator>(&self, zk: &C) -> FencedReply {
-        classify(zk.multi(self.ops.clone()).await)
+        classify(zk.multi(self.ops.clone()).await, &self.ops)
     }
 }
 
-fn classify(result: Result<Vec<zkdist_coord::OpResult>, ZkError>) -> FencedReply {
+fn classify(result: Result<Vec<zkdist_coord::OpResult>, ZkError>, ops: &[Op]) -> FencedReply {
     match result {
         Ok(_) => FencedReply::Applied,
         Err(ZkError::Multi { index: 0, .. }) => FencedReply::FencedOff,
         // A definite answer about the write's own op: the node was there
-        // already, or was not there to delete (or its parent was gone).
+        // already, or was not there to delete (or its parent was gone), or,
+        // for a check, cannot be read. A refused create or delete is the
+        // deployment's (every such write would meet it), and stops the
+        // master below.
         Err(ZkError::Multi { index, error })
-            if matches!(error.code(), ErrorCode::NodeExists | ErrorCode::NoNode) =>
+            if matches!(error.code(), ErrorCode::NodeExists | ErrorCode::NoNode)
+                || (error.code() == ErrorCode::NoAuth
+                    && matches!(ops.get(index), Some(Op::Check { .. }))) =>
         {
             FencedReply::OpFailed {
                 op: index - 1,
@@ -79,6 +86,32 @@ fn classify(result: Result<Vec<zkdist_coord::OpResult>, ZkError>) -> FencedReply
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The ops of an assignment create: epoch check, registration check,
+    /// create.
+    fn assignment_create() -> Vec<Op> {
+        let layout = Layout::new("/zkdist").unwrap();
+        FencedOps::new(
+            &layout,
+            Epoch(1),
+            [
+                Op::Check {
+                    path: "/zkdist/workers/w".into(),
+                    version: None,
+                },
+                Op::Create {
+                    path: "/zkdist/assignments/w".into(),
+                    data: Vec::new(),
+                    mode: zkdist_coord::CreateMode::Persistent,
+                },
+            ],
+        )
+        .ops
+    }
+
+    fn classify(result: Result<Vec<zkdist_coord::OpResult>, ZkError>) -> FencedReply {
+        super::classify(result, &assignment_create())
+    }
 
     fn multi_error(index: usize, error: ZkError) -> FencedReply {
         classify(Err(ZkError::Multi {
@@ -131,9 +164,17 @@ mod tests {
     fn a_refusal_a_retry_would_meet_again_stops_the_master() {
         let no_auth = ZkError::NoAuth { path: "/a".into() };
         assert!(matches!(
-            multi_error(1, no_auth.clone()),
+            multi_error(2, no_auth.clone()),
             FencedReply::Error(ZkError::Multi { .. })
         ));
+        // A check's refusal is about the node checked, not the write.
+        assert_eq!(
+            multi_error(1, no_auth.clone()),
+            FencedReply::OpFailed {
+                op: 0,
+                error: no_auth.clone()
+            }
+        );
         assert_eq!(classify(Err(no_auth.clone())), FencedReply::Error(no_auth));
         assert_eq!(
             classify(Err(ZkError::SessionExpired)),

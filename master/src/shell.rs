@@ -492,15 +492,18 @@ impl<C: Coordinator> Master<C> {
                     FencedReply::Applied => WriteOutcome::Applied,
                     FencedReply::FencedOff => WriteOutcome::Fenced,
                     FencedReply::Unknown => WriteOutcome::Unknown,
+                    // The registration check: the worker left, or its
+                    // node is no live worker's.
+                    FencedReply::OpFailed { op: 0, error } => WriteOutcome::WorkerGone {
+                        why: match error {
+                            ZkError::NoNode { .. } => "its registration is gone".to_owned(),
+                            error => format!("its registration cannot be read ({error})"),
+                        },
+                    },
                     // A create refused for want of a parent: `assignments/`
                     // is gone, and so would every next create be. The role
                     // lays the tree out again (see the deleted directory's
                     // event above, which may come after this reply).
-                    // The registration check: the worker left.
-                    FencedReply::OpFailed {
-                        op: 0,
-                        error: ZkError::NoNode { .. },
-                    } => WriteOutcome::WorkerGone,
                     FencedReply::OpFailed {
                         error: error @ ZkError::NoNode { .. },
                         ..

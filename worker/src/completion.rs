@@ -35,16 +35,23 @@ pub(crate) fn completion_ops(
 
 /// The completion `ops` (from [`completion_ops`]) with the worker's
 /// registration deleted in the same transaction, for a worker told to
-/// stop: the master then never sees it idle while still registered, and
-/// gives it no task it would only have to take back. `None` when the three
-/// ops do not fit in one request: the worker then completes, and
+/// stop: the tree never shows it idle and registered at once, so a master
+/// that hears of the release first and picks this worker for the next
+/// task has its create refused by the registration check it makes, and
+/// gives the task to another instead of taking it back later. `None` when
+/// the three ops do not fit in one request: the worker then completes, and
 /// deregisters after.
 ///
 /// The delete names no version, where a deregistration on its own first
-/// reads the node to make sure it is this session's: the result's create
-/// succeeds only while the task's node exists, and no task's name is ever
-/// made twice (its token is random), so the transaction applies only in
-/// the tree this worker registered in, where its id is no other worker's.
+/// reads the node to make sure it is this session's. The transaction
+/// applies only if the assignment node is still the one this worker read
+/// (the delete names its version, and the worker's looks compared its
+/// creation zxid), and the master makes that node only for this worker's
+/// registration: the three ops apply exactly where the completion alone
+/// would. The window the completion already has stays: after the
+/// deployment's root is deleted and made anew, an assignment node made
+/// anew after the worker's last look passes for the one read, and the
+/// registration deleted with it would be the new worker's of that id.
 pub(crate) fn deregistering(mut ops: Vec<Op>, registration: &str) -> Option<Vec<Op>> {
     assert_eq!(ops.len(), 2, "a completion multi has two ops");
     ops.push(Op::Delete {

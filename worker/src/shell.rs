@@ -46,7 +46,10 @@
 //! across, it reads the registration instead, and takes it as lost if its
 //! owner is another session: a deleted root restarts the ids, and a new
 //! worker may hold this one's. For the same reason a worker told to stop
-//! deletes its registration only while it is its own session's node.
+//! deletes its registration only while it is its own session's node: on
+//! its own after reading it, or with its last result, in a transaction that
+//! applies only while its assignment is the one it read
+//! ([`crate::completion::deregistering`]).
 //!
 //! This file holds the worker's main loop: joining, waiting for an
 //! assignment and reading it. Its parts live beside it: `run_handler`

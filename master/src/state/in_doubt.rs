@@ -61,11 +61,12 @@ impl MasterState {
                     self.requeue(task, RequeueReason::WorkerGone { worker });
                 }
                 // The listing that showed the worker gone came first.
-                WriteOutcome::WorkerGone => {
+                WriteOutcome::WorkerGone { why } => {
                     self.departed.remove(&worker);
                     self.decide(MasterDecision::AssignmentRefused {
                         worker: worker.clone(),
                         task: task.clone(),
+                        why,
                     });
                     self.requeue(task, RequeueReason::WorkerGone { worker });
                 }
@@ -123,7 +124,7 @@ impl MasterState {
                     self.trigger(Trigger::TaskRequeued);
                 }
             }
-            WriteOutcome::WorkerGone => {
+            WriteOutcome::WorkerGone { why } => {
                 // A deletion heard while the create was in flight (now
                 // forgotten, see `deleted_already`) was of another node of
                 // this name, which is no concern of a worker that left.
@@ -131,6 +132,7 @@ impl MasterState {
                 self.decide(MasterDecision::AssignmentRefused {
                     worker: worker.clone(),
                     task: task.clone(),
+                    why,
                 });
                 self.depart(worker.clone(), |worker, held_task| {
                     assert_eq!(held_task, None, "the refused create held nothing");

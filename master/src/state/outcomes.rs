@@ -34,10 +34,14 @@ pub enum WriteOutcome {
     /// The write's own op failed (after the epoch check passed): nothing
     /// was applied. Carries the error, for the log.
     Failed(String),
-    /// An assignment create found the worker's registration gone (the
-    /// create checks it in the same transaction): nothing was applied, and
-    /// the worker has left.
-    WorkerGone,
+    /// An assignment create's check of the worker's registration failed
+    /// (the create checks it in the same transaction): the node is gone,
+    /// or cannot be read, which no live zkdist worker's is. Nothing was
+    /// applied, and the worker is out of the pool. Carries which, for the
+    /// log.
+    WorkerGone {
+        why: String,
+    },
     /// The connection dropped with the write in flight: it may or may not
     /// have been applied.
     Unknown,

@@ -1043,13 +1043,20 @@ fn a_create_refused_for_a_gone_registration_gives_the_task_to_another() {
     let mut master = initialised(&[1, 2]);
     let step = relist(&mut master, Directory::Tasks, task_names(&[1, 2]));
     assert_eq!(creates(&step), vec![(w(1), t(1)), (w(2), t(2))]);
-    let step = master.on_assignment_created(w(1), t(1), WriteOutcome::WorkerGone);
+    let step = master.on_assignment_created(
+        w(1),
+        t(1),
+        WriteOutcome::WorkerGone {
+            why: "its registration is gone".into(),
+        },
+    );
     assert_eq!(
         step.decisions[..3],
         [
             MasterDecision::AssignmentRefused {
                 worker: w(1),
-                task: t(1)
+                task: t(1),
+                why: "its registration is gone".into()
             },
             MasterDecision::WorkerLeft {
                 worker: w(1),
@@ -1079,13 +1086,20 @@ fn a_create_refused_for_a_gone_registration_gives_the_task_to_another() {
 fn a_create_refused_for_a_worker_a_listing_showed_gone_requeues_at_once() {
     let mut master = create_in_flight();
     relist(&mut master, Directory::Workers, vec![]);
-    let step = master.on_assignment_created(w(1), t(1), WriteOutcome::WorkerGone);
+    let step = master.on_assignment_created(
+        w(1),
+        t(1),
+        WriteOutcome::WorkerGone {
+            why: "its registration is gone".into(),
+        },
+    );
     assert_eq!(
         step.decisions[..2],
         [
             MasterDecision::AssignmentRefused {
                 worker: w(1),
-                task: t(1)
+                task: t(1),
+                why: "its registration is gone".into()
             },
             MasterDecision::TaskRequeued {
                 task: t(1),

@@ -986,7 +986,7 @@ impl Checker {
             // The create found the worker gone: the task is re-queued
             // (`TaskRequeued` follows) behind creates already sent, as after
             // any refused create.
-            MasterDecision::AssignmentRefused { worker, task } => {
+            MasterDecision::AssignmentRefused { worker, task, .. } => {
                 log.holding.remove(worker);
                 log.creates.settled(&(worker.clone(), task.clone()));
                 self.on_failure(&format!("{actor}: {decision}"));
