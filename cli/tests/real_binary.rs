@@ -813,6 +813,13 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
     // creates only once the worker has seen the signal.
     let gate = scratch.path("gate");
     let task = submit_gated_task(&target, &gate, "echo released");
+    // A task queued behind it, which no other worker can take. The worker
+    // deletes its registration with its result, so the master, which may
+    // pick it for this task on hearing the release, has its create
+    // refused: nothing is given to the stopping worker and taken back.
+    let queued_submit = target.run(&["submit", r#"{"kind":"pi","samples":1000}"#]);
+    queued_submit.expect_code(0);
+    let queued = task_id(&queued_submit);
     worker.terminate();
     eventually("the worker notes the stop request", || {
         worker.log().contains("stop requested").then_some(())
@@ -827,6 +834,20 @@ fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(connect: Str
         .find(&format!("wrote {task} result success"))
         .unwrap_or_else(|| panic!("the worker wrote no result for {task}:\n{log}"));
     assert!(stop < wrote, "{log}");
+    let deregistered = log
+        .find("deregistered")
+        .unwrap_or_else(|| panic!("the worker did not deregister:\n{log}"));
+    assert!(wrote < deregistered, "{log}");
+    assert!(!log.contains(&format!("started {queued}")), "{log}");
+    let status = target.status();
+    assert_eq!(status["pending_tasks"], 1, "{status}");
+    assert_eq!(status["assignments"], serde_json::json!({}), "{status}");
+    let master_log = master.log();
+    assert!(
+        !master_log.contains("assignment-reclaimed")
+            && !master_log.contains(&format!("assignment-created {queued}")),
+        "{master_log}"
+    );
     let wait = target.run(&["wait", &task]);
     wait.expect_code(0);
     let result: Value = serde_json::from_str(wait.stdout.trim_end()).unwrap();
