@@ -106,15 +106,15 @@ fn apply(tree: &mut BTreeMap<String, Node>, ops: Vec<Op>, session: i64) -> ZkRes
         let version_matches =
             |node: &Node, version: Option<i32>| version.is_none_or(|v| v == node.stat.version);
         match op {
-            Op::Check { path, version } => match (next.get(&path), version) {
-                (Some(node), _) if version_matches(node, version) => {
-                    results.push(OpResult::Checked);
+            Op::Check { path, version } => match next.get(&path) {
+                Some(node) if version_matches(node, version) => results.push(OpResult::Checked),
+                Some(_) => {
+                    return Err(failed(ZkError::BadVersion {
+                        path,
+                        expected: version.unwrap_or(-1),
+                    }));
                 }
-                (Some(_), Some(expected)) => {
-                    return Err(failed(ZkError::BadVersion { path, expected }));
-                }
-                (Some(_), None) => unreachable!("no version to mismatch"),
-                (None, _) => return Err(failed(ZkError::NoNode { path })),
+                None => return Err(failed(ZkError::NoNode { path })),
             },
             Op::Create { path, data, mode } => {
                 if next.contains_key(&path) {

@@ -600,9 +600,15 @@ impl Harness {
             Ok(Err(error)) => format!("told to stop, it gave up: {error}"),
             Err(error) => format!("told to stop, it panicked: {error}"),
         };
+        self.actor_failed(&name, &how);
+    }
+
+    /// Notes that the process of actor `name` ended as it should not have,
+    /// `how`, and reports it to the checker.
+    fn actor_failed(&self, name: &str, how: &str) {
         self.sim.note(format!("harness: {name} ended: {how}"));
         self.shared
-            .check(|checker| checker.on_actor_failed(&name, &how));
+            .check(|checker| checker.on_actor_failed(name, how));
     }
 
     /// Starts a new process for the actor called `name` (after a crash).
@@ -704,9 +710,7 @@ impl Harness {
                 Ok(Err(error)) => format!("it gave up: {error}"),
                 Err(error) => format!("it panicked: {error}"),
             };
-            self.sim.note(format!("harness: {name} ended: {how}"));
-            self.shared
-                .check(|checker| checker.on_actor_failed(&name, &how));
+            self.actor_failed(&name, &how);
         }
     }
 

@@ -438,14 +438,7 @@ impl Tree {
             return Err(no_node());
         }
         let node = self.nodes.get(target).ok_or_else(no_node)?;
-        if let Some(expected) = version
-            && expected != node.stat.version
-        {
-            return Err(ZkError::BadVersion {
-                path: target.to_owned(),
-                expected,
-            });
-        }
+        expect_version(target, node.stat.version, version)?;
         if !node.children.is_empty() {
             return Err(ZkError::NotEmpty {
                 path: target.to_owned(),
@@ -485,14 +478,7 @@ impl Tree {
         let node = self.nodes.get_mut(target).ok_or_else(|| ZkError::NoNode {
             path: target.to_owned(),
         })?;
-        if let Some(expected) = version
-            && expected != node.stat.version
-        {
-            return Err(ZkError::BadVersion {
-                path: target.to_owned(),
-                expected,
-            });
-        }
+        expect_version(target, node.stat.version, version)?;
         let previous_data = std::mem::replace(&mut node.data, data.to_vec());
         let previous_stat = node.stat;
         journal.push_undo(|| Undo::RestoreData {
@@ -516,13 +502,7 @@ impl Tree {
         let node = self.nodes.get(target).ok_or_else(|| ZkError::NoNode {
             path: target.to_owned(),
         })?;
-        match version {
-            Some(expected) if expected != node.stat.version => Err(ZkError::BadVersion {
-                path: target.to_owned(),
-                expected,
-            }),
-            _ => Ok(()),
-        }
+        expect_version(target, node.stat.version, version)
     }
 
     /// Deletes every ephemeral node of `owner` in the order given, as the
@@ -782,6 +762,18 @@ impl Tree {
     }
 }
 
+/// What a version-checked write (delete, set_data, a multi's check) asks
+/// of `target`, whose version is `actual`: `expected`, or any version when
+/// `None` (ZooKeeper's -1).
+fn expect_version(target: &str, actual: i32, expected: Option<i32>) -> ZkResult<()> {
+    match expected {
+        Some(expected) if expected != actual => Err(ZkError::BadVersion {
+            path: target.to_owned(),
+            expected,
+        }),
+        _ => Ok(()),
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;

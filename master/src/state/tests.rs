@@ -792,28 +792,47 @@ fn a_create_for_a_worker_that_left_is_reclaimed_once_it_lands() {
     assert_eq!(pending(&master), [t(1), t(2)]);
 }
 
+/// A create refused for a worker a listing already showed gone (in the
+/// way of another node, or finding its registration gone): the refusal
+/// re-queues the task, and nothing else.
 #[test]
 fn a_refused_create_for_a_worker_that_left_requeues_at_once() {
-    let mut master = create_in_flight();
-    relist(&mut master, Directory::Workers, vec![]);
-    let step = master.on_assignment_created(w(1), t(1), WriteOutcome::Failed("boom".into()));
-    assert_eq!(
-        step.decisions[..2],
-        [
+    let gone = "its registration is gone";
+    for (outcome, refusal) in [
+        (
+            WriteOutcome::Failed("boom".into()),
             MasterDecision::AssignmentFailed {
                 worker: w(1),
                 task: t(1),
-                error: "boom".into()
+                error: "boom".into(),
             },
-            MasterDecision::TaskRequeued {
+        ),
+        (
+            WriteOutcome::WorkerGone { why: gone.into() },
+            MasterDecision::AssignmentRefused {
+                worker: w(1),
                 task: t(1),
-                reason: RequeueReason::WorkerGone { worker: w(1) }
+                why: gone.into(),
             },
-        ]
-    );
-    assert!(step.commands.is_empty(), "no worker, no create");
-    assert_eq!(pending(&master), [t(1), t(2)]);
-    assert_eq!(master.reclaiming().count(), 0);
+        ),
+    ] {
+        let mut master = create_in_flight();
+        relist(&mut master, Directory::Workers, vec![]);
+        let step = master.on_assignment_created(w(1), t(1), outcome);
+        assert_eq!(
+            step.decisions[..2],
+            [
+                refusal,
+                MasterDecision::TaskRequeued {
+                    task: t(1),
+                    reason: RequeueReason::WorkerGone { worker: w(1) }
+                },
+            ]
+        );
+        assert!(step.commands.is_empty(), "no worker, no create");
+        assert_eq!(pending(&master), [t(1), t(2)]);
+        assert_eq!(master.reclaiming().count(), 0);
+    }
 }
 
 #[test]
@@ -1078,37 +1097,6 @@ fn a_create_refused_for_a_gone_registration_gives_the_task_to_another() {
     confirm_created(&mut master, w(2), t(2));
     let step = relist(&mut master, Directory::Assignments, vec![]);
     assert_eq!(creates(&step), vec![(w(2), t(1))]);
-}
-
-/// The listing that showed the worker gone came before the create's
-/// refusal: the refusal re-queues the task, and nothing else.
-#[test]
-fn a_create_refused_for_a_worker_a_listing_showed_gone_requeues_at_once() {
-    let mut master = create_in_flight();
-    relist(&mut master, Directory::Workers, vec![]);
-    let step = master.on_assignment_created(
-        w(1),
-        t(1),
-        WriteOutcome::WorkerGone {
-            why: "its registration is gone".into(),
-        },
-    );
-    assert_eq!(
-        step.decisions[..2],
-        [
-            MasterDecision::AssignmentRefused {
-                worker: w(1),
-                task: t(1),
-                why: "its registration is gone".into()
-            },
-            MasterDecision::TaskRequeued {
-                task: t(1),
-                reason: RequeueReason::WorkerGone { worker: w(1) }
-            },
-        ]
-    );
-    assert!(step.commands.is_empty(), "no worker, no create");
-    assert_eq!(pending(&master), [t(1), t(2)]);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::harness::RunReport;
 
 /// The task in hand is finished and written; in the same transaction the
 /// worker releases its assignment and deletes its registration, so the
-/// master never holds it for idle and registered at once. The master,
+/// tree never shows it idle and registered at once. The master,
 /// hearing the assignment's deletion first, may still choose the worker
 /// for the next task, but its create checks the registration and is
 /// refused: no assignment is made for the stopping worker, none is taken
