@@ -8,7 +8,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use super::*;
-use crate::{OpResult, Reply, Request, SessionId, ZkResult};
+use crate::{CreateMode, Op, OpResult, Reply, Request, SessionId, ZkResult};
 
 /// What the test makes the session's next write do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
