@@ -4,26 +4,29 @@
 //! at a time, so the state needs no lock and every decision follows from the
 //! order of inputs (which, on the simulator, the seed decides).
 
+mod recovery;
+mod send;
+mod settled;
+
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use zkdist_coord::retry::{until_known, until_known_within};
+use zkdist_coord::retry::until_known;
 use zkdist_coord::{
-    AddWatchMode, AssignmentView, ChildrenRead, Coordinator, CreateMode, Directory, Event,
-    EventStream, Layout, MAX_LISTING_ATTEMPTS, Observer, Op, SessionState, Stat, TaskId, Watch,
-    WatchKind, WorkerId, ZkError, ZkResult, encode_assignment,
+    AssignmentView, Coordinator, Directory, Event, EventStream, Layout, Observer, SessionState,
+    Stat, TaskId, WatchKind, WorkerId, ZkError, ZkResult,
 };
 
-use crate::decision::{Command, MasterDecision};
+use crate::decision::MasterDecision;
 use crate::discovery::TaskDiscovery;
 use crate::election::Epoch;
-use crate::fenced::{FencedOps, FencedReply};
+use crate::fenced::FencedReply;
 use crate::in_flight::InFlight;
 use crate::state::{
     AssignmentData, AssignmentFound, MasterState, ReclaimOutcome, RegistrationRead, Step,
-    TaskStatus, WriteOutcome,
+    WriteOutcome,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -147,13 +150,6 @@ enum Link {
 /// `tasks/` again after a reconcile listing failed (typically over the
 /// client's reply limit: the queue must shrink first).
 pub const RECONCILE_RETRY_DELAY_MS: u64 = 5_000;
-
-/// How many times the watch discovery sends one listing of `tasks/` while
-/// it fails as a lost connection. Few: a reply over the client's limit
-/// fails that way every time (a Java client drops the connection on such
-/// a frame, which the other requests in flight would feel; zkdist's
-/// sessions refuse the reply alone, as a lost connection).
-const WATCH_LISTING_ATTEMPTS: u32 = 5;
 
 /// The master of one session. Build it with [`Master::new`], optionally
 /// attach an observer, then [`Master::run_until`].
@@ -617,341 +613,6 @@ impl<C: Coordinator> Master<C> {
             self.send(command, in_flight);
         }
     }
-
-    fn send(&self, command: Command, in_flight: &mut InFlight<Reply>) {
-        let zk = Arc::clone(&self.zk);
-        match command {
-            Command::List(dir) => {
-                let path = self.layout.directory(dir);
-                let watched_recursively = self.discovery.watches_recursively(dir);
-                // The recursive watch reports every change: a one-shot
-                // watch on top would only add an event per change.
-                let watch = if watched_recursively {
-                    Watch::No
-                } else {
-                    Watch::Yes
-                };
-                // Bounded for `tasks/`, the one directory that can outgrow
-                // the client's reply limit: such a listing fails as a lost
-                // connection every time, and must not stall the replies
-                // behind it for ever. Not `assignments/`, even watched: see
-                // `state/reconcile.rs`.
-                let max_attempts = match (dir, self.discovery) {
-                    (Directory::Tasks, TaskDiscovery::Watch) => WATCH_LISTING_ATTEMPTS,
-                    (Directory::Tasks, TaskDiscovery::Listing) => MAX_LISTING_ATTEMPTS,
-                    (Directory::Workers | Directory::Assignments, _) => u32::MAX,
-                };
-                in_flight.push(async move {
-                    let mut attempts = 0_u32;
-                    let result = until_known_within(max_attempts, || {
-                        attempts += 1;
-                        zk.get_children(&path, watch)
-                    })
-                    .await;
-                    Reply::Listed {
-                        dir,
-                        result,
-                        resent: attempts > 1,
-                    }
-                });
-            }
-            Command::WatchRecursively(dir) => {
-                let path = self.layout.directory(dir);
-                in_flight.push(async move {
-                    let mut attempts = 0_u32;
-                    let result = until_known(|| {
-                        attempts += 1;
-                        zk.add_watch(&path, AddWatchMode::PersistentRecursive)
-                    })
-                    .await;
-                    Reply::WatchedRecursively {
-                        dir,
-                        result,
-                        resent: attempts > 1,
-                    }
-                });
-            }
-            Command::ReadAssignment(worker) => {
-                let path = self.layout.assignment(&worker);
-                in_flight.push(async move {
-                    let result = until_known(|| zk.get_data(&path, Watch::No)).await;
-                    Reply::AssignmentRead {
-                        worker,
-                        result: result.map(|(data, _)| data),
-                    }
-                });
-            }
-            Command::CheckTasksFinished(tasks) => {
-                let checks: Vec<SettledBy> = tasks
-                    .iter()
-                    .map(|task| SettledBy::of(&self.layout, task))
-                    .collect();
-                in_flight.push(async move {
-                    let result = SettledBy::each(&*zk, &checks).await;
-                    Reply::TasksChecked { tasks, result }
-                });
-            }
-            Command::CreateAssignment {
-                worker,
-                task,
-                payload,
-            } => {
-                // The worker must still be registered when the create is
-                // applied: a worker that deregistered since the master last
-                // heard (one told to stop deletes its registration with its
-                // last result) is given nothing, so its task need not be
-                // taken back from it. A check without a version: only the
-                // node's existence matters.
-                let create = FencedOps::new(
-                    &self.layout,
-                    self.epoch,
-                    [
-                        Op::Check {
-                            path: self.layout.worker(&worker),
-                            version: None,
-                        },
-                        Op::Create {
-                            path: self.layout.assignment(&worker),
-                            data: encode_assignment(&task, payload.as_deref()),
-                            mode: CreateMode::Persistent,
-                        },
-                    ],
-                );
-                in_flight.push(async move {
-                    // Not retried: after a connection loss the create may
-                    // have been applied, and a blind retry could not tell;
-                    // the core asks for the outcome to be read back.
-                    let reply = create.send(&*zk).await;
-                    Reply::AssignmentCreated {
-                        worker,
-                        task,
-                        reply,
-                    }
-                });
-            }
-            Command::ReadPayloads(tasks) => {
-                let paths: Vec<String> = tasks.iter().map(|task| self.layout.task(task)).collect();
-                in_flight.push(async move {
-                    // One attempt: nothing waits on it, and a task whose
-                    // payload is not read ahead is assigned by name. One
-                    // task is read with a plain `get_data`, which the
-                    // server answers a little faster than a multi-read.
-                    let count = paths.len();
-                    let (payloads, failure) = match <[String; 1]>::try_from(paths) {
-                        Ok([path]) => match zk.get_data(&path, Watch::No).await {
-                            Ok((data, _)) => (vec![Some(data)], None),
-                            Err(error) => (vec![None], Some(error)),
-                        },
-                        Err(paths) => match zk.get_data_many(paths).await {
-                            Ok(results) => (
-                                results
-                                    .into_iter()
-                                    .map(|result| result.ok().map(|(data, _)| data))
-                                    .collect(),
-                                None,
-                            ),
-                            Err(error) => (vec![None; count], Some(error)),
-                        },
-                    };
-                    assert_eq!(payloads.len(), tasks.len(), "one answer per task read");
-                    Reply::PayloadsRead {
-                        reads: tasks.into_iter().zip(payloads).collect(),
-                        failure,
-                    }
-                });
-            }
-            Command::ReadRegistration(worker) => {
-                let path = self.layout.worker(&worker);
-                in_flight.push(async move {
-                    // Sent again after a connection loss: a worker whose
-                    // answer is lost would go without inline payloads for
-                    // its whole session.
-                    let result = until_known(|| zk.get_data(&path, Watch::No)).await;
-                    Reply::RegistrationRead { worker, result }
-                });
-            }
-            Command::RecoverAssignment { worker, task } => {
-                let layout = self.layout.clone();
-                in_flight.push(async move {
-                    let result = recover_assignment(&*zk, &layout, &worker, &task).await;
-                    Reply::AssignmentRecovered {
-                        worker,
-                        task,
-                        result,
-                    }
-                });
-            }
-            Command::Reclaim { worker, task } => {
-                let layout = self.layout.clone();
-                let epoch = self.epoch;
-                in_flight.push(async move {
-                    let result = reclaim(&*zk, &layout, epoch, &worker, &task).await;
-                    Reply::Reclaimed {
-                        worker,
-                        task,
-                        result,
-                    }
-                });
-            }
-        }
-    }
-}
-
-/// The nodes either of which settles a task: its result, or its mark when
-/// its node refused the result (see `Layout::refused`), which no master
-/// tries again. Built before the reads go out, so that a check in flight
-/// holds two paths, not a copy of the layout.
-struct SettledBy {
-    result: String,
-    mark: String,
-}
-
-impl SettledBy {
-    fn of(layout: &Layout, task: &TaskId) -> SettledBy {
-        SettledBy {
-            result: layout.result(task),
-            mark: layout.refused(task),
-        }
-    }
-
-    /// Whether either node exists. Both reads are sent together.
-    async fn any<C: Coordinator>(&self, zk: &C) -> ZkResult<bool> {
-        let (result, mark) = futures::join!(
-            until_known(|| zk.exists(&self.result, Watch::No)),
-            until_known(|| zk.exists(&self.mark, Watch::No))
-        );
-        Ok(result?.is_some() || mark?.is_some())
-    }
-
-    /// Whether each of `checks` is settled, in one request: a multi-read
-    /// of both nodes of every task, listing them to learn whether they
-    /// exist (a multi-read has no `exists`). A node the session may not
-    /// read is answered `NoAuth`, which ZooKeeper gives only for a node it
-    /// found, so it counts as present, as `exists` would show it.
-    async fn each<C: Coordinator>(zk: &C, checks: &[SettledBy]) -> ZkResult<Vec<bool>> {
-        let paths: Vec<String> = checks
-            .iter()
-            .flat_map(|check| [check.result.clone(), check.mark.clone()])
-            .collect();
-        let listed = until_known(|| zk.get_children_many(paths.clone())).await?;
-        assert_eq!(listed.len(), paths.len(), "one listing per path");
-        settled_pairs(&listed)
-    }
-}
-
-/// Whether each task is settled, from the listings of its two nodes (in
-/// pairs, as [`SettledBy::each`] asks for them): a node is there if its
-/// listing was answered, or refused with `NoAuth` (the server checks the
-/// ACL of a node it found); `NoNode` says it is missing. A task with
-/// either node there is settled whatever the other's answer; one whose
-/// nodes are neither there nor both missing is an error the master cannot
-/// decide on.
-fn settled_pairs(listed: &[ChildrenRead]) -> ZkResult<Vec<bool>> {
-    let there = |listing: &ChildrenRead| matches!(listing, Ok(_) | Err(ZkError::NoAuth { .. }));
-    listed
-        .chunks_exact(2)
-        .map(|pair| match pair {
-            [result, mark] if there(result) || there(mark) => Ok(true),
-            [Err(ZkError::NoNode { .. }), Err(ZkError::NoNode { .. })] => Ok(false),
-            [Err(error), _] | [_, Err(error)] if !matches!(error, ZkError::NoNode { .. }) => {
-                Err(error.clone())
-            }
-            _ => unreachable!("a pair neither there nor missing holds an error"),
-        })
-        .collect()
-}
-
-/// Whether `task` is settled (a result, or marked refused), exists
-/// unsettled, or is gone. A settled task is finished whatever else holds;
-/// otherwise, whether its node exists tells unfinished from gone.
-async fn task_status<C: Coordinator>(
-    zk: &C,
-    layout: &Layout,
-    task: &TaskId,
-) -> ZkResult<TaskStatus> {
-    if SettledBy::of(layout, task).any(zk).await? {
-        return Ok(TaskStatus::Finished);
-    }
-    let task = layout.task(task);
-    Ok(match until_known(|| zk.exists(&task, Watch::No)).await? {
-        Some(_) => TaskStatus::Unfinished,
-        None => TaskStatus::Gone,
-    })
-}
-
-/// Reads back an assignment create whose outcome is unknown. The worker is
-/// alive and only this master assigns, so the node, if present, is that
-/// create's; if absent, the task's result tells whether the worker already
-/// ran it (completion creates the result and deletes the assignment in one
-/// `multi`); a task whose node refused its result is marked refused by
-/// the release, and reads as finished the same way. A `sync` comes first: after a reconnect
-/// the server may be a follower that has not applied the create yet, and
-/// reading "absent" there would re-queue a task the worker is running.
-async fn recover_assignment<C: Coordinator>(
-    zk: &C,
-    layout: &Layout,
-    worker: &WorkerId,
-    task: &TaskId,
-) -> ZkResult<AssignmentFound> {
-    let path = layout.assignment(worker);
-    until_known(|| zk.sync(&path)).await?;
-    match until_known(|| zk.get_data(&path, Watch::No)).await {
-        Ok((data, _)) if AssignmentView::decode(&data).is_ok_and(|view| view.task == *task) => {
-            Ok(AssignmentFound::Present)
-        }
-        // Not this master's node (only it assigns to this worker): it was
-        // there before, so the create was refused.
-        Ok(_) => Ok(AssignmentFound::Foreign),
-        Err(ZkError::NoNode { .. }) => Ok(AssignmentFound::Absent(
-            task_status(zk, layout, task).await?,
-        )),
-        Err(error) => Err(error),
-    }
-}
-
-/// Deletes the assignment of a worker that is gone, fenced by the epoch,
-/// then reads the task's status. Sent again after a connection loss: no
-/// one creates a dead worker's assignment again, so a repeat deletes
-/// nothing more, and `NoNode` then means an earlier attempt (or the worker,
-/// on completing) deleted it.
-async fn reclaim<C: Coordinator>(
-    zk: &C,
-    layout: &Layout,
-    epoch: Epoch,
-    worker: &WorkerId,
-    task: &TaskId,
-) -> ZkResult<ReclaimOutcome> {
-    let path = layout.assignment(worker);
-    let delete = FencedOps::new(
-        layout,
-        epoch,
-        [Op::Delete {
-            path: path.clone(),
-            version: None,
-        }],
-    );
-    let deleted = match until_known(|| async {
-        match delete.send(zk).await {
-            FencedReply::Unknown => Err(ZkError::ConnectionLoss {
-                reason: format!("deleting {path}: outcome unknown"),
-            }),
-            known => Ok(known),
-        }
-    })
-    .await?
-    {
-        FencedReply::Applied => true,
-        FencedReply::OpFailed {
-            error: ZkError::NoNode { .. },
-            ..
-        } => false,
-        FencedReply::FencedOff => return Ok(ReclaimOutcome::Fenced),
-        FencedReply::Unknown => unreachable!("repeated until known"),
-        FencedReply::OpFailed { error, .. } | FencedReply::Error(error) => return Err(error),
-    };
-    // Read on the server that answered the delete: no sync needed.
-    let status = task_status(zk, layout, task).await?;
-    Ok(ReclaimOutcome::Reclaimed { deleted, status })
 }
 
 /// How loud a decision is in the log. Warnings for what an operator must
@@ -976,48 +637,6 @@ mod tests {
     use zkdist_coord::TaskId;
 
     use super::*;
-
-    #[test]
-    fn a_task_is_settled_when_either_node_is_there_even_unreadable() {
-        let missing = || Err(ZkError::NoNode { path: "/x".into() });
-        let there = || Ok(Vec::new());
-        let closed = || Err(ZkError::NoAuth { path: "/x".into() });
-        let listed = vec![
-            missing(),
-            missing(),
-            there(),
-            missing(),
-            missing(),
-            there(),
-            closed(),
-            missing(),
-            missing(),
-            closed(),
-            there(),
-            there(),
-        ];
-        assert_eq!(
-            settled_pairs(&listed),
-            Ok(vec![false, true, true, true, true, true])
-        );
-        let failed = ZkError::System {
-            reason: "broken".into(),
-        };
-        assert_eq!(
-            settled_pairs(&[missing(), Err(failed.clone())]),
-            Err(failed.clone()),
-            "an answer that says neither is not taken as missing"
-        );
-        assert_eq!(
-            settled_pairs(&[Err(failed.clone()), missing()]),
-            Err(failed.clone())
-        );
-        assert_eq!(
-            settled_pairs(&[Err(failed.clone()), closed(), there(), Err(failed)]),
-            Ok(vec![true, true]),
-            "either node there settles the task"
-        );
-    }
 
     #[test]
     fn only_the_stored_tasks_met_at_start_up_are_logged_below_info() {
