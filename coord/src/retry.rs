@@ -12,6 +12,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::error::ZkResult;
+use crate::validate::reply_over_limit;
 
 /// The pause before the first repeat; it doubles on each further one.
 pub const FIRST_RETRY_PAUSE_MS: u64 = 10;
@@ -57,6 +58,32 @@ where
             known_or_given_up => return known_or_given_up,
         }
     }
+}
+
+/// [`until_known_within`] for a listing: a reply over the client's limit
+/// ([`crate::validate::reply_over_limit`]) is returned at once, not sent
+/// again. It fails as a lost connection, but the same listing is refused
+/// every time, so repeating it would only ask the server to serialise the
+/// whole directory again, up to `max_attempts` times (for ever, for a
+/// caller that repeats until the session ends), and put off the error
+/// that says what to raise.
+pub async fn listing_until_known_within<T, F, Fut>(max_attempts: u32, mut list: F) -> ZkResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ZkResult<T>>,
+{
+    let listed = until_known_within(max_attempts, || {
+        let listing = list();
+        async move {
+            match listing.await {
+                Err(error) if reply_over_limit(&error).is_some() => Ok(Err(error)),
+                Err(error) => Err(error),
+                Ok(listed) => Ok(Ok(listed)),
+            }
+        }
+    })
+    .await;
+    listed.and_then(|over_limit_or_listed| over_limit_or_listed)
 }
 
 #[cfg(test)]
@@ -127,5 +154,37 @@ mod tests {
         })
         .await;
         assert_eq!(known, Ok(7), "the last allowed attempt still counts");
+    }
+
+    #[tokio::test]
+    async fn a_listing_over_the_reply_limit_is_not_sent_again() {
+        let names = vec!["task-0000000000000001-0000000001".to_owned(); 100];
+        let over_limit = crate::validate::check_children_reply("/zkdist/tasks", &names, 1_000)
+            .expect_err("a reply over the limit is refused");
+        let mut attempts = 0;
+        let outcome: ZkResult<()> = listing_until_known_within(u32::MAX, || {
+            attempts += 1;
+            let reply = Err(over_limit.clone());
+            async move { reply }
+        })
+        .await;
+        assert_eq!(outcome, Err(over_limit));
+        assert_eq!(attempts, 1, "the same listing is refused every time");
+
+        let mut attempts = 0;
+        let listed: ZkResult<u32> = listing_until_known_within(u32::MAX, || {
+            attempts += 1;
+            let reply = if attempts < 3 {
+                Err(ZkError::ConnectionLoss {
+                    reason: "cut".into(),
+                })
+            } else {
+                Ok(7)
+            };
+            async move { reply }
+        })
+        .await;
+        assert_eq!(listed, Ok(7), "any other lost connection is sent again");
+        assert_eq!(attempts, 3);
     }
 }

@@ -19,7 +19,7 @@ use zkdist_coord::{
 use crate::decision::MasterDecision;
 use crate::discovery::TaskDiscovery;
 use crate::election::{StandbyEnd, claim_master, stand_by};
-use crate::shell::{Master, MasterError};
+use crate::shell::{Master, MasterError, RECONCILE_RETRY_DELAY_MS};
 use crate::state::MasterState;
 
 /// The pause before a new session is opened after one ended, so a role
@@ -38,6 +38,9 @@ enum SessionEnd {
     Shutdown(Option<Box<MasterState>>),
     /// Start over with a new session.
     Restart,
+    /// Start over with a new session once `delay_ms` have passed: the
+    /// session failed on something that only time can change.
+    RestartAfter { delay_ms: u64 },
 }
 
 /// Runs a master candidate until `shutdown` completes: in each session it
@@ -139,11 +142,15 @@ pub async fn run_master_role_for_state<K: Connector>(
         };
         match end {
             SessionEnd::Shutdown(state) => return Ok(state.map(|state| *state)),
-            SessionEnd::Restart => {
+            SessionEnd::Restart | SessionEnd::RestartAfter { .. } => {
+                let delay_ms = match end {
+                    SessionEnd::RestartAfter { delay_ms } => delay_ms,
+                    _ => SESSION_RETRY_DELAY_MS,
+                };
                 tokio::select! {
                     biased;
                     () = &mut shutdown => return Ok(None),
-                    () = tokio::time::sleep(Duration::from_millis(SESSION_RETRY_DELAY_MS)) => {}
+                    () = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
                 }
             }
         }
@@ -271,6 +278,19 @@ async fn run_session<C: Coordinator>(
             if !error.is_transient() && error.code() != ErrorCode::NoNode =>
         {
             Err(MasterError::Request { what, error })
+        }
+        // `tasks/` is over the client's reply limit: a new session meets
+        // the same refusal until clients clean finished tasks up (or the
+        // operator raises the limit, or lets the watch discovery take the
+        // queue from events). Each try has the server serialise the whole
+        // directory, so they come at the reconcile's pace, not at once.
+        Err(error @ MasterError::Request { .. }) if error.is_listing_over_limit() => {
+            publish(MasterDecision::Restarting {
+                reason: error.to_string(),
+            });
+            Ok(SessionEnd::RestartAfter {
+                delay_ms: RECONCILE_RETRY_DELAY_MS,
+            })
         }
         Err(error @ MasterError::Request { .. }) => {
             publish(MasterDecision::Restarting {

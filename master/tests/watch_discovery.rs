@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use zkdist_coord::{Coordinator, CreateMode, Layout, TaskId, Watch, path};
-use zkdist_master::{MasterDecision, TaskDiscovery};
-use zkdist_sim::{Latency, SimConfig, SimSession, SimZk};
+use zkdist_master::{MasterDecision, RECONCILE_RETRY_DELAY_MS, TaskDiscovery, run_master_role};
+use zkdist_sim::{Latency, SimConfig, SimConnector, SimSession, SimZk};
 
 use common::*;
 
@@ -198,38 +198,51 @@ fn a_reconcile_over_the_reply_limit_is_deferred_until_it_fits() {
 /// listing of over 1 MiB, the default reply limit.
 const BACKLOG_OVER_THE_DEFAULT_LIMIT: usize = 30_000;
 
-/// Queues [`BACKLOG_OVER_THE_DEFAULT_LIMIT`] tasks, then elects a master on
-/// a simulation whose sessions accept listings of up to `max_reply_bytes`:
-/// to start, the master must list them all. Runs `check` on the master and
-/// the tasks, oldest first.
+/// A simulation whose sessions accept listings of up to `max_reply_bytes`,
+/// with [`BACKLOG_OVER_THE_DEFAULT_LIMIT`] tasks queued under the default
+/// layout; the tasks, oldest first.
+async fn backlog(max_reply_bytes: usize) -> (SimZk, Vec<TaskId>) {
+    backlog_with(SimConfig {
+        max_reply_bytes,
+        ..sim_config(5, Latency::Zero)
+    })
+    .await
+}
+
+/// [`backlog`] on a simulation configured as `config` says.
+async fn backlog_with(config: SimConfig) -> (SimZk, Vec<TaskId>) {
+    let sim = SimZk::start(config);
+    let layout = Layout::default();
+    let (client, _client_events) = sim.connect("client").await.unwrap();
+    for dir in [layout.root().to_owned(), layout.tasks_dir()] {
+        client
+            .create(&dir, b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+    }
+    let queued = create_tasks(&client, &layout, BACKLOG_OVER_THE_DEFAULT_LIMIT).await;
+    (sim, queued)
+}
+
+/// Elects a master on a [`backlog`]: to start, the master must list every
+/// task. Runs `check` on the master, the tasks and the simulation.
 fn master_on_a_backlog(
     max_reply_bytes: usize,
-    check: impl AsyncFnOnce(RunningMaster, Vec<TaskId>),
+    check: impl AsyncFnOnce(RunningMaster, Vec<TaskId>, SimZk),
 ) {
     run_sim(5, async {
-        let sim = SimZk::start(SimConfig {
-            max_reply_bytes,
-            ..sim_config(5, Latency::Zero)
-        });
-        let layout = Layout::default();
-        let (client, _client_events) = sim.connect("client").await.unwrap();
-        for dir in [layout.root().to_owned(), layout.tasks_dir()] {
-            client
-                .create(&dir, b"", CreateMode::Persistent)
-                .await
-                .unwrap();
-        }
-        let queued = create_tasks(&client, &layout, BACKLOG_OVER_THE_DEFAULT_LIMIT).await;
-        let master = start_master(&sim, "master", &layout).await;
-        check(master, queued).await;
+        let (sim, queued) = backlog(max_reply_bytes).await;
+        let master = start_master(&sim, "master", &Layout::default()).await;
+        check(master, queued, sim).await;
     });
 }
 
 /// With the default reply limit a master cannot list the backlog, so it
-/// cannot start, and says why.
+/// cannot start, and says why. It lists once: the same listing would be
+/// refused every time.
 #[test]
 fn a_master_cannot_start_on_a_backlog_over_the_default_reply_limit() {
-    master_on_a_backlog(zkdist_coord::MAX_REPLY_BYTES, async |master, _| {
+    master_on_a_backlog(zkdist_coord::MAX_REPLY_BYTES, async |master, _, sim| {
         let (outcome, decisions) = tokio::time::timeout(HANG_GUARD, master.outcome())
             .await
             .expect("the master gives up in time");
@@ -237,6 +250,16 @@ fn a_master_cannot_start_on_a_backlog_over_the_default_reply_limit() {
             .expect_err("the master cannot list tasks/")
             .to_string();
         assert!(error.contains("1048576"), "{error}");
+        let tasks_listings = sim
+            .trace()
+            .await
+            .iter()
+            .filter(|line| line.contains("read master get_children /zkdist/tasks"))
+            .count();
+        assert_eq!(
+            tasks_listings, 1,
+            "a listing over the limit is not sent again"
+        );
         assert!(
             !decisions
                 .iter()
@@ -246,30 +269,91 @@ fn a_master_cannot_start_on_a_backlog_over_the_default_reply_limit() {
     });
 }
 
+/// A master candidate whose sessions cannot list the backlog starts over
+/// in a new session, which may fit once clients clean tasks up, but at the
+/// reconcile's pace: every try has the server serialise the whole
+/// directory. (The simulated client drops its connection on such a reply,
+/// as a Java client does, so the session's `master` node outlives the
+/// close, and the next session waits for it to expire: a session timeout
+/// shorter than the pace shows the pace.)
+#[test]
+fn a_role_that_cannot_list_the_backlog_starts_over_at_the_reconcile_s_pace() {
+    run_sim(5, async {
+        let (sim, _) = backlog_with(SimConfig {
+            session_timeout_ms: RECONCILE_RETRY_DELAY_MS / 5,
+            ..sim_config(5, Latency::Zero)
+        })
+        .await;
+        let (decisions_tx, mut decisions) = tokio::sync::mpsc::unbounded_channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let role = tokio::spawn(run_master_role(
+            SimConnector::new(sim.clone(), "m1"),
+            Layout::default(),
+            TaskDiscovery::Watch,
+            async move {
+                let _ = stopped.await;
+            },
+            Some(decisions_tx.into()),
+        ));
+        let mut restarts = Vec::new();
+        while restarts.len() < 3 {
+            let decision = tokio::time::timeout(HANG_GUARD, decisions.recv())
+                .await
+                .expect("the role decides")
+                .expect("the role runs");
+            if let MasterDecision::Restarting { reason } = decision {
+                assert!(reason.contains("1048576"), "{reason}");
+                restarts.push(tokio::time::Instant::now());
+            }
+        }
+        for pair in restarts.windows(2) {
+            assert!(
+                pair[1] - pair[0] >= Duration::from_millis(RECONCILE_RETRY_DELAY_MS),
+                "restarted after {:?}",
+                pair[1] - pair[0]
+            );
+        }
+        let listings = sim
+            .trace()
+            .await
+            .iter()
+            .filter(|line| line.contains("get_children /zkdist/tasks") && line.contains("read "))
+            .count();
+        assert_eq!(listings, 3, "one listing a session");
+        stop.send(()).expect("the role waits for its shutdown");
+        role.await
+            .expect("the role does not panic")
+            .expect("the role shuts down cleanly");
+    });
+}
+
 /// With the limit raised, the same master starts and queues every task.
 #[test]
 fn a_master_starts_on_a_backlog_over_the_default_reply_limit_once_it_is_raised() {
-    master_on_a_backlog(4 * zkdist_coord::MAX_REPLY_BYTES, async |master, queued| {
-        let (master, decisions) = wait_for(master, "initialisation", |d| {
-            matches!(d, MasterDecision::Initialised { .. })
-        })
-        .await;
-        assert!(
-            matches!(
-                decisions.last(),
-                Some(MasterDecision::Initialised {
-                    pending_tasks: BACKLOG_OVER_THE_DEFAULT_LIMIT,
-                    ..
-                })
-            ),
-            "{:?}",
-            decisions.last()
-        );
-        let (state, _) = master.stop().await;
-        let state = state.expect("the master ran");
-        assert_eq!(state.pending_tasks().first(), queued.first());
-        assert_eq!(state.pending_tasks().last(), queued.last());
-    });
+    master_on_a_backlog(
+        4 * zkdist_coord::MAX_REPLY_BYTES,
+        async |master, queued, _| {
+            let (master, decisions) = wait_for(master, "initialisation", |d| {
+                matches!(d, MasterDecision::Initialised { .. })
+            })
+            .await;
+            assert!(
+                matches!(
+                    decisions.last(),
+                    Some(MasterDecision::Initialised {
+                        pending_tasks: BACKLOG_OVER_THE_DEFAULT_LIMIT,
+                        ..
+                    })
+                ),
+                "{:?}",
+                decisions.last()
+            );
+            let (state, _) = master.stop().await;
+            let state = state.expect("the master ran");
+            assert_eq!(state.pending_tasks().first(), queued.first());
+            assert_eq!(state.pending_tasks().last(), queued.last());
+        },
+    );
 }
 
 /// A persistent node under `workers/` (an operator's stray create, or the

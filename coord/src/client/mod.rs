@@ -15,7 +15,7 @@ use crate::codec::CodecError;
 use crate::error::ZkError;
 use crate::layout::Layout;
 use crate::names::{InvalidName, TaskId, TaskToken};
-use crate::retry::{until_known, until_known_within};
+use crate::retry::{listing_until_known_within, until_known};
 use crate::{Coordinator, EventStream, SessionState, Stat, Watch};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -171,31 +171,25 @@ impl<C: Coordinator> Client<C> {
     /// over the session's limit ([`ClientError::ListingOverLimit`]): that
     /// fails as a lost connection too, but every time.
     async fn list_children(&self, dir: &str) -> Result<Vec<String>, ClientError> {
-        // A listing over the reply limit is a known outcome here, not one
-        // to send again: the same listing is refused every time.
-        let listed = until_known_within(MAX_LISTING_ATTEMPTS, || async {
-            match self.zk.get_children(dir, Watch::No).await {
-                Err(error) => match crate::validate::reply_over_limit(&error) {
-                    Some(reason) => Ok(Err(reason.to_owned())),
-                    None => Err(error),
-                },
-                Ok(listed) => Ok(Ok(listed)),
-            }
+        let listed = listing_until_known_within(MAX_LISTING_ATTEMPTS, || {
+            self.zk.get_children(dir, Watch::No)
         })
         .await;
         match listed {
-            Ok(Ok((names, _))) => Ok(names),
-            // The refusal's own words: "connection lost" would mislead.
-            Ok(Err(reason)) => Err(ClientError::ListingOverLimit {
-                path: dir.to_owned(),
-                reason,
-            }),
-            Err(error) if error.is_outcome_unknown() => Err(ClientError::ListingUnreadable {
-                path: dir.to_owned(),
-                attempts: MAX_LISTING_ATTEMPTS,
-                error,
-            }),
-            Err(error) => Err(error.into()),
+            Ok((names, _)) => Ok(names),
+            Err(error) => match crate::validate::reply_over_limit(&error) {
+                // The refusal's own words: "connection lost" would mislead.
+                Some(reason) => Err(ClientError::ListingOverLimit {
+                    path: dir.to_owned(),
+                    reason: reason.to_owned(),
+                }),
+                None if error.is_outcome_unknown() => Err(ClientError::ListingUnreadable {
+                    path: dir.to_owned(),
+                    attempts: MAX_LISTING_ATTEMPTS,
+                    error,
+                }),
+                None => Err(error.into()),
+            },
         }
     }
 

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zkdist_coord::retry::until_known;
+use zkdist_coord::validate::reply_over_limit;
 use zkdist_coord::{
     AssignmentView, Coordinator, Directory, Event, EventStream, Layout, Observer, SessionState,
     Stat, TaskId, WatchKind, WorkerId, ZkError, ZkResult,
@@ -44,6 +45,15 @@ pub enum MasterError {
     /// master stopped at once; nothing it sent after that changed the tree.
     #[error("deposed: the master of epoch {epoch} was superseded")]
     Deposed { epoch: Epoch },
+}
+
+impl MasterError {
+    /// Whether this is a listing refused for a reply over the client's
+    /// limit ([`zkdist_coord::validate::reply_over_limit`]), which the same
+    /// listing meets every time.
+    pub fn is_listing_over_limit(&self) -> bool {
+        matches!(self, MasterError::Request { error, .. } if reply_over_limit(error).is_some())
+    }
 }
 
 /// A reply to one [`Command`], or to the shell's own sync after a

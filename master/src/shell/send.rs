@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use zkdist_coord::retry::{until_known, until_known_within};
+use zkdist_coord::retry::{listing_until_known_within, until_known};
 use zkdist_coord::{
     AddWatchMode, Coordinator, CreateMode, Directory, MAX_LISTING_ATTEMPTS, Op, Watch,
     encode_assignment,
@@ -18,10 +18,9 @@ use crate::fenced::FencedOps;
 use crate::in_flight::InFlight;
 
 /// How many times the watch discovery sends one listing of `tasks/` while
-/// it fails as a lost connection. Few: a reply over the client's limit
-/// fails that way every time (a Java client drops the connection on such
-/// a frame, which the other requests in flight would feel; zkdist's
-/// sessions refuse the reply alone, as a lost connection).
+/// it fails as a lost connection. Few: the reconcile it serves is deferred
+/// and tried again after [`super::RECONCILE_RETRY_DELAY_MS`] anyway, and
+/// the replies behind it wait meanwhile.
 const WATCH_LISTING_ATTEMPTS: u32 = 5;
 
 impl<C: Coordinator> Master<C> {
@@ -38,10 +37,12 @@ impl<C: Coordinator> Master<C> {
                 } else {
                     Watch::Yes
                 };
-                // Bounded for `tasks/`, the one directory that can outgrow
-                // the client's reply limit: such a listing fails as a lost
-                // connection every time, and must not stall the replies
-                // behind it for ever. Not `assignments/`, even watched: see
+                // A listing over the client's reply limit fails at once
+                // (see `listing_until_known_within`). Other lost
+                // connections are bounded for `tasks/`, the one directory
+                // that can outgrow the limit, so that a connection that
+                // keeps dropping does not stall the replies behind the
+                // listing for ever. Not `assignments/`, even watched: see
                 // `state/reconcile.rs`.
                 let max_attempts = match (dir, self.discovery) {
                     (Directory::Tasks, TaskDiscovery::Watch) => WATCH_LISTING_ATTEMPTS,
@@ -50,7 +51,7 @@ impl<C: Coordinator> Master<C> {
                 };
                 in_flight.push(async move {
                     let mut attempts = 0_u32;
-                    let result = until_known_within(max_attempts, || {
+                    let result = listing_until_known_within(max_attempts, || {
                         attempts += 1;
                         zk.get_children(&path, watch)
                     })
