@@ -367,7 +367,9 @@ async fn look_up_unanswered<C: Coordinator>(client: &Client<C>, queued: &mut [Qu
 
 /// Sends again, in order and in batches of [`BATCH_TASKS`], the payloads no
 /// task carries, stopping before the first batch after `interrupted` says
-/// so; returns how many were sent.
+/// so, or after the batch in which this session too ended (the rest were
+/// not queued: a create issued on an ended session is not sent, but would
+/// read as in doubt); returns how many were sent.
 async fn send_again<C: Coordinator>(
     client: &Client<C>,
     payloads: &[&[u8]],
@@ -379,7 +381,14 @@ async fn send_again<C: Coordinator>(
         .filter(|&index| matches!(queued[index], Queued::Unsent(_)))
         .collect();
     let mut sent = 0;
+    let mut ended: Option<ClientError> = None;
     for batch in again.chunks(BATCH_TASKS) {
+        if let Some(ended) = &ended {
+            for &index in batch {
+                queued[index] = Queued::Failed(ended.clone());
+            }
+            continue;
+        }
         if interrupted() {
             for &index in batch {
                 queued[index] = Queued::Interrupted;
@@ -388,8 +397,14 @@ async fn send_again<C: Coordinator>(
         }
         let resent: Vec<&[u8]> = batch.iter().map(|&index| payloads[index]).collect();
         let outcomes = client.submit_many(&resent, CREATES_IN_FLIGHT).await;
-        sent += batch.len();
         for (&index, outcome) in batch.iter().zip(outcomes) {
+            if ended.is_none() {
+                ended = session_end_met(&outcome).cloned();
+            }
+            // Not sent: the session had ended (see `submit_many`).
+            if !matches!(&outcome, Err(error) if is_session_end(error)) {
+                sent += 1;
+            }
             queued[index] = match outcome {
                 Ok(task) => Queued::Task(task),
                 Err(error) => Queued::Failed(error),
@@ -398,6 +413,16 @@ async fn send_again<C: Coordinator>(
         settled(queued);
     }
     sent
+}
+
+/// The session's end, if a payload's outcome met it: its create was
+/// unanswered when the session ended, or never sent because it had.
+fn session_end_met(outcome: &Result<TaskId, ClientError>) -> Option<&ClientError> {
+    match outcome {
+        Err(ClientError::SubmitInDoubt { cause, .. }) if is_session_end(cause) => Some(cause),
+        Err(error) if is_session_end(error) => Some(error),
+        _ => None,
+    }
 }
 
 /// No new session (none could be opened, or `interrupted` came first):
@@ -967,6 +992,80 @@ mod tests {
             assert!(interrupted >= payloads.len() - BATCH_TASKS, "{interrupted}");
             // Tasks are only those answered, and those in doubt that the
             // server applied before the cut.
+            let (reader, _events) = sim.connect("reader").await.unwrap();
+            let (names, _) = reader
+                .get_children(&layout.tasks_dir(), Watch::No)
+                .await
+                .unwrap();
+            assert!(
+                (queued..=queued + in_doubt).contains(&names.len()),
+                "{} tasks for {queued} queued and {in_doubt} in doubt",
+                names.len()
+            );
+        });
+    }
+
+    /// The new session ends too, in its first batch of payloads sent
+    /// again: the batches after it are not sent on the ended session, so
+    /// they read as not queued (`-`), not as in doubt (`?`), and only the
+    /// creates in flight at that end are in doubt.
+    #[test]
+    fn a_second_session_end_sends_nothing_more_and_reports_no_false_doubt() {
+        zkdist_sim::runtime::block_on(11, async {
+            let sim = cut_midway_sim();
+            let layout = Layout::default();
+            let (zk, events) = sim.connect("submitter").await.unwrap();
+            let session = zk.session_id();
+            let client = Client::new(zk, events, layout.clone());
+            let payloads = echo_payloads(3 * BATCH_TASKS as u64);
+            let payloads: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+            let (cutting, _) = cut_midway(&sim, session);
+            let resumer_cut = std::sync::Mutex::new(None);
+            let reconnect = |_| {
+                let (sim, layout, resumer_cut) = (&sim, &layout, &resumer_cut);
+                async move {
+                    let (zk, events) = sim.connect("resumer").await?;
+                    *resumer_cut.lock().unwrap() = Some(cut_midway(sim, zk.session_id()).0);
+                    Ok(Client::new(zk, events, layout.clone()))
+                }
+            };
+            let queue = queue_all(
+                client,
+                &payloads,
+                reconnect,
+                &|| false,
+                &ProgressBar::hidden(),
+                &mut |_| {},
+            )
+            .await;
+            cutting.await.unwrap();
+            let resumer_cut = resumer_cut.lock().unwrap().take();
+            resumer_cut
+                .expect("a new session was opened")
+                .await
+                .unwrap();
+
+            let count =
+                |wanted: fn(&Queued) -> bool| queue.queued.iter().filter(|q| wanted(q)).count();
+            let queued = count(|q| matches!(q, Queued::Task(_)));
+            let in_doubt =
+                count(|q| matches!(q, Queued::Failed(ClientError::SubmitInDoubt { .. })));
+            let not_queued = count(|q| matches!(q, Queued::Failed(error) if is_session_end(error)));
+            assert_eq!(queued + in_doubt + not_queued, payloads.len());
+            assert!(
+                (1..=CREATES_IN_FLIGHT).contains(&in_doubt),
+                "{in_doubt} in doubt: only the creates in flight at the second end"
+            );
+            assert!(
+                not_queued >= BATCH_TASKS,
+                "the batches after the second end were not sent: {not_queued} not queued"
+            );
+            assert!(
+                queue.sent_again < payloads.len() - queued - not_queued + BATCH_TASKS,
+                "{} sent again",
+                queue.sent_again
+            );
+            // Every task made is reported: as queued, or in doubt.
             let (reader, _events) = sim.connect("reader").await.unwrap();
             let (names, _) = reader
                 .get_children(&layout.tasks_dir(), Watch::No)

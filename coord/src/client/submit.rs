@@ -170,6 +170,11 @@ impl<C: Coordinator> Client<C> {
                     for index in again.drain(..) {
                         outcomes[index] = Some(Err(error.clone().into()));
                     }
+                    // The layout cannot be made: a create would meet the
+                    // same missing parent, or the session's end.
+                    for index in pending.drain(..) {
+                        outcomes[index] = Some(Err(error.clone().into()));
+                    }
                 }
                 layout_ensured = true;
             }
@@ -192,6 +197,16 @@ impl<C: Coordinator> Client<C> {
                                 token,
                                 cause: Box::new(cause.clone()),
                             }));
+                        }
+                        // The lookup met the session's end: a create issued
+                        // now would fail unsent, and read as in doubt.
+                        if let ClientError::Zk(ended) = cause
+                            && ended.session_end().is_some()
+                        {
+                            for index in again.into_iter().chain(pending.drain(..)) {
+                                outcomes[index] = Some(Err(ended.clone().into()));
+                            }
+                            break;
                         }
                     }
                 }
