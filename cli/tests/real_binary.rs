@@ -2123,6 +2123,49 @@ fn submit_lines_queues_every_line_in_order_or_refuses_them_all(connect: String) 
         "exactly the printed tasks"
     );
     target.delete_root();
+
+    // Standard output fails (a full disk) at the first batch's ids: the
+    // sending stops there, and the error names each task queued with its
+    // line, since standard output has none of them.
+    let lines = 12_000;
+    let input: String = (1..=lines)
+        .map(|n| format!("{{\"kind\":\"pi\",\"samples\":{n}}}\n"))
+        .collect();
+    std::fs::write(&file, input).unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("open /dev/full");
+    let output =
+        common::zkdist(&target.args(&["submit", "--lines", "--file", file.to_str().unwrap()]))
+            .stdout(full)
+            .output()
+            .expect("run zkdist");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("standard output failed") && stderr.contains("No space left on device"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "2000 of 12000 tasks were not sent: the sending stopped when standard output failed"
+        ),
+        "{stderr}"
+    );
+    let mut named: Vec<String> = stderr
+        .lines()
+        .filter_map(|line| line.split_once(": queued as "))
+        .map(|(_, task)| task.to_owned())
+        .collect();
+    assert_eq!(named.len(), 10_000, "{stderr}");
+    named.sort();
+    assert_eq!(
+        target.children(&layout.tasks_dir()),
+        named,
+        "every task queued is named, and no other was queued"
+    );
+    target.delete_root();
 }
 
 /// A master taking over a queue longer than a Java client's listing limit

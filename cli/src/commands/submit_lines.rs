@@ -1,6 +1,7 @@
 //! `submit --lines`: many payloads, one per line, queued in order with many
 //! creates in flight.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::future::Future;
@@ -96,7 +97,10 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
         );
     };
     let (zk, events) = connected?;
-    let interrupted = || stop.is_requested();
+    // Standard output failing stops the sending too: the ids of what is
+    // queued after it could only be named in the error.
+    let stdout_failed = Cell::new(false);
+    let interrupted = || stop.is_requested() || stdout_failed.get();
     let client = Client::new(zk, events, layout.clone());
     // Tasks queued under a mistyped root (which the first create lays out)
     // or for a deployment that is down are said at once, as a plain
@@ -142,6 +146,7 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
         &mut |queued| {
             let text = printer.newly_settled(queued);
             bar.suspend(|| printer.print(&text));
+            stdout_failed.set(printer.failed.is_some());
         },
     )
     .await;
@@ -157,9 +162,16 @@ struct Printer {
     /// How many payloads' lines were printed (or, after a failed write,
     /// passed over).
     printed: usize,
+    /// The first payload of the lines the last call to `newly_settled`
+    /// gave.
+    chunk_start: usize,
     /// The first write to standard output that failed: nothing more is
     /// printed after it.
     failed: Option<anyhow::Error>,
+    /// The first payload whose line may be missing from standard output:
+    /// the first of the lines whose write failed (a failed write may have
+    /// written part of them).
+    unprinted_from: Option<usize>,
 }
 
 impl Printer {
@@ -167,6 +179,7 @@ impl Printer {
     /// the first still unsettled (its create unanswered, or unsent, when
     /// its session ended); marks them printed.
     fn newly_settled(&mut self, queued: &[Queued]) -> String {
+        self.chunk_start = self.printed;
         let mut text = String::new();
         for entry in &queued[self.printed..] {
             let Some(printed) = printed_as(entry) else {
@@ -184,6 +197,7 @@ impl Printer {
         }
         if let Err(error) = out!("{text}") {
             self.failed = Some(error);
+            self.unprinted_from = Some(self.chunk_start);
         }
     }
 }
@@ -460,15 +474,32 @@ fn report(
         "every payload is settled before the report"
     );
     let total = lines.len();
+    let stdout_failure = printer.failed.take();
+    let unprinted_from = printer.unprinted_from.unwrap_or(total);
     // Standard output failed (a closed pipe, a full disk): the ids stop
-    // somewhere. Said first; the lines in doubt are still named below,
-    // since their tokens are all that tells their fate.
-    let unprinted = printer.failed.take().map(|error| {
+    // somewhere, and the sending stopped at the next batch. Said first;
+    // each task queued whose id may be missing there is named below with
+    // its id, and so is each line in doubt: they are all that tells what
+    // was queued.
+    let unprinted_tasks: Vec<(usize, &TaskId)> = lines
+        .iter()
+        .zip(queued)
+        .skip(unprinted_from)
+        .filter_map(|(line, queued)| match queued {
+            Queued::Task(task) => Some((line.number, task)),
+            _ => None,
+        })
+        .collect();
+    let unprinted = stdout_failure.as_ref().map(|error| {
         let tasks = queued
             .iter()
             .filter(|q| matches!(q, Queued::Task(_)))
             .count();
-        format!("{tasks} of {total} tasks were queued, but their ids could not all be printed ({error:#})")
+        format!(
+            "{tasks} of {total} tasks were queued, but standard output failed ({error:#}): the \
+             ids of {} of them may be missing there, each named below",
+            unprinted_tasks.len()
+        )
     });
     let mut failures: Vec<(usize, &ClientError)> = Vec::new();
     let mut interrupted = 0;
@@ -482,15 +513,29 @@ fn report(
             }
         }
     }
-    let interruption = (interrupted > 0).then(|| {
-        format!("interrupted: {interrupted} of {total} tasks were not sent (printed as -)")
+    let interruption = (interrupted > 0).then(|| match stdout_failure {
+        Some(_) => format!(
+            "{interrupted} of {total} tasks were not sent: the sending stopped when standard \
+             output failed"
+        ),
+        None => format!("interrupted: {interrupted} of {total} tasks were not sent (printed as -)"),
     });
     let mut parts: Vec<String> = unprinted.into_iter().chain(interruption).collect();
+    let mut named_tasks = String::new();
+    for (number, task) in &unprinted_tasks {
+        write!(named_tasks, "\n  line {number}: queued as {task}")
+            .expect("writing to a String cannot fail");
+    }
     let Some(&(first_line, first_failure)) = failures.first() else {
         return if parts.is_empty() {
             Ok(Outcome::Done)
         } else {
-            Err(anyhow::anyhow!(parts.join("; ")))
+            let mut message = parts.join("; ");
+            if !named_tasks.is_empty() {
+                message.push(':');
+                message.push_str(&named_tasks);
+            }
+            Err(anyhow::anyhow!(message))
         };
     };
     let in_doubt = failures
@@ -514,6 +559,7 @@ fn report(
     }
     let mut message = parts.join("; ");
     message.push(':');
+    message.push_str(&named_tasks);
     // Every `?` line is named, however many there are: its token, in the
     // error's text, is the only way to learn its fate (`zkdist find`), and
     // stdout shows a bare `?`. A `-` line was not queued, which stdout
@@ -829,17 +875,60 @@ mod tests {
             }),
         ];
         let broken = Printer {
-            printed: 0,
             failed: Some(anyhow::anyhow!("broken pipe")),
+            unprinted_from: Some(0),
+            ..Printer::default()
         };
         let error = report(&lines, &queued, broken, FIND).expect_err("stdout failed");
         let message = format!("{error:#}");
         assert!(
-            message.contains("1 of 2 tasks were queued, but their ids could not all be printed"),
+            message.contains(
+                "1 of 2 tasks were queued, but standard output failed (broken pipe): the ids of \
+                 1 of them may be missing there, each named below"
+            ),
+            "{message}"
+        );
+        assert!(
+            message.contains("line 1: queued as task-0000000000000001-0000000000"),
             "{message}"
         );
         assert!(
             message.contains(&format!("line 2: submission {token} is in doubt")),
+            "{message}"
+        );
+    }
+
+    /// Standard output failed on the second line: the first id reached
+    /// it and is not repeated; the second is named with its line, and the
+    /// payload the sending then left out is counted as not sent.
+    #[test]
+    fn the_ids_standard_output_may_have_lost_are_named() {
+        let payload: &[u8] = b"{}";
+        let lines: Vec<Line<'_>> = (1..=3).map(|number| Line { number, payload }).collect();
+        let first = TaskId::parse("task-0000000000000001-0000000000").unwrap();
+        let second = TaskId::parse("task-0000000000000001-0000000001").unwrap();
+        let queued = vec![
+            Queued::Task(first.clone()),
+            Queued::Task(second.clone()),
+            Queued::Interrupted,
+        ];
+        let broken = Printer {
+            printed: 2,
+            failed: Some(anyhow::anyhow!("broken pipe")),
+            unprinted_from: Some(1),
+            ..Printer::default()
+        };
+        let error = report(&lines, &queued, broken, FIND).expect_err("stdout failed");
+        let message = format!("{error:#}");
+        assert!(
+            message.contains(&format!("line 2: queued as {second}")),
+            "{message}"
+        );
+        assert!(!message.contains(first.as_str()), "{message}");
+        assert!(
+            message.contains(
+                "1 of 3 tasks were not sent: the sending stopped when standard output failed"
+            ),
             "{message}"
         );
     }
