@@ -1753,6 +1753,46 @@ fn an_interrupted_submit_names_its_token_and_settles_its_create(connect: String)
         "ended by SIGINT: {status}\n{}",
         waiting.log()
     );
+
+    // Stopped once its task is queued and its id printed: it still ends
+    // by the signal, and says the task was queued, so that whoever sees
+    // the signal does not submit it again. The signal races the process's
+    // end, so it tries a few times; every try the signal caught must say
+    // so.
+    let mut caught = 0;
+    for _ in 0..10 {
+        let mut child = common::zkdist(&target.args(&["submit", PI_20K]))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start zkdist");
+        let mut first_line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("stdout is piped")),
+            &mut first_line,
+        )
+        .expect("read the id");
+        let task = first_line.trim().to_owned();
+        assert!(TaskId::parse(&task).is_ok(), "an id: {task:?}");
+        let killed = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        let output = child.wait_with_output().expect("wait for zkdist");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if killed.success() && output.status.signal() == Some(SIGINT) {
+            caught += 1;
+            assert!(
+                stderr.contains(&format!(
+                    "{task} was queued before the signal came (its id is printed)"
+                )),
+                "{stderr}"
+            );
+        } else {
+            assert!(output.status.success(), "{}\n{stderr}", output.status);
+        }
+    }
+    assert!(caught > 0, "the signal never came before the process ended");
     target.delete_root();
 }
 

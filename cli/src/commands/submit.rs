@@ -91,6 +91,19 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
         Outcome::Done
     };
     connect::close_when_done(client.session(), connect::CLOSE_WAIT).await;
+    // The process ends by the signal (see `main`), which a supervisor
+    // would take for a submission cut short: say that it was not.
+    if stop.is_requested() {
+        let done = if args.wait {
+            "its result is printed"
+        } else {
+            "its id is printed"
+        };
+        errln!(
+            "zkdist: {task} was queued before the signal came ({done}); submitting the payload \
+             again would queue it twice"
+        );
+    }
     Ok(outcome)
 }
 

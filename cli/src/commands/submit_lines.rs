@@ -152,7 +152,17 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
     .await;
     bar.finish_and_clear();
     let find = args.connect.command_line("find TOKEN");
-    report(&lines, &queue.queued, printer, &find)
+    let outcome = report(&lines, &queue.queued, printer, &find)?;
+    // The process ends by the signal (see `main`), which a supervisor
+    // would take for a run cut short: say that nothing was left out.
+    if stop.is_requested() {
+        errln!(
+            "zkdist: all {} tasks were queued before the signal came (their ids are printed); \
+             submitting the lines again would queue them twice",
+            lines.len()
+        );
+    }
+    Ok(outcome)
 }
 
 /// Prints the ids of a run's payloads in order, as they settle: each line
