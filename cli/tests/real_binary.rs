@@ -2098,6 +2098,34 @@ fn submit_lines_queues_every_line_in_order_or_refuses_them_all(connect: String) 
         .run(&["find", unknown])
         .expect_code(1)
         .expect_stderr(&[&format!("no zkdist layout at {}", elsewhere.root)]);
+    // A root inside this deployment is refused once, before anything is
+    // sent or looked for under it: every line is `-`.
+    let nested = Target {
+        connect: target.connect.clone(),
+        root: format!("{}/tasks", target.root),
+    };
+    let refused = run_with_stdin(
+        &nested.args(&["submit", "--lines", "-"]),
+        Some(payloads[..3].join("\n").as_bytes()),
+    );
+    refused
+        .expect_code(1)
+        .expect_stderr(&["none of the 3 tasks was submitted (printed as -)"]);
+    assert_eq!(refused.stdout_lines(), ["-", "-", "-"]);
+    assert_eq!(
+        refused
+            .stderr
+            .matches("not usable as the zkdist root")
+            .count(),
+        1,
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !refused.stderr.contains("no master runs"),
+        "{}",
+        refused.stderr
+    );
     for (task, payload) in printed.iter().zip(&payloads).step_by(37) {
         assert_eq!(
             String::from_utf8(target.data(&layout.task(task))).unwrap(),

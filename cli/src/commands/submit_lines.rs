@@ -8,6 +8,7 @@ use std::future::Future;
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use zkdist_coord::retry::until_known;
 use zkdist_coord::{
     Client, ClientError, Coordinator, Layout, TaskId, TaskPayload, TaskToken, validate_data,
 };
@@ -101,6 +102,19 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
     // queued after it could only be named in the error.
     let stdout_failed = Cell::new(false);
     let interrupted = || stop.is_requested() || stdout_failed.get();
+    // The layout first, once: a root refused here (one inside another
+    // deployment, say) is one error, not one per line after a look for
+    // runners under it.
+    if let Err(error) = until_known(|| layout.ensure_layout(&zk)).await {
+        out!("{}", "-\n".repeat(payloads.len()))
+            .context("the root cannot be laid out, and the `-` lines cannot be printed")?;
+        return Err(
+            anyhow::Error::new(ClientError::from(error)).context(format!(
+                "none of the {} tasks was submitted (printed as -)",
+                payloads.len()
+            )),
+        );
+    }
     let client = Client::new(zk, events, layout.clone());
     // Tasks queued under a mistyped root (which the first create lays out)
     // or for a deployment that is down are said at once, as a plain
