@@ -5,7 +5,7 @@
 //! would: a shell loop of them stops at the first Ctrl-C.
 
 use std::io::Write;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -121,6 +121,21 @@ pub fn received_signal_name() -> Option<&'static str> {
 /// What ends a command at once after its first stop signal.
 pub const SECOND_SIGNAL: &str = "a second SIGINT (Ctrl-C) or SIGTERM exits at once";
 
+/// What a command that finished its work says if it still ends by a
+/// signal (see [`say_if_ended_by_signal`]).
+static DONE_BEFORE_SIGNAL: Mutex<Option<String>> = Mutex::new(None);
+
+/// Has [`end_by_received_signal`] say `note` on stderr if it ends the
+/// process: a command whose work was done when (or before) the signal
+/// came still ends by it, which whoever started it would take for work
+/// cut short. Kept until the process ends, not decided when set, so that
+/// a signal that comes after is covered too; a later note replaces it.
+pub fn say_if_ended_by_signal(note: String) {
+    *DONE_BEFORE_SIGNAL
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Some(note);
+}
+
 /// Ends the process by the first SIGINT, SIGTERM or SIGHUP it received, if any,
 /// with the signal's default action (its handler is reset first): the
 /// parent sees "killed by the signal", not an exit status. A shell reads
@@ -133,6 +148,13 @@ pub fn end_by_received_signal() {
     };
     // On the main thread, once the command returned: nothing else writes.
     let _ = std::io::stdout().flush();
+    let done = DONE_BEFORE_SIGNAL
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some(done) = done {
+        errln!("zkdist: {done}");
+    }
     end_by(signal);
 }
 

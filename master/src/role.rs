@@ -48,9 +48,10 @@ enum SessionEnd {
 /// claims again), then leads until the session ends (expired, closed) or a
 /// fenced write shows it was deposed; it then closes the session (best
 /// effort, which frees the `master` node at once if it still holds it) and,
-/// after [`SESSION_RETRY_DELAY_MS`], starts over with a new session from
-/// `connector`. It stops acting on a session the moment it learns the
-/// session is gone.
+/// after [`SESSION_RETRY_DELAY_MS`] (after [`RECONCILE_RETRY_DELAY_MS`] when
+/// a listing was over the client's reply limit), starts over with a new
+/// session from `connector`. It stops acting on a session the moment it
+/// learns the session is gone.
 ///
 /// Every decision, including the role's own (`Elected`, `StandingBy`,
 /// `SessionLost`, `Restarting`; `Deposed` comes from the master), goes to
@@ -279,11 +280,13 @@ async fn run_session<C: Coordinator>(
         {
             Err(MasterError::Request { what, error })
         }
-        // `tasks/` is over the client's reply limit: a new session meets
-        // the same refusal until clients clean finished tasks up (or the
-        // operator raises the limit, or lets the watch discovery take the
-        // queue from events). Each try has the server serialise the whole
-        // directory, so they come at the reconcile's pace, not at once.
+        // A directory's listing is over the client's reply limit (`tasks/`
+        // in practice; `workers/` and `assignments/` would need some
+        // 50,000 names at a Java client's 1 MiB): a new session meets the
+        // same refusal until the directory shrinks (clients clean finished
+        // tasks up) or the operator raises the limit. Each try has the
+        // server serialise the whole directory, so they come at the
+        // reconcile's pace, not at once.
         Err(error @ MasterError::Request { .. }) if error.is_listing_over_limit() => {
             publish(MasterDecision::Restarting {
                 reason: error.to_string(),

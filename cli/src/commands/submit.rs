@@ -73,6 +73,9 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
     // The task is queued: if its id cannot be printed, the error names it,
     // so that a script does not submit it again.
     outln!("{task}").with_context(|| format!("queued {task}, but cannot print its id"))?;
+    if !args.wait {
+        say_queued_if_ended_by_signal(&task, "its id is printed");
+    }
     let outcome = if args.wait {
         wait_and_print(&args.connect, &mut client, &task, args.cleanup, &stop).await?
     } else {
@@ -91,20 +94,17 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<Outcome> {
         Outcome::Done
     };
     connect::close_when_done(client.session(), connect::CLOSE_WAIT).await;
-    // The process ends by the signal (see `main`), which a supervisor
-    // would take for a submission cut short: say that it was not.
-    if stop.is_requested() {
-        let done = if args.wait {
-            "its result is printed"
-        } else {
-            "its id is printed"
-        };
-        errln!(
-            "zkdist: {task} was queued before the signal came ({done}); submitting the payload \
-             again would queue it twice"
-        );
-    }
     Ok(outcome)
+}
+
+/// Says, should the process still end by a signal (see `main`), that the
+/// submission was not cut short: whoever sees the signal could otherwise
+/// submit the payload again, and queue it twice.
+fn say_queued_if_ended_by_signal(task: &TaskId, done: &str) {
+    shutdown::say_if_ended_by_signal(format!(
+        "{task} was queued before the signal came ({done}); submitting the payload again would \
+         queue it twice"
+    ));
 }
 
 /// Where a plain submit stands: what an interruption must name.
@@ -366,6 +366,7 @@ async fn wait_and_print(
         return Err(close_after_interruption(client, stopped).await);
     };
     let outcome = print_result(task, &result?)?;
+    say_queued_if_ended_by_signal(task, "its id and result are printed");
     if cleanup {
         let cleaned = stop
             .unless_requested(clean_up(connect_args, client, task))

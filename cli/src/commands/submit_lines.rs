@@ -17,7 +17,7 @@ use super::Outcome;
 use super::submit::{is_session_end, missing_runners_soon, settle_ended_session};
 use crate::args::SubmitArgs;
 use crate::handlers::HandlerError;
-use crate::shutdown::Shutdown;
+use crate::shutdown::{self, Shutdown};
 use crate::stdout::{errln, out};
 use crate::{connect, handlers};
 use zkdist_coord::zk::ZkSession;
@@ -101,24 +101,37 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
     // Standard output failing stops the sending too: the ids of what is
     // queued after it could only be named in the error.
     let stdout_failed = Cell::new(false);
-    let interrupted = || stop.is_requested() || stdout_failed.get();
+    let interrupted = || stop.is_requested();
     // The layout first, once: a root refused here (one inside another
     // deployment, say) is one error, not one per line after a look for
-    // runners under it.
-    if let Err(error) = until_known(|| layout.ensure_layout(&zk)).await {
-        out!("{}", "-\n".repeat(payloads.len()))
-            .context("the root cannot be laid out, and the `-` lines cannot be printed")?;
-        return Err(
+    // runners under it. A session that ends meanwhile is left to the
+    // creates, which go on with a new one.
+    let laid_out = stop
+        .unless_requested(until_known(|| layout.ensure_layout(&zk)))
+        .await;
+    let refusal = match laid_out {
+        None => Some(anyhow::anyhow!(
+            "interrupted while laying out {}: none of the {} tasks was submitted (printed as -)",
+            layout.root(),
+            payloads.len()
+        )),
+        Some(Err(error)) if !error.is_transient() => Some(
             anyhow::Error::new(ClientError::from(error)).context(format!(
                 "none of the {} tasks was submitted (printed as -)",
                 payloads.len()
             )),
-        );
+        ),
+        Some(_) => None,
+    };
+    if let Some(refusal) = refusal {
+        out!("{}", "-\n".repeat(payloads.len()))
+            .context("nothing was submitted, and the `-` lines cannot be printed")?;
+        return Err(refusal);
     }
     let client = Client::new(zk, events, layout.clone());
-    // Tasks queued under a mistyped root (which the first create lays out)
-    // or for a deployment that is down are said at once, as a plain
-    // submit says it of its task.
+    // Tasks queued under a mistyped root (which was just laid out) or for
+    // a deployment that is down are said at once, as a plain submit says
+    // it of its task.
     if let Some(missing) = missing_runners_soon(client.session(), &layout).await {
         errln!(
             "zkdist: {missing} under {}; the tasks queued there run once they start",
@@ -156,6 +169,7 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
         &payloads,
         reconnect,
         &interrupted,
+        &|| stdout_failed.get(),
         &bar,
         &mut |queued| {
             let text = printer.newly_settled(queued);
@@ -166,16 +180,14 @@ pub async fn submit_lines(args: &SubmitArgs, input: &[u8]) -> anyhow::Result<Out
     .await;
     bar.finish_and_clear();
     let find = args.connect.command_line("find TOKEN");
-    let outcome = report(&lines, &queue.queued, printer, &find)?;
-    // The process ends by the signal (see `main`), which a supervisor
-    // would take for a run cut short: say that nothing was left out.
-    if stop.is_requested() {
-        errln!(
-            "zkdist: all {} tasks were queued before the signal came (their ids are printed); \
-             submitting the lines again would queue them twice",
-            lines.len()
-        );
-    }
+    let outcome = report(&lines, &queue.queued, printer, stop.is_requested(), &find)?;
+    // Should the process still end by a signal (see `main`), whoever sees
+    // it could take the run for one cut short and submit it again.
+    shutdown::say_if_ended_by_signal(format!(
+        "all {} tasks were queued before the signal came (their ids are printed); submitting \
+         the lines again would queue them twice",
+        lines.len()
+    ));
     Ok(outcome)
 }
 
@@ -216,10 +228,15 @@ impl Printer {
     }
 
     fn print(&mut self, text: &str) {
+        self.print_with(text, |text| out!("{text}"));
+    }
+
+    /// [`Printer::print`], writing with `write`.
+    fn print_with(&mut self, text: &str, write: impl FnOnce(&str) -> anyhow::Result<()>) {
         if text.is_empty() || self.failed.is_some() {
             return;
         }
-        if let Err(error) = out!("{text}") {
+        if let Err(error) = write(text) {
             self.failed = Some(error);
             self.unprinted_from = Some(self.chunk_start);
         }
@@ -247,12 +264,16 @@ fn printed_as(queued: &Queued) -> Option<&str> {
 ///
 /// `settled` is shown where every payload stands after each batch, and
 /// after the lookup on a new session (a payload is settled unless it
-/// awaits a new session).
+/// awaits a new session). Nothing more is sent once `interrupted` (a stop
+/// signal) or `output_failed` (standard output) says so; after a stop
+/// signal no new session is opened either, while after a failed output
+/// one still settles the creates the ended session left unanswered.
 pub(crate) async fn queue_all<C, R, F>(
     client: Client<C>,
     payloads: &[&[u8]],
     reconnect: R,
     interrupted: &dyn Fn() -> bool,
+    output_failed: &dyn Fn() -> bool,
     bar: &ProgressBar,
     settled: &mut dyn FnMut(&[Queued]),
 ) -> Queue
@@ -261,8 +282,9 @@ where
     R: FnOnce(C) -> F,
     F: Future<Output = anyhow::Result<Client<C>>>,
 {
+    let stop_sending = || interrupted() || output_failed();
     let mut queue = Queue {
-        queued: send_batches(&client, payloads, interrupted, bar, settled).await,
+        queued: send_batches(&client, payloads, &stop_sending, bar, settled).await,
         found_after_end: 0,
         sent_again: 0,
     };
@@ -294,7 +316,7 @@ where
         Ok(client) => {
             queue.found_after_end = look_up_unanswered(&client, queued).await;
             settled(queued);
-            queue.sent_again = send_again(&client, payloads, queued, interrupted, settled).await;
+            queue.sent_again = send_again(&client, payloads, queued, &stop_sending, settled).await;
             client.session().close().await.ok();
             bar.suspend(|| {
                 tracing::warn!(
@@ -306,7 +328,7 @@ where
         }
         Err(error) => {
             bar.suspend(|| tracing::warn!("cannot open a new session: {error:#}"));
-            give_up_on_new_session(queued, interrupted());
+            give_up_on_new_session(queued, stop_sending());
         }
     }
     debug_assert!(!queue.queued.iter().any(Queued::awaits_new_session));
@@ -487,6 +509,7 @@ fn report(
     lines: &[Line<'_>],
     queued: &[Queued],
     mut printer: Printer,
+    signalled: bool,
     find: &str,
 ) -> anyhow::Result<Outcome> {
     assert_eq!(lines.len(), queued.len(), "one entry per payload line");
@@ -537,12 +560,17 @@ fn report(
             }
         }
     }
-    let interruption = (interrupted > 0).then(|| match stdout_failure {
-        Some(_) => format!(
+    // Not sent: a stop signal, or else a failed standard output, stopped
+    // the sending (and a `-` reaches standard output only if it works).
+    let interruption = (interrupted > 0).then(|| match (signalled, &stdout_failure) {
+        (true, None) => {
+            format!("interrupted: {interrupted} of {total} tasks were not sent (printed as -)")
+        }
+        (true, Some(_)) => format!("interrupted: {interrupted} of {total} tasks were not sent"),
+        (false, _) => format!(
             "{interrupted} of {total} tasks were not sent: the sending stopped when standard \
              output failed"
         ),
-        None => format!("interrupted: {interrupted} of {total} tasks were not sent (printed as -)"),
     });
     let mut parts: Vec<String> = unprinted.into_iter().chain(interruption).collect();
     let mut named_tasks = String::new();
@@ -721,6 +749,27 @@ mod tests {
             .collect()
     }
 
+    /// Asserts that `tasks/` holds the `queued` tasks and at most the
+    /// `in_doubt` ones besides: every task made is reported, as queued or
+    /// in doubt.
+    async fn assert_every_task_made_is_reported(
+        sim: &SimZk,
+        layout: &Layout,
+        queued: usize,
+        in_doubt: usize,
+    ) {
+        let (reader, _events) = sim.connect("reader").await.unwrap();
+        let (names, _) = reader
+            .get_children(&layout.tasks_dir(), Watch::No)
+            .await
+            .unwrap();
+        assert!(
+            (queued..=queued + in_doubt).contains(&names.len()),
+            "{} tasks for {queued} queued and {in_doubt} in doubt",
+            names.len()
+        );
+    }
+
     /// Cuts `session`'s link some 30 round trips in (a few thousand creates
     /// queued), for longer than its timeout. The flag is set once it is cut.
     fn cut_midway(
@@ -769,6 +818,7 @@ mod tests {
                 client,
                 &payloads,
                 reconnect,
+                &|| false,
                 &|| false,
                 &ProgressBar::hidden(),
                 &mut |queued| released.push(printer.newly_settled(queued)),
@@ -858,7 +908,8 @@ mod tests {
                 })
             }))
             .collect();
-        let error = report(&lines, &queued, Printer::default(), FIND).expect_err("lines failed");
+        let error =
+            report(&lines, &queued, Printer::default(), false, FIND).expect_err("lines failed");
         let message = format!("{error:#}");
         for (index, token) in tokens.iter().enumerate() {
             let number = not_queued + index + 1;
@@ -903,7 +954,7 @@ mod tests {
             unprinted_from: Some(0),
             ..Printer::default()
         };
-        let error = report(&lines, &queued, broken, FIND).expect_err("stdout failed");
+        let error = report(&lines, &queued, broken, false, FIND).expect_err("stdout failed");
         let message = format!("{error:#}");
         assert!(
             message.contains(
@@ -920,6 +971,58 @@ mod tests {
             message.contains(&format!("line 2: submission {token} is in doubt")),
             "{message}"
         );
+    }
+
+    /// The write of the second batch's lines fails: the lines from that
+    /// batch's first on may be missing, whatever is printed after.
+    #[test]
+    fn the_lines_from_the_first_failed_write_on_count_as_unprinted() {
+        let task = |n: u64| {
+            Queued::Task(TaskId::parse(&format!("task-0000000000000001-{n:010}")).unwrap())
+        };
+        let mut queued = vec![task(0), task(1)];
+        let mut printer = Printer::default();
+        let mut written = String::new();
+        let text = printer.newly_settled(&queued);
+        printer.print_with(&text, |text| {
+            written.push_str(text);
+            Ok(())
+        });
+        queued.extend([task(2), task(3)]);
+        let text = printer.newly_settled(&queued);
+        printer.print_with(&text, |_| Err(anyhow::anyhow!("broken pipe")));
+        queued.push(task(4));
+        let text = printer.newly_settled(&queued);
+        printer.print_with(&text, |_| panic!("nothing is written after a failed write"));
+        assert_eq!(written.lines().count(), 2);
+        assert_eq!(printer.unprinted_from, Some(2));
+        assert_eq!(printer.printed, 5);
+
+        let payload: &[u8] = b"{}";
+        let lines: Vec<Line<'_>> = (1..=5).map(|number| Line { number, payload }).collect();
+        let message = format!(
+            "{:#}",
+            report(&lines, &queued, printer, false, FIND).expect_err("stdout failed")
+        );
+        assert!(
+            message.contains("the ids of 3 of them may be missing"),
+            "{message}"
+        );
+        for n in 2..=4 {
+            assert!(
+                message.contains(&format!(
+                    "line {}: queued as task-0000000000000001-{n:010}",
+                    n + 1
+                )),
+                "{message}"
+            );
+        }
+        for n in 0..2 {
+            assert!(
+                !message.contains(&format!("queued as task-0000000000000001-{n:010}")),
+                "a printed id is not named again: {message}"
+            );
+        }
     }
 
     /// Standard output failed on the second line: the first id reached
@@ -942,7 +1045,7 @@ mod tests {
             unprinted_from: Some(1),
             ..Printer::default()
         };
-        let error = report(&lines, &queued, broken, FIND).expect_err("stdout failed");
+        let error = report(&lines, &queued, broken, false, FIND).expect_err("stdout failed");
         let message = format!("{error:#}");
         assert!(
             message.contains(&format!("line 2: queued as {second}")),
@@ -975,6 +1078,7 @@ mod tests {
                 client,
                 &payloads,
                 |_| async { unreachable!("the session does not end") },
+                &|| false,
                 &|| false,
                 &ProgressBar::hidden(),
                 &mut |queued| released.push(printer.newly_settled(queued)),
@@ -1020,6 +1124,7 @@ mod tests {
                 &payloads,
                 no_new_session,
                 &interrupted,
+                &|| false,
                 &ProgressBar::hidden(),
                 &mut |_| {},
             )
@@ -1059,7 +1164,7 @@ mod tests {
                 other => panic!("{other:?}"),
             };
             let queued = [first, Queued::Interrupted, Queued::Interrupted];
-            let error = report(&lines, &queued, Printer::default(), FIND).unwrap_err();
+            let error = report(&lines, &queued, Printer::default(), true, FIND).unwrap_err();
             assert_eq!(
                 error.to_string(),
                 "interrupted: 2 of 3 tasks were not sent (printed as -)"
@@ -1088,6 +1193,7 @@ mod tests {
                 &payloads,
                 reconnect,
                 &interrupted,
+                &|| false,
                 &ProgressBar::hidden(),
                 &mut |_| {},
             )
@@ -1105,16 +1211,7 @@ mod tests {
             assert!(interrupted >= payloads.len() - BATCH_TASKS, "{interrupted}");
             // Tasks are only those answered, and those in doubt that the
             // server applied before the cut.
-            let (reader, _events) = sim.connect("reader").await.unwrap();
-            let (names, _) = reader
-                .get_children(&layout.tasks_dir(), Watch::No)
-                .await
-                .unwrap();
-            assert!(
-                (queued..=queued + in_doubt).contains(&names.len()),
-                "{} tasks for {queued} queued and {in_doubt} in doubt",
-                names.len()
-            );
+            assert_every_task_made_is_reported(&sim, &layout, queued, in_doubt).await;
         });
     }
 
@@ -1147,6 +1244,7 @@ mod tests {
                 &payloads,
                 reconnect,
                 &|| false,
+                &|| false,
                 &ProgressBar::hidden(),
                 &mut |_| {},
             )
@@ -1178,17 +1276,7 @@ mod tests {
                 "{} sent again",
                 queue.sent_again
             );
-            // Every task made is reported: as queued, or in doubt.
-            let (reader, _events) = sim.connect("reader").await.unwrap();
-            let (names, _) = reader
-                .get_children(&layout.tasks_dir(), Watch::No)
-                .await
-                .unwrap();
-            assert!(
-                (queued..=queued + in_doubt).contains(&names.len()),
-                "{} tasks for {queued} queued and {in_doubt} in doubt",
-                names.len()
-            );
+            assert_every_task_made_is_reported(&sim, &layout, queued, in_doubt).await;
         });
     }
 }

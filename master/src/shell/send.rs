@@ -18,9 +18,10 @@ use crate::fenced::FencedOps;
 use crate::in_flight::InFlight;
 
 /// How many times the watch discovery sends one listing of `tasks/` while
-/// it fails as a lost connection. Few: the reconcile it serves is deferred
-/// and tried again after [`super::RECONCILE_RETRY_DELAY_MS`] anyway, and
-/// the replies behind it wait meanwhile.
+/// it fails as a lost connection. Few: the replies behind it wait
+/// meanwhile, a reconcile that fails is deferred and tried again after
+/// [`super::RECONCILE_RETRY_DELAY_MS`], and a first listing that fails
+/// ends the session, which the role starts over.
 const WATCH_LISTING_ATTEMPTS: u32 = 5;
 
 impl<C: Coordinator> Master<C> {
