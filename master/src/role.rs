@@ -141,19 +141,15 @@ pub async fn run_master_role_for_state<K: Connector>(
                 SessionEnd::Restart
             }
         };
-        match end {
+        let delay_ms = match end {
             SessionEnd::Shutdown(state) => return Ok(state.map(|state| *state)),
-            SessionEnd::Restart | SessionEnd::RestartAfter { .. } => {
-                let delay_ms = match end {
-                    SessionEnd::RestartAfter { delay_ms } => delay_ms,
-                    _ => SESSION_RETRY_DELAY_MS,
-                };
-                tokio::select! {
-                    biased;
-                    () = &mut shutdown => return Ok(None),
-                    () = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
-                }
-            }
+            SessionEnd::Restart => SESSION_RETRY_DELAY_MS,
+            SessionEnd::RestartAfter { delay_ms } => delay_ms,
+        };
+        tokio::select! {
+            biased;
+            () = &mut shutdown => return Ok(None),
+            () = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
         }
     }
 }
@@ -280,26 +276,24 @@ async fn run_session<C: Coordinator>(
         {
             Err(MasterError::Request { what, error })
         }
-        // A directory's listing is over the client's reply limit (`tasks/`
-        // in practice; `workers/` and `assignments/` would need some
-        // 50,000 names at a Java client's 1 MiB): a new session meets the
-        // same refusal until the directory shrinks (clients clean finished
-        // tasks up) or the operator raises the limit. Each try has the
-        // server serialise the whole directory, so they come at the
-        // reconcile's pace, not at once.
-        Err(error @ MasterError::Request { .. }) if error.is_listing_over_limit() => {
-            publish(MasterDecision::Restarting {
-                reason: error.to_string(),
-            });
-            Ok(SessionEnd::RestartAfter {
-                delay_ms: RECONCILE_RETRY_DELAY_MS,
-            })
-        }
         Err(error @ MasterError::Request { .. }) => {
             publish(MasterDecision::Restarting {
                 reason: error.to_string(),
             });
-            Ok(SessionEnd::Restart)
+            // A directory's listing is over the client's reply limit
+            // (`tasks/` in practice; `workers/` and `assignments/` would
+            // need some 50,000 names at a Java client's 1 MiB): a new
+            // session meets the same refusal until the directory shrinks
+            // (clients clean finished tasks up) or the operator raises the
+            // limit. Each try has the server serialise the whole
+            // directory, so they come at the reconcile's pace, not at once.
+            Ok(if error.is_listing_over_limit() {
+                SessionEnd::RestartAfter {
+                    delay_ms: RECONCILE_RETRY_DELAY_MS,
+                }
+            } else {
+                SessionEnd::Restart
+            })
         }
     }
 }

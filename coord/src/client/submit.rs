@@ -160,21 +160,22 @@ impl<C: Coordinator> Client<C> {
                         cause: Box::new(ended.clone().into()),
                     }));
                 }
-                for index in again.into_iter().chain(pending.drain(..)) {
-                    outcomes[index] = Some(Err(ended.clone().into()));
-                }
+                refuse_unsent(
+                    &mut outcomes,
+                    again.into_iter().chain(pending.drain(..)),
+                    &ended,
+                );
                 break;
             }
             if !again.is_empty() {
                 if let Err(error) = until_known(|| self.layout.ensure_layout(&self.zk)).await {
-                    for index in again.drain(..) {
-                        outcomes[index] = Some(Err(error.clone().into()));
-                    }
                     // The layout cannot be made: a create would meet the
                     // same missing parent, or the session's end.
-                    for index in pending.drain(..) {
-                        outcomes[index] = Some(Err(error.clone().into()));
-                    }
+                    refuse_unsent(
+                        &mut outcomes,
+                        again.drain(..).chain(pending.drain(..)),
+                        &error,
+                    );
                 }
                 layout_ensured = true;
             }
@@ -203,9 +204,8 @@ impl<C: Coordinator> Client<C> {
                         if let ClientError::Zk(ended) = cause
                             && ended.session_end().is_some()
                         {
-                            for index in again.into_iter().chain(pending.drain(..)) {
-                                outcomes[index] = Some(Err(ended.clone().into()));
-                            }
+                            let unsent = again.into_iter().chain(pending.drain(..));
+                            refuse_unsent(&mut outcomes, unsent, &ended);
                             break;
                         }
                     }
@@ -323,5 +323,17 @@ impl<C: Coordinator> Client<C> {
             }
         }
         Ok(found)
+    }
+}
+
+/// Gives each payload of `unsent`, whose create was never sent, the error
+/// that keeps this session from sending it.
+fn refuse_unsent(
+    outcomes: &mut [Option<Result<TaskId, ClientError>>],
+    unsent: impl IntoIterator<Item = usize>,
+    error: &ZkError,
+) {
+    for index in unsent {
+        outcomes[index] = Some(Err(error.clone().into()));
     }
 }

@@ -146,21 +146,8 @@ pub(super) async fn send_batches<C: Coordinator>(
             break;
         }
         let first = queued.len();
-        for outcome in client.submit_many(batch, CREATES_IN_FLIGHT).await {
-            queued.push(match outcome {
-                Ok(task) => Queued::Task(task),
-                Err(ClientError::SubmitInDoubt { token, cause }) if is_session_end(&cause) => {
-                    Queued::Unanswered {
-                        token,
-                        cause: *cause,
-                    }
-                }
-                Err(ClientError::Zk(error)) if error.is_session_fatal() => {
-                    Queued::Unsent(ClientError::Zk(error))
-                }
-                Err(error) => Queued::Failed(error),
-            });
-        }
+        let outcomes = client.submit_many(batch, CREATES_IN_FLIGHT).await;
+        queued.extend(outcomes.into_iter().map(queued_from));
         bar.inc(batch.len() as u64);
         settled(&queued);
         if let Some(ending) = queued[first..].iter().find_map(session_ending).cloned() {
@@ -169,6 +156,23 @@ pub(super) async fn send_batches<C: Coordinator>(
         }
     }
     queued
+}
+
+/// Where a payload stands after its session's `submit_many`: one that met
+/// the session's end awaits a new session (its create unanswered, or
+/// never sent).
+fn queued_from(outcome: Result<TaskId, ClientError>) -> Queued {
+    match outcome {
+        Ok(task) => Queued::Task(task),
+        Err(ClientError::SubmitInDoubt { token, cause }) if is_session_end(&cause) => {
+            Queued::Unanswered {
+                token,
+                cause: *cause,
+            }
+        }
+        Err(error) if is_session_end(&error) => Queued::Unsent(error),
+        Err(error) => Queued::Failed(error),
+    }
 }
 
 /// The error that ended the session, if this payload met it.
@@ -236,14 +240,7 @@ pub(super) async fn send_again<C: Coordinator>(
         .filter(|&index| matches!(queued[index], Queued::Unsent(_)))
         .collect();
     let mut sent = 0;
-    let mut ended: Option<ClientError> = None;
     for batch in again.chunks(BATCH_TASKS) {
-        if let Some(ended) = &ended {
-            for &index in batch {
-                queued[index] = Queued::Failed(ended.clone());
-            }
-            continue;
-        }
         if interrupted() {
             for &index in batch {
                 queued[index] = Queued::Interrupted;
@@ -253,31 +250,27 @@ pub(super) async fn send_again<C: Coordinator>(
         let resent: Vec<&[u8]> = batch.iter().map(|&index| payloads[index]).collect();
         let outcomes = client.submit_many(&resent, CREATES_IN_FLIGHT).await;
         for (&index, outcome) in batch.iter().zip(outcomes) {
-            if ended.is_none() {
-                ended = session_end_met(&outcome).cloned();
-            }
+            queued[index] = queued_from(outcome);
             // Not sent: the session had ended (see `submit_many`).
-            if !matches!(&outcome, Err(error) if is_session_end(error)) {
+            if !matches!(queued[index], Queued::Unsent(_)) {
                 sent += 1;
             }
-            queued[index] = match outcome {
-                Ok(task) => Queued::Task(task),
-                Err(error) => Queued::Failed(error),
-            };
+        }
+        let ended = batch
+            .iter()
+            .any(|&index| session_ending(&queued[index]).is_some());
+        if ended {
+            // No third session: this one's unanswered creates stay in
+            // doubt, and what it did not send, here or in the batches
+            // after, was not queued.
+            give_up_on_new_session(queued, interrupted());
         }
         settled(queued);
+        if ended {
+            break;
+        }
     }
     sent
-}
-
-/// The session's end, if a payload's outcome met it: its create was
-/// unanswered when the session ended, or never sent because it had.
-pub(super) fn session_end_met(outcome: &Result<TaskId, ClientError>) -> Option<&ClientError> {
-    match outcome {
-        Err(ClientError::SubmitInDoubt { cause, .. }) if is_session_end(cause) => Some(cause),
-        Err(error) if is_session_end(error) => Some(error),
-        _ => None,
-    }
 }
 
 /// No new session (none could be opened, or `interrupted` came first):
