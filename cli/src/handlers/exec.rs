@@ -9,6 +9,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use base64::Engine;
+use base64::prelude::BASE64_STANDARD;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
@@ -48,8 +50,19 @@ pub struct ExecResult {
     #[serde(default)]
     pub signal: Option<i32>,
     pub timed_out: bool,
+    /// The standard output as text: bytes that are not UTF-8 are shown as
+    /// U+FFFD, and kept exactly in [`ExecResult::stdout_base64`].
     pub stdout: String,
+    /// The standard output's exact bytes (standard base64, padded), only
+    /// when they are not UTF-8: absent, `stdout` holds them exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout_base64: Option<String>,
+    /// The standard error, as `stdout` holds the output.
     pub stderr: String,
+    /// The standard error's exact bytes when they are not UTF-8, as
+    /// `stdout_base64`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_base64: Option<String>,
     /// True when stdout or stderr was cut to fit the result size limit.
     pub truncated: bool,
 }
@@ -157,17 +170,35 @@ pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, Hand
         }
     };
     let read_truncated = out.truncated || err.truncated;
-    let mut stdout = out.into_text();
-    let mut stderr = err.into_text();
-    let cut = fit_escaped(&mut stdout, &mut stderr, output_budget_bytes);
+    let mut stdout = out.into_bytes();
+    let mut stderr = err.into_bytes();
+    let cut = fit_streams(&mut stdout, &mut stderr, output_budget_bytes);
+    let (stdout, stdout_base64) = text_and_exact(stdout);
+    let (stderr, stderr_base64) = text_and_exact(stderr);
     Ok(ExecResult {
         exit_code,
         signal,
         timed_out,
         stdout,
+        stdout_base64,
         stderr,
+        stderr_base64,
         truncated: read_truncated || cut,
     })
+}
+
+/// A stream as the result holds it: its text, and its exact bytes in
+/// base64 when they are not UTF-8 (the text then shows each invalid
+/// sequence as U+FFFD, so that a reader of `stdout` alone sees the rest).
+fn text_and_exact(bytes: Vec<u8>) -> (String, Option<String>) {
+    match String::from_utf8(bytes) {
+        Ok(text) => (text, None),
+        Err(not_utf8) => {
+            let bytes = not_utf8.into_bytes();
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            (text, Some(BASE64_STANDARD.encode(&bytes)))
+        }
+    }
 }
 
 /// The command `task` names, set up as [`run`] describes.
@@ -212,27 +243,62 @@ fn total_escaped_len(text: &str) -> usize {
     text.chars().map(escaped_len).sum()
 }
 
-/// Cuts `text` at the last character boundary where its escaped length is
-/// at most `budget_bytes`. True if anything was cut.
-fn cut_escaped(text: &mut String, budget_bytes: usize) -> bool {
-    let mut used_bytes = 0;
-    for (at, c) in text.char_indices() {
-        used_bytes += escaped_len(c);
-        if used_bytes > budget_bytes {
-            text.truncate(at);
-            return true;
-        }
+/// The bytes a stream's `bytes` take in the result: its text escaped and,
+/// when they are not UTF-8, their base64 besides (see [`text_and_exact`]).
+fn stream_len(bytes: &[u8]) -> usize {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => total_escaped_len(text),
+        Err(_) => total_escaped_len(&String::from_utf8_lossy(bytes)) + bytes.len().div_ceil(3) * 4,
     }
-    false
 }
 
-/// Cuts the two streams so that, escaped, they take at most
+/// Cuts `bytes` so that the stream takes at most `budget_bytes` in the
+/// result ([`stream_len`]). Text is cut at the last character boundary that
+/// fits; other bytes at the longest prefix found to fit. True if anything
+/// was cut.
+fn cut_stream(bytes: &mut Vec<u8>, budget_bytes: usize) -> bool {
+    if stream_len(bytes) <= budget_bytes {
+        return false;
+    }
+    let fits = match std::str::from_utf8(bytes) {
+        Ok(text) => {
+            let mut used_bytes = 0;
+            text.char_indices()
+                .find(|&(_, c)| {
+                    used_bytes += escaped_len(c);
+                    used_bytes > budget_bytes
+                })
+                .map_or(text.len(), |(at, _)| at)
+        }
+        // A prefix's length in the result grows with it but for a few
+        // bytes at its end (a sequence cut short is one U+FFFD until it is
+        // whole), so a search by halves finds a prefix that fits, within a
+        // character of the longest: `fits` always does, `over` never.
+        Err(_) => {
+            let (mut fits, mut over) = (0, bytes.len());
+            while over - fits > 1 {
+                let middle = fits + (over - fits) / 2;
+                if stream_len(&bytes[..middle]) <= budget_bytes {
+                    fits = middle;
+                } else {
+                    over = middle;
+                }
+            }
+            fits
+        }
+    };
+    bytes.truncate(fits);
+    debug_assert!(stream_len(bytes) <= budget_bytes);
+    true
+}
+
+/// Cuts the two streams so that, in the result, they take at most
 /// `budget_bytes` together. A stream that needs less than half leaves the
 /// rest to the other; two long ones get half each. True if anything was
 /// cut.
-fn fit_escaped(stdout: &mut String, stderr: &mut String, budget_bytes: usize) -> bool {
-    let out_bytes = total_escaped_len(stdout);
-    let err_bytes = total_escaped_len(stderr);
+fn fit_streams(stdout: &mut Vec<u8>, stderr: &mut Vec<u8>, budget_bytes: usize) -> bool {
+    let out_bytes = stream_len(stdout);
+    let err_bytes = stream_len(stderr);
     if out_bytes + err_bytes <= budget_bytes {
         return false;
     }
@@ -244,9 +310,9 @@ fn fit_escaped(stdout: &mut String, stderr: &mut String, budget_bytes: usize) ->
     } else {
         (half_bytes, budget_bytes - half_bytes)
     };
-    let cut = cut_escaped(stdout, out_budget) | cut_escaped(stderr, err_budget);
+    let cut = cut_stream(stdout, out_budget) | cut_stream(stderr, err_budget);
     debug_assert!(cut, "over the budget, something is cut");
-    debug_assert!(total_escaped_len(stdout) + total_escaped_len(stderr) <= budget_bytes);
+    debug_assert!(stream_len(stdout) + stream_len(stderr) <= budget_bytes);
     cut
 }
 
@@ -391,8 +457,17 @@ impl Capped {
         }
     }
 
-    fn into_text(self) -> String {
-        String::from_utf8_lossy(&self.kept).into_owned()
+    /// What was kept. A stream cut at the cap may end in the middle of a
+    /// character: those last bytes go, so that text cut short stays text
+    /// (it is marked truncated either way).
+    fn into_bytes(mut self) -> Vec<u8> {
+        if self.truncated
+            && let Err(error) = std::str::from_utf8(&self.kept)
+            && error.error_len().is_none()
+        {
+            self.kept.truncate(error.valid_up_to());
+        }
+        self.kept
     }
 }
 
@@ -430,8 +505,10 @@ mod tests {
                 exit_code,
                 signal,
                 timed_out,
-                stdout: "out".into(),
+                stdout: "\u{fffd}".into(),
+                stdout_base64: Some("/w==".into()),
                 stderr: String::new(),
+                stderr_base64: None,
                 truncated: false,
             };
             command_failure(&serde_json::to_vec(&result).unwrap())
@@ -525,23 +602,97 @@ mod tests {
     #[test]
     fn fitting_counts_escapes_and_never_splits_a_character() {
         // `"` takes two bytes escaped, `é` two in UTF-8, `\u{1}` six.
-        let mut out = String::from("a\"é\u{1}b");
-        let mut err = String::new();
-        assert_eq!(total_escaped_len(&out), 1 + 2 + 2 + 6 + 1);
-        assert!(!fit_escaped(&mut out, &mut err, 12));
-        assert_eq!(out, "a\"é\u{1}b");
-        assert!(fit_escaped(&mut out, &mut err, 11));
-        assert_eq!(out, "a\"é\u{1}");
-        assert!(fit_escaped(&mut out, &mut err, 10));
-        assert_eq!(out, "a\"é");
-        assert!(fit_escaped(&mut out, &mut err, 4));
-        assert_eq!(out, "a\"", "é is not split");
+        let mut out = "a\"é\u{1}b".as_bytes().to_vec();
+        let mut err = Vec::new();
+        assert_eq!(stream_len(&out), 1 + 2 + 2 + 6 + 1);
+        assert!(!fit_streams(&mut out, &mut err, 12));
+        assert_eq!(out, "a\"é\u{1}b".as_bytes());
+        assert!(fit_streams(&mut out, &mut err, 11));
+        assert_eq!(out, "a\"é\u{1}".as_bytes());
+        assert!(fit_streams(&mut out, &mut err, 10));
+        assert_eq!(out, "a\"é".as_bytes());
+        assert!(fit_streams(&mut out, &mut err, 4));
+        assert_eq!(out, b"a\"", "é is not split");
         // The escaped length agrees with serde_json's for every byte value.
         for byte in 0..=0x7f_u8 {
             let c = char::from(byte);
             let quoted = serde_json::to_string(&c.to_string()).unwrap();
             assert_eq!(escaped_len(c), quoted.len() - 2, "{c:?}");
         }
+    }
+
+    /// Bytes that are not UTF-8 cost their text (three bytes for each
+    /// U+FFFD) and their base64 besides, and are cut to the longest prefix
+    /// that fits; a cut that leaves UTF-8 text leaves no base64 to pay for.
+    #[test]
+    fn fitting_bytes_that_are_not_utf8_counts_their_base64() {
+        // `ok`, then 0xFF: text `ok\u{fffd}` (5 bytes), base64 `b2v/` (4).
+        let mut out = b"ok\xff".to_vec();
+        let mut err = Vec::new();
+        assert_eq!(stream_len(&out), 5 + 4);
+        assert!(!fit_streams(&mut out, &mut err, 9));
+        assert!(fit_streams(&mut out, &mut err, 8));
+        assert_eq!(out, b"ok", "the cut leaves text, with no base64");
+        // A long run of invalid bytes: each costs 3 of text and 4/3 of
+        // base64, and the prefix kept is within a byte of the longest.
+        let mut out = vec![0xff_u8; 10_000];
+        assert!(fit_streams(&mut out, &mut err, 4_000));
+        assert!(stream_len(&out) <= 4_000);
+        assert!(
+            stream_len(&[0xff; 10_000][..out.len() + 2]) > 4_000,
+            "{}",
+            out.len()
+        );
+    }
+
+    #[tokio::test]
+    async fn output_that_is_not_utf8_is_kept_exactly_in_base64() {
+        let result = run_capped("printf 'ok\\377\\376\\n'; printf 'plain' >&2").await;
+        assert_eq!(result.stdout, "ok\u{fffd}\u{fffd}\n");
+        let exact = BASE64_STANDARD
+            .decode(result.stdout_base64.as_deref().expect("the exact bytes"))
+            .unwrap();
+        assert_eq!(exact, b"ok\xff\xfe\n");
+        assert_eq!(
+            (result.stderr.as_str(), result.stderr_base64),
+            ("plain", None)
+        );
+        assert!(!result.truncated);
+        // UTF-8 output writes no base64 field at all.
+        let plain = run_capped("echo é").await;
+        let encoded = serde_json::to_string(&plain).unwrap();
+        assert!(!encoded.contains("base64"), "{encoded}");
+    }
+
+    #[tokio::test]
+    async fn a_long_output_that_is_not_utf8_is_cut_to_fit_with_its_base64() {
+        let result = run_capped("head -c 3000000 /dev/zero | tr '\\0' '\\377'").await;
+        assert!(result.truncated);
+        let exact = BASE64_STANDARD
+            .decode(result.stdout_base64.as_deref().expect("the exact bytes"))
+            .unwrap();
+        assert!(exact.iter().all(|&byte| byte == 0xff));
+        // Each byte takes 3 of text and 4/3 of base64: some 13/3 in all.
+        let expected_bytes = BUDGET_BYTES * 3 / 13;
+        assert!(
+            exact.len().abs_diff(expected_bytes) <= 3,
+            "{} bytes kept, some {expected_bytes} fit",
+            exact.len()
+        );
+        assert_eq!(result.stdout.chars().count(), exact.len());
+    }
+
+    /// A stream cut at the cap in the middle of a character stays text:
+    /// the character's first bytes go, not the whole stream into base64.
+    #[tokio::test]
+    async fn text_cut_in_the_middle_of_a_character_stays_text() {
+        // `€` takes three bytes, and the budget is not a multiple of three.
+        assert_ne!(BUDGET_BYTES % 3, 0);
+        let result = run_capped("yes € | tr -d '\\n' | head -c 3000000").await;
+        assert!(result.truncated);
+        assert_eq!(result.stdout_base64, None);
+        assert!(result.stdout.chars().all(|c| c == '€'));
+        assert_eq!(result.stdout.len(), BUDGET_BYTES / 3 * 3);
     }
 
     #[test]

@@ -57,6 +57,18 @@ pub(crate) fn exec_runs_with_allow_exec_and_a_stopped_worker_finishes_its_task(c
     assert_eq!(result["stderr"], "err\n");
     assert_eq!(result["timed_out"], false);
     assert_eq!(result["truncated"], false);
+    // Output that is not UTF-8 reaches the waiter exactly, in base64
+    // beside its text; a stream that is UTF-8 has no such field.
+    let binary = target.run(&[
+        "submit",
+        "--wait",
+        r#"{"kind":"exec","argv":["printf","ok\\377"]}"#,
+    ]);
+    binary.expect_code(0);
+    let result: Value = serde_json::from_str(binary.stdout_lines()[1]).unwrap();
+    assert_eq!(result["stdout"], "ok\u{fffd}", "{result}");
+    assert_eq!(result["stdout_base64"], "b2v/", "{result}");
+    assert!(result.get("stderr_base64").is_none(), "{result}");
     // A later wait tells the same.
     target
         .run(&["wait", &task])
