@@ -313,6 +313,39 @@ fn status_at_a_root_inside_a_deployment_names_the_deployment() {
     });
 }
 
+/// A `tasks/` something else made: a submit queues into it without laying
+/// the rest out (it lays the root out only when `tasks/` is missing), and
+/// `status` then says the layout is incomplete, not that a submit would
+/// create it. Once laid out (as a master or worker starting there does),
+/// the task is there to run.
+#[test]
+fn status_at_a_root_with_a_stranger_s_tasks_dir_says_the_layout_is_incomplete() {
+    run_sim(0, async {
+        let sim = SimZk::start(SimConfig::default());
+        let layout = Layout::new("/stranger").unwrap();
+        let client = client(&sim, &layout).await;
+        for path in [layout.root().to_owned(), layout.tasks_dir()] {
+            client
+                .session()
+                .create(&path, b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+        }
+        client.submit(&payload("echo", 1, 0)).await.unwrap();
+        match client.status().await {
+            Err(error @ ClientError::IncompleteLayout { .. }) => {
+                let shown = error.to_string();
+                assert!(shown.contains("/stranger is incomplete"), "{shown}");
+                assert!(!shown.contains("submitted"), "{shown}");
+            }
+            other => panic!("{other:?}"),
+        }
+        layout.ensure_layout(client.session()).await.unwrap();
+        let status = client.status().await.unwrap();
+        assert_eq!(status.pending_tasks, 1, "{status:?}");
+    });
+}
+
 #[test]
 fn status_counts_workers_assignments_and_tasks() {
     run_sim(0, async {

@@ -48,6 +48,14 @@ pub enum ClientError {
         "no zkdist layout at {root}: it is created when a master or worker starts or a task is submitted"
     )]
     NoLayout { root: String },
+    /// `tasks/` exists under the root but the rest of the layout does not:
+    /// something other than zkdist made it, and a submit, which lays the
+    /// root out only when `tasks/` is missing, queued into it.
+    #[error(
+        "the zkdist layout at {root} is incomplete: its tasks/ exists but not the rest; a master \
+         or worker that starts there lays out what is missing"
+    )]
+    IncompleteLayout { root: String },
     #[error(
         "the session ended ({}) while waiting for {task}",
         SessionState::describe_end(*state)

@@ -155,6 +155,16 @@ impl<C: Coordinator> Client<C> {
             // layout comes to be.
             Err(ClientError::NoLayout { root }) => {
                 until_known(|| self.layout.refuse_nested_root(&self.zk)).await?;
+                // A `tasks/` made by something else, which a submit queued
+                // into: telling the operator that a submit lays the root
+                // out would be wrong, since one just did not.
+                let tasks_dir = self.layout.tasks_dir();
+                if until_known(|| self.zk.exists(&tasks_dir, Watch::No))
+                    .await?
+                    .is_some()
+                {
+                    return Err(ClientError::IncompleteLayout { root });
+                }
                 Err(ClientError::NoLayout { root })
             }
             read => read,
