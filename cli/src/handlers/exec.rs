@@ -126,7 +126,9 @@ pub fn parse(payload: &[u8]) -> Result<ExecTask, HandlerError> {
 /// its broken result kept as final. The group is killed whole: when the
 /// command exits (what it left running in the background would hold the
 /// output pipes open, and outlive the task), on the timeout, and when the
-/// task is abandoned (this future dropped).
+/// task is abandoned (this future dropped). The task ends when the command
+/// does: a process it started outside its group may hold the output
+/// pipes open, and is given [`OUTPUT_GRACE_MS`] before they are let go.
 ///
 /// A worker killed outright (SIGKILL, the OOM killer) runs none of that, and
 /// its task is then given to another worker when its session expires: the
@@ -146,28 +148,50 @@ pub async fn run(task: &ExecTask, limit_bytes: usize) -> Result<ExecResult, Hand
     let stderr = child.stderr.take().expect("stderr is piped");
     let mut out = Capped::new(output_budget_bytes);
     let mut err = Capped::new(output_budget_bytes);
-    let ran = async {
-        tokio::join!(
-            async { tokio::try_join!(out.fill_from(stdout), err.fill_from(stderr)) },
-            async {
-                let status = child.wait().await;
-                group.kill();
-                status
-            }
-        )
+    // The command's exit, not its output's end, ends the task: a process
+    // it started outside its group (`setsid`, a daemon) may hold the pipes
+    // open for ever, and would otherwise hold the task until its timeout
+    // and hide the exit status. Once the command has exited (or ran past
+    // its timeout) and its group is killed, the output still in the pipes
+    // is read for a short grace, and then the pipes are let go.
+    let (exited_sender, exited) = tokio::sync::oneshot::channel::<()>();
+    let waiting = async {
+        let timeout = Duration::from_millis(task.timeout_ms);
+        let status = tokio::time::timeout(timeout, child.wait()).await;
+        group.kill();
+        drop(exited_sender);
+        status
     };
-    let ran = tokio::time::timeout(Duration::from_millis(task.timeout_ms), ran).await;
-    let (exit_code, signal, timed_out) = match ran {
-        Ok((read, status)) => {
-            read.map_err(|e| HandlerError::Failed(format!("reading the output: {e}")))?;
+    let reading = async {
+        let to_the_end = async { tokio::try_join!(out.fill_from(stdout), err.fill_from(stderr)) };
+        let grace_over = async {
+            // Sent or dropped, the command has ended either way.
+            exited.await.ok();
+            tokio::time::sleep(Duration::from_millis(OUTPUT_GRACE_MS)).await;
+        };
+        tokio::select! {
+            biased;
+            read = to_the_end => read.map(|_| true),
+            () = grace_over => Ok(false),
+        }
+    };
+    let (read, status) = tokio::join!(reading, waiting);
+    let read_to_the_end =
+        read.map_err(|e| HandlerError::Failed(format!("reading the output: {e}")))?;
+    if !read_to_the_end {
+        tracing::warn!(
+            program = %task.argv[0],
+            "the command ended, but a process it started outside its group still holds its \
+             output open: the result has the output read until {OUTPUT_GRACE_MS} ms after"
+        );
+    }
+    let (exit_code, signal, timed_out) = match status {
+        Ok(status) => {
             let status = status
                 .map_err(|e| HandlerError::Failed(format!("waiting for the process: {e}")))?;
             (status.code(), status.signal(), false)
         }
-        Err(_) => {
-            group.kill();
-            (None, None, true)
-        }
+        Err(_elapsed) => (None, None, true),
     };
     let read_truncated = out.truncated || err.truncated;
     let mut stdout = out.into_bytes();
@@ -220,6 +244,12 @@ fn command_for(task: &ExecTask) -> Command {
     kill_when_the_worker_dies(&mut command);
     command
 }
+
+/// How long the output is read after the command ended, for what is
+/// still in the pipes. They empty at once unless a process the command
+/// started outside its group holds them open: this is what such a process
+/// can delay the result by.
+const OUTPUT_GRACE_MS: u64 = 500;
 
 /// The environment variable that carries the worker's credentials.
 const AUTH_ENV: &str = "ZKDIST_AUTH";
@@ -717,6 +747,36 @@ mod tests {
         let result = run(&task, 1 << 20).await.unwrap();
         assert!(result.timed_out);
         assert_eq!((result.exit_code, result.signal), (None, None));
+    }
+
+    /// A command that exits while a process it started outside its group
+    /// (`setsid`) still holds its output open ends the task with its own
+    /// exit status and the output it wrote; it is not taken for one that
+    /// ran past its timeout (before, the task waited for the pipes until
+    /// the timeout, and reported it).
+    #[tokio::test]
+    async fn a_command_whose_output_a_detached_process_holds_ends_with_its_own_status() {
+        // The command waits until the detached process leads a session
+        // of its own (field 6 of its stat): until then, the kill of the
+        // command's group would still reach it.
+        let script = "setsid sleep 60 & \
+            while [ \"$(cut -d' ' -f6 /proc/$!/stat)\" != \"$!\" ]; do sleep 0.01; done; \
+            echo $!; echo done >&2; exit 3";
+        let payload =
+            serde_json::json!({"kind": "exec", "argv": ["sh", "-c", script], "timeout_ms": 30000});
+        let task = parse(payload.to_string().as_bytes()).unwrap();
+        let result = run(&task, 1 << 20).await.unwrap();
+        let detached = result.stdout.trim().to_owned();
+        // The detached process is out of the command's group: end it here.
+        assert!(is_running(&detached), "{result:?}");
+        std::process::Command::new("kill")
+            .arg(&detached)
+            .status()
+            .unwrap();
+        assert!(!result.timed_out, "{result:?}");
+        assert_eq!((result.exit_code, result.signal), (Some(3), None));
+        assert_eq!(result.stderr, "done\n");
+        assert!(!result.truncated);
     }
 
     /// Whether process `pid` still runs (a zombie waiting to be reaped
