@@ -172,6 +172,14 @@ impl Layout {
         (!name.is_empty() && !name.contains('/')).then_some(name)
     }
 
+    /// The name of the task whose result node is `path`
+    /// (`<root>/tasks/<name>/result`), or `None` for any other path.
+    pub fn result_owner_of<'p>(&self, path: &'p str) -> Option<&'p str> {
+        let rest = self.below(Directory::Tasks, path)?.strip_prefix('/')?;
+        let name = rest.strip_suffix(RESULT)?.strip_suffix('/')?;
+        (!name.is_empty() && !name.contains('/')).then_some(name)
+    }
+
     /// Whether `path` is `dir` itself or any node below it.
     pub fn is_in_directory(&self, dir: Directory, path: &str) -> bool {
         self.below(dir, path)

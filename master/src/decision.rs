@@ -102,6 +102,14 @@ pub enum Command {
     /// creates it again), then the task's status. Answered by
     /// [`crate::MasterState::on_assignment_reclaimed`].
     Reclaim { worker: WorkerId, task: TaskId },
+    /// A worker's assignment node went, and the master has not heard of its
+    /// task's result since, for at least
+    /// [`crate::RELEASE_CHECK_DELAY_MS`] (someone other than the worker
+    /// deleted the node, most likely by hand, and the worker gave the task
+    /// up): the task's status (see [`crate::TaskStatus`]), answered by
+    /// [`crate::MasterState::on_released_task_checked`]. Watch discovery
+    /// only: with it the master hears of every result.
+    CheckReleasedTask { worker: WorkerId, task: TaskId },
 }
 
 /// Why a task went back to the pending queue.
@@ -114,6 +122,9 @@ pub enum RequeueReason {
     WorkerGone { worker: WorkerId },
     /// A create whose outcome was unknown turned out not applied.
     AssignmentNotApplied { worker: WorkerId },
+    /// Its assignment node went, but the task has no result and no
+    /// refusal mark: the node was deleted by someone other than its worker.
+    ReleasedUnfinished { worker: WorkerId },
 }
 
 /// How an assignment create with an unknown outcome was settled.
@@ -379,6 +390,9 @@ impl fmt::Display for MasterDecision {
                 }
                 RequeueReason::AssignmentNotApplied { worker } => {
                     write!(f, "task-requeued {task} not-applied {worker}")
+                }
+                RequeueReason::ReleasedUnfinished { worker } => {
+                    write!(f, "task-requeued {task} released-unfinished {worker}")
                 }
             },
             MasterDecision::Elected { epoch } => write!(f, "elected epoch={epoch}"),

@@ -47,7 +47,7 @@ pub use decision::{
 pub use discovery::{TaskDiscovery, UnknownDiscovery};
 pub use election::{Epoch, claim_master};
 pub use role::{SESSION_RETRY_DELAY_MS, run_master_role, run_master_role_for_state};
-pub use shell::{Master, MasterError, RECONCILE_RETRY_DELAY_MS};
+pub use shell::{Master, MasterError, RECONCILE_RETRY_DELAY_MS, RELEASE_CHECK_DELAY_MS};
 pub use state::{
     Assignment, AssignmentData, AssignmentFound, MasterState, ReclaimOutcome, RegistrationRead,
     Step, TASK_CHECKS_PER_BATCH, TaskStatus, WriteOutcome,

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use zkdist_coord::{Coordinator, CreateMode, Layout, TaskId, Watch, path};
-use zkdist_master::{MasterDecision, RECONCILE_RETRY_DELAY_MS, TaskDiscovery, run_master_role};
+use zkdist_master::{
+    MasterDecision, RECONCILE_RETRY_DELAY_MS, RequeueReason, TaskDiscovery, run_master_role,
+};
 use zkdist_sim::{Latency, SimConfig, SimConnector, SimSession, SimZk};
 
 use common::*;
@@ -110,6 +112,59 @@ fn tasks_changed_during_a_disconnection_are_found_by_the_reconcile() {
         assert_eq!(
             state.pending_tasks().iter().cloned().collect::<Vec<_>>(),
             vec![before[1].clone(), during[0].clone(), during[1].clone()]
+        );
+    });
+}
+
+/// An assignment node deleted by someone other than its worker (by hand):
+/// the worker gives its task up without a result, and the master, which
+/// hears of no result for it, reads the task's status once its pause is
+/// over and queues it again; a worker runs it, and its waiter gets the
+/// result. Before, the master took the release for a completion, and the
+/// task waited for the next master.
+#[test]
+fn a_task_whose_assignment_was_deleted_by_hand_is_queued_again_and_runs() {
+    run_sim(6, async {
+        let sim = SimZk::start(sim_config(6, Latency::Fixed { ms: 1 }));
+        let layout = Layout::default();
+        let (zk, events) = sim.connect("master").await.unwrap();
+        let master = spawn_master(zk, events, &layout).await;
+        let worker = start_worker(&sim, "worker", &layout, TestHandler).await;
+        let mut client = client(&sim, &layout).await;
+        // Two seconds of work: the deletion comes while it runs.
+        let task = client.submit(&payload("echo", 1, 2_000_000)).await.unwrap();
+        let (master, _) = wait_for(master, "the assignment", |d| {
+            matches!(d, MasterDecision::AssignmentCreated { task: created, .. } if *created == task)
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (holders, _) = client
+            .session()
+            .get_children(&layout.assignments_dir(), Watch::No)
+            .await
+            .unwrap();
+        assert_eq!(holders.len(), 1, "{holders:?}");
+        let assignment = path::join(&layout.assignments_dir(), &holders[0]);
+        client.session().delete(&assignment, None).await.unwrap();
+
+        let result = tokio::time::timeout(HANG_GUARD, client.wait(&task))
+            .await
+            .expect("the task runs again")
+            .unwrap();
+        assert_eq!(result, expected_result("echo", 1));
+        let (_, decisions) = master.stop().await;
+        worker.stop().await.0.unwrap();
+        let requeued: Vec<&MasterDecision> = decisions
+            .iter()
+            .filter(|d| matches!(d, MasterDecision::TaskRequeued { .. }))
+            .collect();
+        assert!(
+            matches!(
+                requeued[..],
+                [MasterDecision::TaskRequeued { task: again, reason: RequeueReason::ReleasedUnfinished { .. } }]
+                    if *again == task
+            ),
+            "{decisions:#?}"
         );
     });
 }

@@ -27,7 +27,7 @@ use crate::fenced::FencedReply;
 use crate::in_flight::InFlight;
 use crate::state::{
     AssignmentData, AssignmentFound, MasterState, ReclaimOutcome, RegistrationRead, Step,
-    WriteOutcome,
+    TaskStatus, WriteOutcome,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -99,6 +99,11 @@ enum Reply {
         task: TaskId,
         result: ZkResult<ReclaimOutcome>,
     },
+    ReleasedTaskChecked {
+        worker: WorkerId,
+        task: TaskId,
+        result: ZkResult<TaskStatus>,
+    },
     PayloadsRead {
         reads: Vec<(TaskId, Option<Vec<u8>>)>,
         /// Why the whole request failed, if it did (a missing task fails
@@ -116,6 +121,8 @@ enum Input {
     Reply(Reply),
     /// The pause after a failed reconcile listing is over.
     ReconcileDue,
+    /// The pause for the results of released tasks is over.
+    ReleaseChecksDue,
 }
 
 /// Lists every directory, as after a reconnection: ZooKeeper re-arms
@@ -160,6 +167,13 @@ enum Link {
 /// `tasks/` again after a reconcile listing failed (typically over the
 /// client's reply limit: the queue must shrink first).
 pub const RECONCILE_RETRY_DELAY_MS: u64 = 5_000;
+
+/// How long a task released without a result heard of waits for its result
+/// before its status is read (see [`MasterState::on_release_checks_due`]).
+/// A result's event may reach the master after its release's, but in the
+/// same burst: a second covers that with room to spare, and a task whose
+/// assignment was deleted by hand is queued again one to two seconds on.
+pub const RELEASE_CHECK_DELAY_MS: u64 = 1_000;
 
 /// The master of one session. Build it with [`Master::new`], optionally
 /// attach an observer, then [`Master::run_until`].
@@ -259,6 +273,8 @@ impl<C: Coordinator> Master<C> {
         let mut shutdown = pin!(shutdown);
         // Armed while a failed reconcile listing waits to be sent again.
         let mut reconcile_retry = pin!(None::<tokio::time::Sleep>);
+        // Armed while released tasks wait for their results to be heard of.
+        let mut release_checks = pin!(None::<tokio::time::Sleep>);
         loop {
             let input = tokio::select! {
                 biased;
@@ -267,6 +283,8 @@ impl<C: Coordinator> Master<C> {
                 reply = in_flight.next() => Input::Reply(reply),
                 () = async { reconcile_retry.as_mut().as_pin_mut().expect("armed").await },
                     if reconcile_retry.is_some() => Input::ReconcileDue,
+                () = async { release_checks.as_mut().as_pin_mut().expect("armed").await },
+                    if release_checks.is_some() => Input::ReleaseChecksDue,
             };
             let initialising = !state.is_initialised();
             let step = match input {
@@ -276,7 +294,16 @@ impl<C: Coordinator> Master<C> {
                     reconcile_retry.set(None);
                     state.on_reconcile_due()
                 }
+                Input::ReleaseChecksDue => {
+                    release_checks.set(None);
+                    state.on_release_checks_due()
+                }
             };
+            if state.has_release_checks_waiting() && release_checks.is_none() {
+                release_checks.set(Some(tokio::time::sleep(Duration::from_millis(
+                    RELEASE_CHECK_DELAY_MS,
+                ))));
+            }
             if state.is_reconcile_deferred() && reconcile_retry.is_none() {
                 reconcile_retry.set(Some(tokio::time::sleep(Duration::from_millis(
                     RECONCILE_RETRY_DELAY_MS,
@@ -306,6 +333,15 @@ impl<C: Coordinator> Master<C> {
                 for dir in [Directory::Tasks, Directory::Assignments] {
                     if !self.discovery.watches_recursively(dir) {
                         continue;
+                    }
+                    // A result: what tells a worker's release of its task
+                    // from an assignment deleted by someone else.
+                    if dir == Directory::Tasks
+                        && watch.kind == WatchKind::NodeCreated
+                        && self.link == Link::Connected
+                        && let Some(task) = self.layout.result_owner_of(&watch.path)
+                    {
+                        return Ok(state.on_result_created(task));
                     }
                     let Some(name) = self.layout.child_name_of(dir, &watch.path) else {
                         let path = self.layout.directory(dir);
@@ -552,6 +588,17 @@ impl<C: Coordinator> Master<C> {
                     failed(format!("reclaiming {path}"), error)
                 })?;
                 Ok(state.on_assignment_reclaimed(worker, task, outcome))
+            }
+            Reply::ReleasedTaskChecked {
+                worker,
+                task,
+                result,
+            } => {
+                let status = result.map_err(|error| {
+                    let path = self.layout.task(&task);
+                    failed(format!("reading the status of released {path}"), error)
+                })?;
+                Ok(state.on_released_task_checked(worker, task, status))
             }
             Reply::PayloadsRead { reads, failure } => {
                 if let Some(error) = failure {

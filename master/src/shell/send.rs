@@ -10,7 +10,7 @@ use zkdist_coord::{
 };
 
 use super::recovery::{reclaim, recover_assignment};
-use super::settled::SettledBy;
+use super::settled::{SettledBy, task_status};
 use super::{Master, Reply};
 use crate::decision::Command;
 use crate::discovery::TaskDiscovery;
@@ -184,6 +184,17 @@ impl<C: Coordinator> Master<C> {
                 in_flight.push(async move {
                     let result = recover_assignment(&*zk, &layout, &worker, &task).await;
                     Reply::AssignmentRecovered {
+                        worker,
+                        task,
+                        result,
+                    }
+                });
+            }
+            Command::CheckReleasedTask { worker, task } => {
+                let layout = self.layout.clone();
+                in_flight.push(async move {
+                    let result = task_status(&*zk, &layout, &task).await;
+                    Reply::ReleasedTaskChecked {
                         worker,
                         task,
                         result,

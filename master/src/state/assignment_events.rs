@@ -9,10 +9,10 @@
 //! not yet seen go. But an event may overtake the replies to requests sent
 //! before it, the create of the very node it reports included.
 
-use zkdist_coord::{Directory, WorkerId};
+use zkdist_coord::{Directory, TaskId, WorkerId};
 
-use super::{MasterState, Step};
-use crate::decision::{MasterDecision, Trigger};
+use super::{MasterState, Step, TaskStatus};
+use crate::decision::{Command, MasterDecision, RequeueReason, Trigger};
 
 impl MasterState {
     /// `assignments/<name>` was created. Only this master creates
@@ -91,6 +91,13 @@ impl MasterState {
 
     /// Registered `worker`'s confirmed assignment node is gone: it finished
     /// its task and is idle, which triggers a round.
+    ///
+    /// With the watch discovery the master hears of the task's result by
+    /// then or soon after, unless the node was deleted by someone else (by
+    /// hand, say; the worker then gives the task up without a result).
+    /// Such a task would wait for the next master, so unless its result is
+    /// heard of soon, its status is read, and it is queued again if it is
+    /// neither finished nor gone (see [`MasterState::on_release_checks_due`]).
     pub(super) fn finish_assignment(&mut self, worker: WorkerId) {
         let slot = self
             .workers
@@ -102,11 +109,109 @@ impl MasterState {
             "{worker} finished {} before its create was confirmed",
             assignment.task
         );
+        let task = assignment.task;
+        let result_heard = self.results_heard.remove(&task);
+        let unexplained = self.discovery.watches_recursively(Directory::Tasks)
+            && !result_heard
+            && !self.was_deleted(&task);
+        if unexplained {
+            let earlier = self.released_unheard.insert(task.clone(), worker.clone());
+            assert!(earlier.is_none(), "{task} released twice without a result");
+        }
         self.decide(MasterDecision::WorkerIdle {
             worker,
-            finished_task: assignment.task,
+            finished_task: task,
         });
         self.trigger(Trigger::WorkerIdle);
+    }
+
+    /// `tasks/<task>/result` was created (watch discovery). Noted for the
+    /// task's release while a worker holds it, confirmed or not (the event
+    /// may come before the reply to the assignment's create), and
+    /// forgotten when no worker does; of any other task, the master needs
+    /// nothing.
+    pub fn on_result_created(&mut self, task: &str) -> Step {
+        self.assert_watch_discovery();
+        self.assert_not_deposed();
+        if let Ok(task) = TaskId::parse(task) {
+            let held = self
+                .workers
+                .values()
+                .flatten()
+                .any(|assignment| assignment.task == task);
+            if held {
+                self.results_heard.insert(task);
+            } else if self.released_unheard.remove(&task).is_none() {
+                // Released before its result was heard of: explained now.
+                self.released_unheard_due.remove(&task);
+            }
+        }
+        self.finish_step()
+    }
+
+    /// Forgets the results heard of tasks no registered worker holds any
+    /// more: released, or their worker gone or their create refused.
+    pub(super) fn forget_results_of_released_tasks(&mut self) {
+        if self.results_heard.is_empty() {
+            return;
+        }
+        let workers = &self.workers;
+        self.results_heard.retain(|task| {
+            workers
+                .values()
+                .flatten()
+                .any(|assignment| &assignment.task == task)
+        });
+    }
+
+    /// The pause for the results of released tasks is over (the shell
+    /// calls this [`crate::RELEASE_CHECK_DELAY_MS`] after the first release
+    /// waiting, and again while any wait): the status of each task released
+    /// before the previous call, and still without a result heard of, is
+    /// read; those released since wait for the next call.
+    pub fn on_release_checks_due(&mut self) -> Step {
+        self.assert_not_deposed();
+        for (task, worker) in std::mem::take(&mut self.released_unheard_due) {
+            if self.was_deleted(&task) {
+                continue;
+            }
+            assert!(
+                self.checking_released.insert(task.clone()),
+                "{task}'s status is read twice"
+            );
+            self.step
+                .commands
+                .push(Command::CheckReleasedTask { worker, task });
+        }
+        self.released_unheard_due = std::mem::take(&mut self.released_unheard);
+        self.finish_step()
+    }
+
+    /// What [`Command::CheckReleasedTask`] read of `task`, which `worker`
+    /// released without a result heard of: queued again at its place if
+    /// it exists unfinished.
+    pub fn on_released_task_checked(
+        &mut self,
+        worker: WorkerId,
+        task: TaskId,
+        status: TaskStatus,
+    ) -> Step {
+        self.assert_not_deposed();
+        assert!(
+            self.checking_released.remove(&task),
+            "{task}'s status read, but it was not asked"
+        );
+        match status {
+            TaskStatus::Unfinished
+                if !self.held_tasks().contains(&task) && !self.pending_tasks.contains(&task) =>
+            {
+                self.requeue(task, RequeueReason::ReleasedUnfinished { worker });
+            }
+            // Finished (its result came after all, or it is marked
+            // refused), gone, or given out again meanwhile: nothing to do.
+            TaskStatus::Unfinished | TaskStatus::Finished | TaskStatus::Gone => {}
+        }
+        self.finish_step()
     }
 
     /// Whether `worker`'s assignment was found by the first `assignments/`

@@ -56,7 +56,9 @@ fn a_delete_event_frees_the_worker_and_sends_its_next_task_without_a_listing() {
         Step::default()
     );
     confirm_created(&mut master, w(1), t(0));
-    // w1 releases t0: its next task goes out at once.
+    // w1 writes t0's result and releases it, in one transaction whose
+    // events come in that order: its next task goes out at once.
+    assert_eq!(master.on_result_created(t(0).as_str()), Step::default());
     let step = master.on_assignment_node_deleted(w(1).as_str());
     assert_eq!(step.decisions[0], worker_idle(1, 0));
     assert!(matches!(
@@ -413,9 +415,26 @@ fn a_startup_assignment_deleted_before_its_read_is_finished_when_read() {
     );
     // Only t1 is checked and assigned, once initialised.
     assert_eq!(step.commands, vec![Command::CheckTasksFinished(vec![t(1)])]);
+    // t0's result was written before the master knew w1 held it: unless
+    // heard of, its status is read once the pause is over.
+    assert!(master.has_release_checks_waiting());
     let step = master.on_tasks_checked(vec![(t(1), false)]);
     assert!(master.is_initialised());
     assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    assert_eq!(master.on_release_checks_due(), Step::default());
+    let step = master.on_release_checks_due();
+    assert_eq!(
+        step.commands,
+        vec![Command::CheckReleasedTask {
+            worker: w(1),
+            task: t(0)
+        }]
+    );
+    assert_eq!(
+        master.on_released_task_checked(w(1), t(0), TaskStatus::Finished),
+        Step::default()
+    );
+    assert!(!master.has_release_checks_waiting());
 }
 
 #[test]
@@ -477,4 +496,92 @@ fn an_assignment_event_in_a_listing_master_is_a_bug() {
     let mut master = MasterState::new(EPOCH, TaskDiscovery::Listing);
     master.start();
     master.on_assignment_node_deleted(w(1).as_str());
+}
+
+/// An assignment deleted by someone other than its worker (by hand, say):
+/// the worker gives the task up without a result, and the master, which
+/// hears of no result for a whole pause, reads the task's status and
+/// queues it again at its place; the next free worker runs it. A release
+/// after a result heard of costs no read.
+#[test]
+fn a_release_without_a_result_heard_of_is_checked_and_its_task_queued_again() {
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_node_created(w(1).as_str());
+    confirm_created(&mut master, w(1), t(0));
+    let step = master.on_assignment_node_deleted(w(1).as_str());
+    assert_eq!(step.decisions[0], worker_idle(1, 0));
+    assert_eq!(creates(&step), vec![(w(1), t(1))]);
+    assert!(master.has_release_checks_waiting());
+    // Released just before the checks came due: it waits one more pause.
+    assert_eq!(master.on_release_checks_due(), Step::default());
+    let step = master.on_release_checks_due();
+    assert_eq!(
+        step.commands,
+        vec![Command::CheckReleasedTask {
+            worker: w(1),
+            task: t(0)
+        }]
+    );
+    assert!(!master.has_release_checks_waiting());
+    // w1 took t1 meanwhile; t0 has no result: it is queued again.
+    master.on_assignment_node_created(w(1).as_str());
+    confirm_created(&mut master, w(1), t(1));
+    let step = master.on_released_task_checked(w(1), t(0), TaskStatus::Unfinished);
+    assert_eq!(
+        step.decisions[0],
+        MasterDecision::TaskRequeued {
+            task: t(0),
+            reason: RequeueReason::ReleasedUnfinished { worker: w(1) },
+        }
+    );
+    assert!(creates(&step).is_empty(), "no worker is free");
+    assert_eq!(master.pending_tasks().first(), Some(&t(0)));
+    // w1 finishes t1 as a worker does: no read, and t0 goes out next.
+    assert_eq!(master.on_result_created(t(1).as_str()), Step::default());
+    let step = master.on_assignment_node_deleted(w(1).as_str());
+    assert_eq!(creates(&step), vec![(w(1), t(0))]);
+    assert!(
+        !step
+            .commands
+            .iter()
+            .any(|command| matches!(command, Command::CheckReleasedTask { .. })),
+        "{:?}",
+        step.commands
+    );
+}
+
+/// A released task found finished (its result came after all, or it is
+/// marked refused) or gone is not queued again.
+#[test]
+fn a_released_task_found_finished_or_gone_is_not_queued_again() {
+    for status in [TaskStatus::Finished, TaskStatus::Gone] {
+        let mut master = t0_being_assigned_to_w1();
+        master.on_assignment_node_created(w(1).as_str());
+        confirm_created(&mut master, w(1), t(0));
+        master.on_assignment_node_deleted(w(1).as_str());
+        master.on_release_checks_due();
+        let step = master.on_release_checks_due();
+        assert_eq!(step.commands.len(), 1, "{status:?}");
+        let step = master.on_released_task_checked(w(1), t(0), status);
+        assert_eq!(step, Step::default(), "{status:?}");
+        assert!(!master.pending_tasks().contains(&t(0)), "{status:?}");
+    }
+}
+
+/// The client reports events of the two recursive watches in the order
+/// each watch got them, not always across the two: a result's event may
+/// come after the release's. Heard of before the checks are due, it
+/// explains the release, and nothing is read.
+#[test]
+fn a_result_heard_of_after_the_release_costs_no_read() {
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_node_created(w(1).as_str());
+    confirm_created(&mut master, w(1), t(0));
+    master.on_assignment_node_deleted(w(1).as_str());
+    assert!(master.has_release_checks_waiting());
+    assert_eq!(master.on_release_checks_due(), Step::default());
+    assert_eq!(master.on_result_created(t(0).as_str()), Step::default());
+    assert!(!master.has_release_checks_waiting());
+    assert_eq!(master.on_release_checks_due(), Step::default());
+    assert!(!master.pending_tasks().contains(&t(0)));
 }

@@ -40,6 +40,25 @@ impl MasterState {
                 "{worker}'s confirmed assignment {task} is in doubt"
             );
         }
+        // A result heard of is kept only while a registered worker holds
+        // its task.
+        for task in &self.results_heard {
+            assert!(
+                held.contains_key(task),
+                "{task}'s result was heard of, but no registered worker holds it"
+            );
+        }
+        for task in self
+            .checking_released
+            .iter()
+            .chain(self.released_unheard.keys())
+            .chain(self.released_unheard_due.keys())
+        {
+            assert!(
+                !self.pending_tasks.contains(task) && !held.contains_key(task),
+                "{task} is queued or held while its release is checked"
+            );
+        }
         for worker in &self.in_doubt {
             assert!(
                 matches!(self.workers.get(worker), Some(Some(_))),

@@ -232,6 +232,9 @@ impl MasterState {
             let finished = matches!(slot, Some(assignment) if assignment.confirmed && !present.contains(worker));
             if finished {
                 let assignment = slot.take().expect("matched Some");
+                // A listing comes after a disconnection, whose events may
+                // be lost: without them, a release cannot be told from a
+                // deletion by someone else, and is taken for the former.
                 became_idle.push((worker.clone(), assignment.task));
             }
         }

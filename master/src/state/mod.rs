@@ -102,6 +102,26 @@ pub struct MasterState {
     /// client deleted them while a worker held them. Each is forgotten as
     /// soon as no worker holds it, and never queued again.
     deleted_while_held: BTreeSet<TaskId>,
+    /// Watch discovery: held tasks whose result's `NodeCreated` was heard.
+    /// A worker writes its result and deletes its assignment in one
+    /// transaction, whose events come in that order, so a release whose
+    /// task is not here was not the worker's completion (see
+    /// [`Command::CheckReleasedTask`]). Each leaves when no registered
+    /// worker holds its task.
+    results_heard: BTreeSet<TaskId>,
+    /// Tasks released without a result heard of, by the worker that held
+    /// them: their status is read ([`Command::CheckReleasedTask`]) once
+    /// they have waited a whole [`crate::RELEASE_CHECK_DELAY_MS`] without
+    /// their result being heard of. The client may report a result's event
+    /// after the release's (they reach it through two watches), so most
+    /// such releases are explained within the same burst of events, and
+    /// cost nothing. `released_unheard` holds those released since the
+    /// last time the checks were due, `released_unheard_due` those
+    /// released before, whose read goes out next time.
+    released_unheard: BTreeMap<TaskId, WorkerId>,
+    released_unheard_due: BTreeMap<TaskId, WorkerId>,
+    /// Released tasks whose status is being read (`CheckReleasedTask`).
+    checking_released: BTreeSet<TaskId>,
     /// Watch discovery: tasks whose `NodeDeleted` event was handled while a
     /// `tasks/` listing was in flight. That listing may have been read
     /// before the delete (its reply can come after the event), so it must
@@ -184,6 +204,10 @@ impl MasterState {
             discovery,
             processed_tasks: BTreeSet::new(),
             deleted_while_held: BTreeSet::new(),
+            results_heard: BTreeSet::new(),
+            released_unheard: BTreeMap::new(),
+            released_unheard_due: BTreeMap::new(),
+            checking_released: BTreeSet::new(),
             deleted_during_listing: BTreeSet::new(),
             reconcile_deferred: false,
             deleted_before_reply: BTreeSet::new(),
@@ -272,6 +296,12 @@ impl MasterState {
         self.reconcile_deferred
     }
 
+    /// Whether released tasks wait for their result to be heard of (see
+    /// [`MasterState::on_release_checks_due`]).
+    pub fn has_release_checks_waiting(&self) -> bool {
+        !self.released_unheard.is_empty() || !self.released_unheard_due.is_empty()
+    }
+
     /// True once the first listings and their follow-up reads are in.
     pub fn is_initialised(&self) -> bool {
         self.started && self.initialisation.is_none()
@@ -343,6 +373,7 @@ impl MasterState {
             self.send_result_checks_when_due();
         }
         self.forget_released_deleted_tasks();
+        self.forget_results_of_released_tasks();
         if self.deposed {
             assert!(
                 self.step.commands.is_empty(),
