@@ -247,6 +247,12 @@ pub enum MasterDecision {
     ReclaimedTaskFinished { worker: WorkerId, task: TaskId },
     /// A task went back to the pending queue, at its place in task order.
     TaskRequeued { task: TaskId, reason: RequeueReason },
+    /// A task queued again once for a release without a result was
+    /// released without one again: left where it is (no result, no
+    /// refusal mark) for a new master, rather than run by every worker in
+    /// turn. A worker gives a task up so when it can neither write its
+    /// result nor mark it refused, or cannot read its assignment.
+    ReleasedTaskLeft { worker: WorkerId, task: TaskId },
     /// This session won the election (role loop).
     Elected { epoch: Epoch },
     /// Another session leads; this one waits for its `master` node to go
@@ -304,6 +310,10 @@ impl fmt::Display for MasterDecision {
             },
             MasterDecision::TaskQueued { task } => write!(f, "task-queued {task}"),
             MasterDecision::TaskVanished { task } => write!(f, "task-vanished {task}"),
+            MasterDecision::ReleasedTaskLeft { worker, task } => write!(
+                f,
+                "released-task-left {task} by {worker}, again without a result: left for a new master"
+            ),
             MasterDecision::TaskAlreadyFinished { task } => {
                 write!(f, "task-already-finished {task}")
             }

@@ -153,7 +153,26 @@ fn a_task_whose_assignment_was_deleted_by_hand_is_queued_again_and_runs() {
             .unwrap();
         assert_eq!(result, expected_result("echo", 1));
         let (_, decisions) = master.stop().await;
-        worker.stop().await.0.unwrap();
+        let (outcome, worker_decisions) = worker.stop().await;
+        outcome.unwrap();
+        // The first run was stopped unwritten; the result is the second's.
+        let runs: Vec<String> = worker_decisions
+            .iter()
+            .map(ToString::to_string)
+            .filter(|line| line.contains(task.as_str()))
+            .collect();
+        assert!(
+            runs.iter()
+                .any(|line| line.ends_with(&format!("found {task} revoked, wrote nothing"))),
+            "{runs:#?}"
+        );
+        assert_eq!(
+            runs.iter()
+                .filter(|line| line.contains(" started "))
+                .count(),
+            2,
+            "{runs:#?}"
+        );
         let requeued: Vec<&MasterDecision> = decisions
             .iter()
             .filter(|d| matches!(d, MasterDecision::TaskRequeued { .. }))

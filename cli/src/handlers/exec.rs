@@ -104,6 +104,15 @@ pub fn parse(payload: &[u8]) -> Result<ExecTask, HandlerError> {
             reason: "argv must name a program".into(),
         });
     }
+    // No program argument can hold a NUL byte (the system takes each as a
+    // C string): refused here, at submit time, rather than by the worker
+    // that fails to start it.
+    if let Some(index) = task.argv.iter().position(|arg| arg.contains('\0')) {
+        return Err(HandlerError::InvalidPayload {
+            kind: "exec",
+            reason: format!("argv[{index}] holds a NUL byte, which no program argument can"),
+        });
+    }
     if task.timeout_ms == 0 || task.timeout_ms > MAX_TIMEOUT_MS {
         return Err(HandlerError::InvalidPayload {
             kind: "exec",
@@ -914,5 +923,11 @@ mod tests {
         ] {
             assert!(parse(payload.as_bytes()).is_err(), "{payload}");
         }
+        // A NUL byte is named with the argument that holds it.
+        let error = parse(br#"{"kind":"exec","argv":["echo","a\u0000b"]}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("argv[1] holds a NUL byte"),
+            "{error}"
+        );
     }
 }

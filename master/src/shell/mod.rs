@@ -682,7 +682,8 @@ impl<C: Coordinator> Master<C> {
 fn log_level(decision: &MasterDecision, initialising: bool) -> tracing::Level {
     match decision {
         MasterDecision::ReconcileDeferred { .. }
-        | MasterDecision::SequenceCounterNearLimit { .. } => tracing::Level::WARN,
+        | MasterDecision::SequenceCounterNearLimit { .. }
+        | MasterDecision::ReleasedTaskLeft { .. } => tracing::Level::WARN,
         MasterDecision::TaskAlreadyFinished { .. } => tracing::Level::DEBUG,
         MasterDecision::TaskQueued { .. } if initialising => tracing::Level::DEBUG,
         _ => tracing::Level::INFO,

@@ -139,6 +139,7 @@ impl MasterState {
                 .values()
                 .flatten()
                 .any(|assignment| assignment.task == task);
+            self.requeued_after_release.remove(&task);
             if held {
                 self.results_heard.insert(task);
             } else if self.released_unheard.remove(&task).is_none() {
@@ -202,9 +203,13 @@ impl MasterState {
             "{task}'s status read, but it was not asked"
         );
         match status {
+            TaskStatus::Unfinished if self.requeued_after_release.contains(&task) => {
+                self.decide(MasterDecision::ReleasedTaskLeft { worker, task });
+            }
             TaskStatus::Unfinished
                 if !self.held_tasks().contains(&task) && !self.pending_tasks.contains(&task) =>
             {
+                self.requeued_after_release.insert(task.clone());
                 self.requeue(task, RequeueReason::ReleasedUnfinished { worker });
             }
             // Finished (its result came after all, or it is marked

@@ -585,3 +585,54 @@ fn a_result_heard_of_after_the_release_costs_no_read() {
     assert_eq!(master.on_release_checks_due(), Step::default());
     assert!(!master.pending_tasks().contains(&t(0)));
 }
+
+/// A worker may give a task up without a result on its own (it could
+/// neither write the result nor mark the task refused): queued again once,
+/// the task is left when it comes back so, instead of going round the
+/// workers for ever, each running it.
+#[test]
+fn a_task_released_twice_without_a_result_is_queued_again_once_then_left() {
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_node_created(w(1).as_str());
+    confirm_created(&mut master, w(1), t(0));
+    let release = |master: &mut MasterState, task: i32| {
+        master.on_assignment_node_deleted(w(1).as_str());
+        master.on_release_checks_due();
+        let step = master.on_release_checks_due();
+        assert_eq!(
+            step.commands,
+            vec![Command::CheckReleasedTask {
+                worker: w(1),
+                task: t(task)
+            }]
+        );
+        master.on_released_task_checked(w(1), t(task), TaskStatus::Unfinished)
+    };
+    // w1 takes t1 on releasing t0; t0 is queued again behind it.
+    let step = release(&mut master, 0);
+    assert!(matches!(
+        step.decisions[0],
+        MasterDecision::TaskRequeued {
+            reason: RequeueReason::ReleasedUnfinished { .. },
+            ..
+        }
+    ));
+    master.on_assignment_node_created(w(1).as_str());
+    confirm_created(&mut master, w(1), t(1));
+    // t1 finishes as a worker does; t0 goes out again, and comes back
+    // without a result again: left.
+    master.on_result_created(t(1).as_str());
+    let step = master.on_assignment_node_deleted(w(1).as_str());
+    assert_eq!(creates(&step), vec![(w(1), t(0))]);
+    master.on_assignment_node_created(w(1).as_str());
+    confirm_created(&mut master, w(1), t(0));
+    let step = release(&mut master, 0);
+    assert_eq!(
+        step.decisions,
+        vec![MasterDecision::ReleasedTaskLeft {
+            worker: w(1),
+            task: t(0)
+        }]
+    );
+    assert!(master.pending_tasks().is_empty());
+}

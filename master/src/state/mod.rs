@@ -122,6 +122,13 @@ pub struct MasterState {
     released_unheard_due: BTreeMap<TaskId, WorkerId>,
     /// Released tasks whose status is being read (`CheckReleasedTask`).
     checking_released: BTreeSet<TaskId>,
+    /// Tasks queued again once already for a release without a result.
+    /// A worker may also give a task up without a result on its own (a
+    /// refused result it could not mark refused, an assignment it cannot
+    /// read): such a task would go round the workers for ever, each
+    /// running it, so it is queued again once, and left after. Each leaves
+    /// when its result is heard of, or its node is deleted.
+    requeued_after_release: BTreeSet<TaskId>,
     /// Watch discovery: tasks whose `NodeDeleted` event was handled while a
     /// `tasks/` listing was in flight. That listing may have been read
     /// before the delete (its reply can come after the event), so it must
@@ -208,6 +215,7 @@ impl MasterState {
             released_unheard: BTreeMap::new(),
             released_unheard_due: BTreeMap::new(),
             checking_released: BTreeSet::new(),
+            requeued_after_release: BTreeSet::new(),
             deleted_during_listing: BTreeSet::new(),
             reconcile_deferred: false,
             deleted_before_reply: BTreeSet::new(),

@@ -44,6 +44,7 @@ impl MasterState {
         if self.listing_loop(Directory::Tasks).in_flight() {
             self.deleted_during_listing.insert(task.clone());
         }
+        self.requeued_after_release.remove(&task);
         if self.unqueue(&task) {
             assert!(self.processed_tasks.remove(&task));
             self.decide(MasterDecision::TaskVanished { task });

@@ -247,7 +247,7 @@ impl<C: Coordinator, H: TaskHandler> Worker<C, H> {
             tracing::warn!(
                 target: "zkdist::worker",
                 "{task} cannot be marked refused at {mark} ({why}); released without the mark, \
-                 so a new master will try it again"
+                 so the master may give it to one more worker, and a new master will try it again"
             );
         };
         let mut refused_dir_made = false;
