@@ -154,10 +154,14 @@ impl Target {
     }
 
     /// As [`Target::status`], but `None` while nobody has laid out the
-    /// root yet.
+    /// root yet, or while a role is laying it out (`tasks/` made, the rest
+    /// not yet).
     fn try_status(&self) -> Option<Value> {
         let status = self.run(&["status", "--json"]);
-        if status.status.code() == Some(1) && status.stderr.contains("no zkdist layout at") {
+        let not_laid_out = ["no zkdist layout at", "is incomplete: its tasks/ exists"];
+        if status.status.code() == Some(1)
+            && not_laid_out.iter().any(|said| status.stderr.contains(said))
+        {
             return None;
         }
         status.expect_code(0);

@@ -49,11 +49,12 @@ pub enum ClientError {
     )]
     NoLayout { root: String },
     /// `tasks/` exists under the root but the rest of the layout does not:
-    /// something other than zkdist made it, and a submit, which lays the
-    /// root out only when `tasks/` is missing, queued into it.
+    /// a role is laying the root out at this moment, or something other
+    /// than zkdist made `tasks/`, and a submit, which lays the root out
+    /// only when `tasks/` is missing, queued into it.
     #[error(
-        "the zkdist layout at {root} is incomplete: its tasks/ exists but not the rest; a master \
-         or worker that starts there lays out what is missing"
+        "the zkdist layout at {root} is incomplete: its tasks/ exists but not the rest (a master \
+         or worker that starts there lays out what is missing, and one may be doing so now)"
     )]
     IncompleteLayout { root: String },
     #[error(
