@@ -110,9 +110,8 @@ impl MasterState {
             assignment.task
         );
         let task = assignment.task;
-        let result_heard = self.results_heard.remove(&task);
         let unexplained = self.discovery.watches_recursively(Directory::Tasks)
-            && !result_heard
+            && !assignment.result_heard
             && !self.was_deleted(&task);
         if unexplained {
             let earlier = self.released_unheard.insert(task.clone(), worker.clone());
@@ -125,44 +124,28 @@ impl MasterState {
         self.trigger(Trigger::WorkerIdle);
     }
 
-    /// `tasks/<task>/result` was created (watch discovery). Noted for the
-    /// task's release while a worker holds it, confirmed or not (the event
-    /// may come before the reply to the assignment's create), and
-    /// forgotten when no worker does; of any other task, the master needs
-    /// nothing.
+    /// `tasks/<task>/result` was created (watch discovery). Noted on the
+    /// assignment of the worker that holds the task, confirmed or not (the
+    /// event may come before the reply to the assignment's create), for
+    /// its release; a task released before it explained now; of any other
+    /// task, the master needs nothing.
     pub fn on_result_created(&mut self, task: &str) -> Step {
         self.assert_watch_discovery();
         self.assert_not_deposed();
         if let Ok(task) = TaskId::parse(task) {
-            let held = self
-                .workers
-                .values()
-                .flatten()
-                .any(|assignment| assignment.task == task);
             self.requeued_after_release.remove(&task);
-            if held {
-                self.results_heard.insert(task);
+            let holding = self
+                .workers
+                .values_mut()
+                .flatten()
+                .find(|assignment| assignment.task == task);
+            if let Some(assignment) = holding {
+                assignment.result_heard = true;
             } else if self.released_unheard.remove(&task).is_none() {
-                // Released before its result was heard of: explained now.
                 self.released_unheard_due.remove(&task);
             }
         }
         self.finish_step()
-    }
-
-    /// Forgets the results heard of tasks no registered worker holds any
-    /// more: released, or their worker gone or their create refused.
-    pub(super) fn forget_results_of_released_tasks(&mut self) {
-        if self.results_heard.is_empty() {
-            return;
-        }
-        let workers = &self.workers;
-        self.results_heard.retain(|task| {
-            workers
-                .values()
-                .flatten()
-                .any(|assignment| &assignment.task == task)
-        });
     }
 
     /// The pause for the results of released tasks is over (the shell

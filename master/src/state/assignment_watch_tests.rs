@@ -29,6 +29,15 @@ fn t0_being_assigned_to_w1() -> MasterState {
     master
 }
 
+/// `t0_being_assigned_to_w1()` with the create confirmed (its event, then
+/// its reply): w1 holds t0.
+fn t0_held_by_w1() -> MasterState {
+    let mut master = t0_being_assigned_to_w1();
+    master.on_assignment_node_created(w(1).as_str());
+    confirm_created(&mut master, w(1), t(0));
+    master
+}
+
 fn worker_idle(worker: u32, task: i32) -> MasterDecision {
     MasterDecision::WorkerIdle {
         worker: w(worker),
@@ -114,7 +123,8 @@ fn a_delete_handled_before_its_create_reply_takes_effect_with_the_reply() {
         holding(&overtaken, 1),
         Some(Assignment {
             task: t(1),
-            confirmed: false
+            confirmed: false,
+            result_heard: false,
         })
     );
     assert_eq!(pending(&overtaken), pending(&in_order));
@@ -208,7 +218,8 @@ fn a_delete_before_an_unknown_create_reply_is_settled_by_the_read_back() {
         holding(&master, 1),
         Some(Assignment {
             task: t(1),
-            confirmed: true
+            confirmed: true,
+            result_heard: false,
         })
     );
 }
@@ -289,7 +300,8 @@ fn a_delete_seen_while_a_reconcile_listing_is_in_flight_is_not_undone_by_it() {
         holding(&master, 1),
         Some(Assignment {
             task: t(1),
-            confirmed: false
+            confirmed: false,
+            result_heard: false,
         })
     );
     // A listing read after the delete and before t1's create shows no node
@@ -505,9 +517,7 @@ fn an_assignment_event_in_a_listing_master_is_a_bug() {
 /// after a result heard of costs no read.
 #[test]
 fn a_release_without_a_result_heard_of_is_checked_and_its_task_queued_again() {
-    let mut master = t0_being_assigned_to_w1();
-    master.on_assignment_node_created(w(1).as_str());
-    confirm_created(&mut master, w(1), t(0));
+    let mut master = t0_held_by_w1();
     let step = master.on_assignment_node_deleted(w(1).as_str());
     assert_eq!(step.decisions[0], worker_idle(1, 0));
     assert_eq!(creates(&step), vec![(w(1), t(1))]);
@@ -555,9 +565,7 @@ fn a_release_without_a_result_heard_of_is_checked_and_its_task_queued_again() {
 #[test]
 fn a_released_task_found_finished_or_gone_is_not_queued_again() {
     for status in [TaskStatus::Finished, TaskStatus::Gone] {
-        let mut master = t0_being_assigned_to_w1();
-        master.on_assignment_node_created(w(1).as_str());
-        confirm_created(&mut master, w(1), t(0));
+        let mut master = t0_held_by_w1();
         master.on_assignment_node_deleted(w(1).as_str());
         master.on_release_checks_due();
         let step = master.on_release_checks_due();
@@ -574,9 +582,7 @@ fn a_released_task_found_finished_or_gone_is_not_queued_again() {
 /// explains the release, and nothing is read.
 #[test]
 fn a_result_heard_of_after_the_release_costs_no_read() {
-    let mut master = t0_being_assigned_to_w1();
-    master.on_assignment_node_created(w(1).as_str());
-    confirm_created(&mut master, w(1), t(0));
+    let mut master = t0_held_by_w1();
     master.on_assignment_node_deleted(w(1).as_str());
     assert!(master.has_release_checks_waiting());
     assert_eq!(master.on_release_checks_due(), Step::default());
@@ -592,9 +598,7 @@ fn a_result_heard_of_after_the_release_costs_no_read() {
 /// workers for ever, each running it.
 #[test]
 fn a_task_released_twice_without_a_result_is_queued_again_once_then_left() {
-    let mut master = t0_being_assigned_to_w1();
-    master.on_assignment_node_created(w(1).as_str());
-    confirm_created(&mut master, w(1), t(0));
+    let mut master = t0_held_by_w1();
     let release = |master: &mut MasterState, task: i32| {
         master.on_assignment_node_deleted(w(1).as_str());
         master.on_release_checks_due();

@@ -113,6 +113,7 @@ impl MasterState {
                         *slot = Some(Assignment {
                             task: task.clone(),
                             confirmed: true,
+                            result_heard: false,
                         });
                         self.decide(MasterDecision::TaskInProgress {
                             worker: worker.clone(),

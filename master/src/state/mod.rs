@@ -102,14 +102,8 @@ pub struct MasterState {
     /// client deleted them while a worker held them. Each is forgotten as
     /// soon as no worker holds it, and never queued again.
     deleted_while_held: BTreeSet<TaskId>,
-    /// Watch discovery: held tasks whose result's `NodeCreated` was heard.
-    /// A worker writes its result and deletes its assignment in one
-    /// transaction, whose events come in that order, so a release whose
-    /// task is not here was not the worker's completion (see
-    /// [`Command::CheckReleasedTask`]). Each leaves when no registered
-    /// worker holds its task.
-    results_heard: BTreeSet<TaskId>,
-    /// Tasks released without a result heard of, by the worker that held
+    /// Tasks released without their result heard of (see
+    /// [`Assignment::result_heard`]), by the worker that held
     /// them: their status is read ([`Command::CheckReleasedTask`]) once
     /// they have waited a whole [`crate::RELEASE_CHECK_DELAY_MS`] without
     /// their result being heard of. The client may report a result's event
@@ -211,7 +205,6 @@ impl MasterState {
             discovery,
             processed_tasks: BTreeSet::new(),
             deleted_while_held: BTreeSet::new(),
-            results_heard: BTreeSet::new(),
             released_unheard: BTreeMap::new(),
             released_unheard_due: BTreeMap::new(),
             checking_released: BTreeSet::new(),
@@ -381,7 +374,6 @@ impl MasterState {
             self.send_result_checks_when_due();
         }
         self.forget_released_deleted_tasks();
-        self.forget_results_of_released_tasks();
         if self.deposed {
             assert!(
                 self.step.commands.is_empty(),

@@ -13,6 +13,11 @@ pub struct Assignment {
     /// at start-up). Only then can its absence from a listing mean that the
     /// worker finished.
     pub confirmed: bool,
+    /// Watch discovery: the task's result's `NodeCreated` was heard while
+    /// the worker held it. A worker writes its result and deletes its
+    /// assignment in one transaction, so a release without it was not the
+    /// worker's completion (see `Command::CheckReleasedTask`).
+    pub result_heard: bool,
 }
 
 /// What the shell read from an assignment node at start-up.

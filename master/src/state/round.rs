@@ -31,6 +31,7 @@ impl MasterState {
             *slot = Some(Assignment {
                 task: task.clone(),
                 confirmed: false,
+                result_heard: false,
             });
             assigned.push((worker.clone(), task));
         }

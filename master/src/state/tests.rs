@@ -199,7 +199,8 @@ fn initialisation_adopts_existing_workers_tasks_and_assignments() {
         master.workers()[&w(2)],
         Some(Assignment {
             task: t(2),
-            confirmed: true
+            confirmed: true,
+            result_heard: false,
         })
     );
 
@@ -904,7 +905,8 @@ fn a_create_in_doubt_is_read_back_and_never_sent_blindly_again() {
         master.workers()[&w(1)],
         Some(Assignment {
             task: t(1),
-            confirmed: true
+            confirmed: true,
+            result_heard: false,
         })
     );
     // Now absence from a listing means finished.
